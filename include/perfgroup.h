@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perfgroup.h — the only header a perfgroup user includes.
+ *
+ *   PERF_GROUP("name")   put a function in a performance group (a no-op without a plugin)
+ *   perfgroup_event_*    bracket one iteration of an event loop
+ *   perfgroup_snapshot_* read every group's totals, subtract two snapshots
+ *   perfgroup_alert_*    get called when a group's time in one event exceeds a threshold
+ *   perfgroup_start/...  control: on/off, reset, activate groups, name threads, record
+ *
+ * Conventions (libuv's): functions returning int return 0 or a negative errno; the object
+ * comes first; nothing here may be called from inside an enter/exit hook.
+ */
+#ifndef PERFGROUP_H
+#define PERFGROUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- The annotation ------------------------------------------------------------------ */
+/*
+ * GCC with the plugin: __has_attribute(perf_group) is true and the plugin's attribute is
+ * used. Clang with the plugin: the plugin defines __PERFGROUP__ and understands
+ * annotate("perfgroup:name") — the only spelling clang 14 keeps the argument of in every
+ * syntax. Without a plugin the macro expands to nothing, clean under -Wall -Wextra -Werror.
+ */
+#if defined(__has_attribute)
+#  if __has_attribute(perf_group)
+#    define PERF_GROUP(name) __attribute__((perf_group(name)))
+#  endif
+#endif
+#if !defined(PERF_GROUP) && defined(__clang__) && defined(__PERFGROUP__)
+#  define PERF_GROUP(name) __attribute__((annotate("perfgroup:" name)))
+#endif
+#ifndef PERF_GROUP
+#  define PERF_GROUP(name)
+#endif
+
+/* Keep a function out of instrumentation whatever its group or file map says. */
+#define PERF_GROUP_NONE __attribute__((no_instrument_function))
+
+#if defined(PERFGROUP_BUILDING_RUNTIME) && defined(__GNUC__)
+#  define PERFGROUP_API __attribute__((visibility("default")))
+#else
+#  define PERFGROUP_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Events ---------------------------------------------------------------------------- */
+/*
+ * Bracket one iteration of an event loop on the calling thread. At event end each group that
+ * executed gets its share of the event's CPU time (two CPU-clock reads per event) and its
+ * jank histogram updated. `name` must stay valid for the life of the process (a literal).
+ * Without these calls the runtime makes implicit events: one per outermost group activation.
+ * Returns 0, -EALREADY (an event is open; begin) or -ENOENT (none open; end).
+ */
+PERFGROUP_API int perfgroup_event_begin(const char *name);
+PERFGROUP_API int perfgroup_event_end(void);
+
+/*
+ * A nested event loop starts/ends on this thread (e.g. a modal dialog spinning the loop):
+ * every stopwatch running now becomes stale and is dropped at its exit, so the groups that
+ * were running are not charged for what the nested loop runs.
+ */
+PERFGROUP_API void perfgroup_nested_loop_begin(void);
+PERFGROUP_API void perfgroup_nested_loop_end(void);
+
+/* ---- Totals and snapshots -------------------------------------------------------------- */
+#define PERFGROUP_JANK_BUCKETS 10 /* > 1, 2, 4, 8, 16, 32, 64, 128, 256, 512 ms */
+
+enum perfgroup_group_kind {
+    PERFGROUP_KIND_TOP = 0,       /* the thread's top group: the whole of every event */
+    PERFGROUP_KIND_ATTRIBUTE = 1, /* PERF_GROUP("x") */
+    PERFGROUP_KIND_FILE = 2,      /* -fplugin-arg-perfgroup-default= / map= */
+    PERFGROUP_KIND_FUNCTION = 3,  /* one per function; inactive by default */
+};
+
+struct perfgroup_stats {
+    const char *name;              /* valid for the life of the process */
+    enum perfgroup_group_kind kind;
+    int active;
+    uint64_t cpu_ns;               /* share of event CPU time */
+    uint64_t wall_ns;              /* stopwatch time (TSC) */
+    uint64_t blocked_ns;           /* sum over events of max(0, wall - cpu) */
+    uint64_t cycles;
+    uint64_t activations;          /* stopwatches started and committed */
+    uint64_t events;               /* events in which the group executed */
+    uint64_t max_event_ns;         /* longest time in one event (CPU) */
+    uint64_t min_event_ns;         /* shortest time in one event (CPU); 0 if no event */
+    uint64_t jank[PERFGROUP_JANK_BUCKETS]; /* events whose group time exceeded 2^i ms */
+    uint64_t discarded;            /* measures discarded (CPU change, TSC backwards, n > 1) */
+};
+
+struct perfgroup_snapshot; /* opaque */
+
+/* Totals of every group aggregated over all threads (living and exited), taken without
+ * stopping the instrumented threads. Returns NULL on allocation failure. */
+PERFGROUP_API struct perfgroup_snapshot *perfgroup_snapshot_take(void);
+PERFGROUP_API void perfgroup_snapshot_free(struct perfgroup_snapshot *s);
+/* later - earlier, group by group (groups are matched by name). NULL on allocation failure. */
+PERFGROUP_API struct perfgroup_snapshot *perfgroup_snapshot_diff(const struct perfgroup_snapshot *later,
+                                                                 const struct perfgroup_snapshot *earlier);
+PERFGROUP_API size_t perfgroup_snapshot_count(const struct perfgroup_snapshot *s);
+/* The i-th group, in name order; NULL past the end. */
+PERFGROUP_API const struct perfgroup_stats *perfgroup_snapshot_at(const struct perfgroup_snapshot *s, size_t i);
+/* The group called `name`, or NULL. */
+PERFGROUP_API const struct perfgroup_stats *perfgroup_snapshot_find(const struct perfgroup_snapshot *s,
+                                                                    const char *name);
+
+/* ---- Alerts ---------------------------------------------------------------------------- */
+struct perfgroup_alert_info {
+    const char *group;       /* the offending group */
+    const char *event;       /* the event's name ("(implicit)" for implicit events) */
+    uint64_t group_cpu_ns;   /* its CPU time in this event */
+    uint64_t group_wall_ns;  /* its stopwatch time in this event */
+    uint64_t event_cpu_ns;   /* the whole event's CPU time */
+    uint64_t threshold_ns;
+    uint32_t tid;
+};
+typedef void (*perfgroup_alert_cb)(const struct perfgroup_alert_info *info, void *arg);
+
+/* Call cb, on the committing thread at event end (never inside a hook), each time a group's
+ * CPU time in one event exceeds threshold_ns. Returns an id > 0, or -EINVAL / -ENOSPC. */
+PERFGROUP_API int perfgroup_alert_add(uint64_t threshold_ns, perfgroup_alert_cb cb, void *arg);
+PERFGROUP_API int perfgroup_alert_remove(int id);
+
+/* ---- Control ----------------------------------------------------------------------------- */
+PERFGROUP_API int perfgroup_start(void);   /* turn accounting on (the default) */
+PERFGROUP_API int perfgroup_stop(void);    /* off: hooks cost one predictable branch */
+PERFGROUP_API int perfgroup_is_active(void);
+PERFGROUP_API int perfgroup_reset(void);   /* zero every total */
+/* Per-function groups are named after their function and inactive by default. Returns 0,
+ * or -ENOENT if no group of that name exists yet. */
+PERFGROUP_API int perfgroup_group_activate(const char *name);
+PERFGROUP_API int perfgroup_group_deactivate(const char *name);
+/* Name the calling thread in snapshots and recordings (copied; truncated to 63 bytes). */
+PERFGROUP_API int perfgroup_thread_name(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PERFGROUP_H */

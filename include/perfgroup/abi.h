@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perfgroup/abi.h — the contract between the compiler plugins and the runtime.
+ *
+ * Both plugins (plugin-gcc/, plugin-clang/) include this header and take every name, size and
+ * number from it, so the two can never drift apart. The runtime (runtime/) implements it.
+ *
+ * What a plugin emits for each instrumented function F (in group "addon", file group "core"):
+ *
+ *     static struct perfgroup_site __perfgroup_site_F
+ *         __attribute__((section(PERFGROUP_SITES_SECTION), aligned(8), used)) = {
+ *         PERFGROUP_ABI_VERSION, flags, line,
+ *         "addon\0core",         -- PERFGROUP_SITE_GROUPS: attribute group, NUL, file group
+ *         "F\0src/addon.c",      -- PERFGROUP_SITE_WHERE: function (mangled), NUL, file
+ *         0 };                   -- runtime cache slot
+ *
+ *     rettype F(args) {
+ *         uint64_t tok = PERFGROUP_HOOK_ENTER(&__perfgroup_site_F);
+ *         try { body } finally { PERFGROUP_HOOK_EXIT(&__perfgroup_site_F, tok); }
+ *     }
+ *
+ * and, once per module (executable or shared object), a reference that makes the module's
+ * sites known to the runtime: PERFGROUP_MODULE_REGISTER is called from a constructor with the
+ * module's __start_/__stop_ bounds of the section (see "Modules" below).
+ *
+ * History of PERFGROUP_ABI_VERSION:
+ *   1  first version: 32-byte site, enter returns a token, exit takes it back.
+ */
+#ifndef PERFGROUP_ABI_H
+#define PERFGROUP_ABI_H
+
+#include <stdint.h>
+
+#define PERFGROUP_ABI_VERSION 1u
+
+/* Hook names. Plugins must build their calls from these macros, never from literals. */
+#define PERFGROUP_HOOK_ENTER       __perfgroup_enter
+#define PERFGROUP_HOOK_EXIT        __perfgroup_exit
+#define PERFGROUP_MODULE_REGISTER  __perfgroup_register_module
+#define PERFGROUP_STR_(x) #x
+#define PERFGROUP_STR(x) PERFGROUP_STR_(x)
+#define PERFGROUP_HOOK_ENTER_NAME      PERFGROUP_STR(PERFGROUP_HOOK_ENTER)
+#define PERFGROUP_HOOK_EXIT_NAME       PERFGROUP_STR(PERFGROUP_HOOK_EXIT)
+#define PERFGROUP_MODULE_REGISTER_NAME PERFGROUP_STR(PERFGROUP_MODULE_REGISTER)
+
+/* The ELF section holding every site descriptor of a module, and its bound symbols. */
+#define PERFGROUP_SITES_SECTION      "perfgroup_sites"
+#define PERFGROUP_SITES_START_NAME   "__start_perfgroup_sites"
+#define PERFGROUP_SITES_STOP_NAME    "__stop_perfgroup_sites"
+/* Name of the per-module constructor a plugin emits (one per module, hidden, COMDAT/weak so
+ * that N translation units of one module give one constructor). */
+#define PERFGROUP_MODULE_CTOR_NAME   "__perfgroup_module_ctor"
+
+/* Flags (struct perfgroup_site.flags). */
+#define PERFGROUP_SITE_F_GCC        0x0001u /* emitted by the GCC plugin */
+#define PERFGROUP_SITE_F_CLANG      0x0002u /* emitted by the Clang plugin */
+#define PERFGROUP_SITE_F_CXX        0x0004u /* function name is a C++ mangled name */
+#define PERFGROUP_SITE_F_INLINE     0x0008u /* inline/template/COMDAT: may appear in N TUs */
+#define PERFGROUP_SITE_F_ATTR       0x0010u /* the attribute group is set (first string non-empty) */
+#define PERFGROUP_SITE_F_FILEGROUP  0x0020u /* the file group is set (second string non-empty) */
+
+/*
+ * One static, writable descriptor per instrumented function, in PERFGROUP_SITES_SECTION.
+ * Fixed size 32, alignment 8, so the section is a dense array (emit with an explicit
+ * user alignment of 8: GCC raises statics >= 32 bytes to 32 otherwise, leaving holes).
+ *
+ *   offset  size  field
+ *        0     2  version   PERFGROUP_ABI_VERSION
+ *        2     2  flags     PERFGROUP_SITE_F_*
+ *        4     4  line      line of the function's definition (0 if unknown)
+ *        8     8  groups    "attr\0file\0": attribute group, NUL, file group, NUL; either may
+ *                           be empty (""), not both
+ *       16     8  where     "function\0file\0": function name (assembler/mangled), NUL,
+ *                           defining file as the compiler saw it, NUL
+ *       24     8  cache     owned by the runtime (0 when emitted); the runtime stores its
+ *                           resolved per-function record here
+ */
+struct perfgroup_site {
+    uint16_t version;
+    uint16_t flags;
+    uint32_t line;
+    const char *groups;
+    const char *where;
+    void *cache;
+};
+
+#ifdef __cplusplus
+#define PERFGROUP_ABI_NOTHROW_ noexcept
+extern "C" {
+#else
+#define PERFGROUP_ABI_NOTHROW_ __attribute__((nothrow))
+#endif
+
+/*
+ * Called at function entry. Returns a token the exit hook gets back; 0 means "nothing to do
+ * at exit" (switch off, re-entry of running groups). Never throws, never calls user code,
+ * never blocks.
+ */
+uint64_t PERFGROUP_HOOK_ENTER(struct perfgroup_site *site) PERFGROUP_ABI_NOTHROW_;
+
+/*
+ * Called on every way out of the function — return, and unwinding of an exception — with
+ * the token its enter returned. Exits may be skipped (longjmp, exit(), a frame without
+ * unwind tables): the runtime resynchronises from the token and the stack position.
+ */
+void PERFGROUP_HOOK_EXIT(struct perfgroup_site *site, uint64_t token) PERFGROUP_ABI_NOTHROW_;
+
+/*
+ * Called once per module from the plugin-emitted constructor, with the bounds of that
+ * module's PERFGROUP_SITES_SECTION. abi_version lets the runtime refuse a module built for
+ * another ABI (reported once on stderr; the runtime then stays off rather than miscount).
+ * Safe to call before main, from several modules, and more than once for one module.
+ */
+void PERFGROUP_MODULE_REGISTER(uint32_t abi_version, struct perfgroup_site *start,
+                               struct perfgroup_site *stop) PERFGROUP_ABI_NOTHROW_;
+
+#ifdef __cplusplus
+}
+#endif
+
+#if defined(__cplusplus) && __cplusplus >= 201103L
+static_assert(sizeof(struct perfgroup_site) == 32, "perfgroup_site must be 32 bytes");
+static_assert(alignof(struct perfgroup_site) == 8, "perfgroup_site must be 8-aligned");
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+_Static_assert(sizeof(struct perfgroup_site) == 32, "perfgroup_site must be 32 bytes");
+_Static_assert(_Alignof(struct perfgroup_site) == 8, "perfgroup_site must be 8-aligned");
+#endif
+
+#endif /* PERFGROUP_ABI_H */
