@@ -35,6 +35,7 @@
 #include <dlfcn.h>
 #include <fnmatch.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,17 +45,18 @@ using namespace perfgroup_clang;
 
 namespace {
 
-/* ---- Options ------------------------------------------------------------------------------ */
+/* ---- Options (same names, semantics and error texts as the GCC plugin) ------------------- */
 
 struct MapEntry {
     std::string glob, group;
 };
 
 struct Options {
-    std::string defaultGroup;        /* default=GROUP */
-    std::vector<MapEntry> map;       /* map=FILE, in file order: first match wins */
-    std::vector<std::string> exclude; /* exclude=GLOB, matched against function names */
-    bool systemHeaders = false;      /* system-headers */
+    std::string defaultGroup;         /* default=GROUP */
+    std::vector<MapEntry> map;        /* map=FILE, in file order: first match wins */
+    std::vector<std::string> exclude; /* exclude=GLOB[,GLOB...] */
+    bool systemHeaders = false;       /* system-headers */
+    bool verbose = false;             /* verbose: a note per function with a group */
     bool fileGroups() const { return !defaultGroup.empty() || !map.empty(); }
 };
 
@@ -66,37 +68,57 @@ static void report(DiagnosticsEngine &D, const std::string &text)
     D.Report(D.getCustomDiagID(DiagnosticsEngine::Error, "%0")) << text;
 }
 
-/* Reads map=FILE: lines "GLOB GROUP", '#' starts a comment, blank lines are fine. */
+/* A glob with '/' matches the whole path, one without matches the basename. */
+static bool pathMatches(const std::string &glob, llvm::StringRef path)
+{
+    if (path.empty()) return false;
+    size_t slash = path.rfind('/');
+    std::string subject = glob.find('/') != std::string::npos || slash == llvm::StringRef::npos
+                              ? path.str()
+                              : path.substr(slash + 1).str();
+    return fnmatch(glob.c_str(), subject.c_str(), 0) == 0;
+}
+
+/* Reads map=FILE: lines "GLOB GROUP", '#' starts a comment, blank lines are fine. Stops at
+ * the first problem. */
 static bool readMap(DiagnosticsEngine &D, const std::string &path, Options &o)
 {
+    std::string in = "(in '" FLAG "map=" + path + "')";
     auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
     if (!buf) {
-        report(D, FLAG "map=" + path + ": cannot read '" + path + "': " +
+        report(D, "'" FLAG "map=" + path + "': cannot open '" + path + "': " +
                       buf.getError().message());
         return false;
     }
     llvm::StringRef text = (*buf)->getBuffer();
     unsigned lineno = 0;
-    bool ok = true;
     while (!text.empty()) {
         auto [line, rest] = text.split('\n');
         text = rest;
         lineno++;
-        line = line.split('#').first.trim();
-        if (line.empty()) continue;
+        std::string where = path + ":" + std::to_string(lineno) + ": ";
+        if (line.size() >= 4095) { /* the GCC plugin's line buffer */
+            report(D, where + "line too long " + in);
+            return false;
+        }
+        line = line.split('#').first;
         llvm::SmallVector<llvm::StringRef, 4> f;
         line.split(f, ' ', -1, /*KeepEmpty=*/false);
-        if (f.size() == 1 && line.contains('\t')) /* tab-separated */
-            line.split(f, '\t', -1, false);
-        if (f.size() != 2) {
-            report(D, path + ":" + std::to_string(lineno) + ": expected 'GLOB GROUP' (" FLAG
-                          "map=" + path + ")");
-            ok = false;
-            continue;
+        llvm::SmallVector<llvm::StringRef, 4> fields;
+        for (llvm::StringRef x : f) { /* tabs and CRs separate too */
+            llvm::SmallVector<llvm::StringRef, 4> g;
+            x.split(g, '\t', -1, false);
+            for (llvm::StringRef y : g)
+                if (!(y = y.trim("\r")).empty()) fields.push_back(y);
         }
-        o.map.push_back({f[0].trim().str(), f[1].trim().str()});
+        if (fields.empty()) continue;
+        if (fields.size() != 2) {
+            report(D, where + "expected 'GLOB GROUP' " + in);
+            return false;
+        }
+        o.map.push_back({fields[0].str(), fields[1].str()});
     }
-    return ok;
+    return true;
 }
 
 /* ---- The attribute ------------------------------------------------------------------------ */
@@ -110,7 +132,7 @@ static bool readMap(DiagnosticsEngine &D, const std::string &path, Options &o)
 struct PerfGroupAttrInfo : public ParsedAttrInfo {
     PerfGroupAttrInfo()
     {
-        OptArgs = 1;
+        OptArgs = 15; /* argument count is checked below, with the GCC plugin's message */
         static constexpr Spelling S[] = {{ParsedAttr::AS_GNU, "perf_group"},
                                          {ParsedAttr::AS_CXX11, "gnu::perf_group"},
                                          {ParsedAttr::AS_CXX11, "perfgroup::group"},
@@ -119,56 +141,56 @@ struct PerfGroupAttrInfo : public ParsedAttrInfo {
         Spellings = S;
     }
 
+    static std::string spelled(const ParsedAttr &A)
+    {
+        return A.getAttrName()->getName() == "group" ? "perfgroup::group" : "perf_group";
+    }
+
     bool diagAppertainsToDecl(Sema &S, const ParsedAttr &A, const Decl *D) const override
     {
         if (isa<FunctionDecl>(D)) return true;
-        unsigned id = S.getDiagnostics().getCustomDiagID(
-            DiagnosticsEngine::Warning, "'perf_group' attribute only applies to functions; ignored");
-        S.Diag(A.getLoc(), id);
+        S.Diag(A.getLoc(), S.getDiagnostics().getCustomDiagID(
+                               DiagnosticsEngine::Warning,
+                               "'%0' attribute only applies to functions; ignored"))
+            << spelled(A);
         return false;
     }
 
     AttrHandling handleDeclAttribute(Sema &S, Decl *D, const ParsedAttr &A) const override
     {
         DiagnosticsEngine &De = S.getDiagnostics();
-        if (A.getNumArgs() == 0) {
-            if (A.getSyntax() != ParsedAttr::AS_GNU) {
-                S.Diag(A.getLoc(), De.getCustomDiagID(
-                    DiagnosticsEngine::Error,
-                    "clang 14 drops the argument of '[[%0]]' before a plugin sees it; write "
-                    "__attribute__((perf_group(\"name\"))) or [[clang::annotate(\"perfgroup:name\")]] "
-                    "(PERF_GROUP(\"name\") from <perfgroup.h> does this)"))
-                    << A.getNormalizedFullName();
-            } else {
-                S.Diag(A.getLoc(), De.getCustomDiagID(
-                    DiagnosticsEngine::Error,
-                    "'perf_group' attribute needs one string argument, the group name"));
-            }
+        auto error = [&](std::string text) { /* "%0" in text: the attribute as spelled */
+            size_t at = text.find("%0");
+            if (at != std::string::npos) text.replace(at, 2, spelled(A));
+            S.Diag(A.getLoc(), De.getCustomDiagID(DiagnosticsEngine::Error, "%0")) << text;
             return AttributeNotApplied;
-        }
+        };
+        if (A.getNumArgs() == 0 && A.getSyntax() != ParsedAttr::AS_GNU)
+            return error("clang 14 drops the argument of '[[%0(...)]]' before a plugin sees it; "
+                         "write __attribute__((perf_group(\"name\"))) or "
+                         "[[clang::annotate(\"perfgroup:name\")]] (PERF_GROUP(\"name\") from "
+                         "<perfgroup.h> does)");
+        if (A.getNumArgs() != 1)
+            return error("wrong number of arguments specified for '%0' attribute");
         const StringLiteral *lit = nullptr;
-        if (A.isArgExpr(0))
-            lit = dyn_cast_or_null<StringLiteral>(A.getArgAsExpr(0)->IgnoreParenCasts());
-        if (!lit || !lit->isAscii()) {
-            S.Diag(A.getLoc(), De.getCustomDiagID(
-                DiagnosticsEngine::Error,
-                "'perf_group' attribute argument must be a string literal"));
-            return AttributeNotApplied;
-        }
-        if (lit->getString().empty()) {
-            S.Diag(A.getLoc(), De.getCustomDiagID(
-                DiagnosticsEngine::Error, "'perf_group' attribute argument is an empty group name"));
-            return AttributeNotApplied;
-        }
-        std::string ann = std::string(AnnotationPrefix) + lit->getString().str();
-        D->addAttr(AnnotateAttr::Create(S.Context, ann, nullptr, 0, A));
+        if (A.isArgExpr(0) && A.getArgAsExpr(0))
+            lit = dyn_cast<StringLiteral>(A.getArgAsExpr(0)->IgnoreParenCasts());
+        if (!lit || !(lit->isAscii() || lit->isUTF8()))
+            return error("'%0' attribute argument must be a string literal naming a group");
+        llvm::StringRef group = lit->getString();
+        if (group.empty())
+            return error("'%0' attribute: the group name must not be empty");
+        if (group.contains('\0'))
+            return error("'%0' attribute: the group name must not contain a NUL character");
+        D->addAttr(AnnotateAttr::Create(S.Context, std::string(AnnotationPrefix) + group.str(),
+                                        nullptr, 0, A));
         return AttributeApplied;
     }
 };
 
 /* ---- Walking the translation unit --------------------------------------------------------- */
 
-/* The group of one AnnotateAttr, or nullptr if it is not ours. */
+/* Our AnnotateAttr, or nullptr. */
 static const AnnotateAttr *ours(const Attr *a)
 {
     auto *an = dyn_cast<AnnotateAttr>(a);
@@ -191,36 +213,84 @@ static const AnnotateAttr *ownAnnotation(const FunctionDecl *FD)
     return own;
 }
 
+/*
+ * Lambda names as g++ emits them. Clang 14 mangles a lambda that needs no ODR-stable name (one
+ * in a non-inline function body) as an unnamed local type, "$_0", where g++ writes the
+ * Itanium form "{lambda(int)#1}". Sites carry names for people and for the shared corpus, so
+ * the site gets the Itanium form: lambdas numbered from 1 in source order within their
+ * enclosing context (g++'s counting; the ABI counts per signature). The IR keeps clang's name.
+ */
+static std::map<const CXXRecordDecl *, unsigned> *LambdaNumbers;
+
+static llvm::Optional<unsigned> lambdaNumber(ASTContext &, const NamedDecl *ND)
+{
+    auto *RD = dyn_cast<CXXRecordDecl>(ND);
+    if (!LambdaNumbers || !RD || !RD->isLambda() || RD->getLambdaManglingNumber())
+        return llvm::None;
+    auto it = LambdaNumbers->find(RD);
+    if (it == LambdaNumbers->end()) return llvm::None;
+    return it->second;
+}
+
+static bool insideNumberlessLambda(const DeclContext *DC)
+{
+    for (; DC; DC = DC->getParent())
+        if (auto *RD = dyn_cast<CXXRecordDecl>(DC))
+            if (RD->isLambda() && !RD->getLambdaManglingNumber()) return true;
+    return false;
+}
+
 class Walker : public RecursiveASTVisitor<Walker> {
 public:
     Walker(ASTContext &C, const Options &O, Table &T)
         : Ctx(C), SM(C.getSourceManager()), Diags(C.getDiagnostics()), Opts(O), Tab(T),
-          Mangle(C.createMangleContext())
+          Mangle(C.createMangleContext()),
+          Display(ItaniumMangleContext::create(C, C.getDiagnostics(), lambdaNumber))
     {
         WarnConflict = Diags.getCustomDiagID(
             DiagnosticsEngine::Warning,
-            "'perf_group' group \"%0\" of %1 differs from group \"%2\" of another declaration; "
-            "the group of the definition is used");
-        NotePrevious = Diags.getCustomDiagID(DiagnosticsEngine::Note, "other group given here");
-        ErrEmpty = Diags.getCustomDiagID(DiagnosticsEngine::Error,
-                                         "'perf_group' attribute argument is an empty group name");
-        WarnTwice = Diags.getCustomDiagID(
-            DiagnosticsEngine::Warning,
-            "'perf_group' given twice on one declaration with groups \"%0\" and \"%1\"; the last "
-            "one is used");
+            "'perf_group' attribute: the definition of %0 is in group '%1' but an earlier "
+            "declaration says '%2'; the definition wins");
+        ErrEmpty = Diags.getCustomDiagID(
+            DiagnosticsEngine::Error, "'perf_group' attribute: the group name must not be empty");
+        NoteInstrumenting = Diags.getCustomDiagID(
+            DiagnosticsEngine::Note, "perfgroup: instrumenting '%0' (group '%1', file group '%2')");
+        NoteSkipped =
+            Diags.getCustomDiagID(DiagnosticsEngine::Note, "perfgroup: '%0' not instrumented: %1");
     }
 
     bool shouldVisitTemplateInstantiations() const { return true; }
     bool shouldVisitImplicitCode() const { return true; }
 
+    bool VisitLambdaExpr(LambdaExpr *L)
+    {
+        const CXXRecordDecl *RD = L->getLambdaClass();
+        if (!RD->getLambdaManglingNumber()) {
+            const Decl *ctx = cast<Decl>(RD->getDeclContext());
+            Numbers[RD] = ++Counters[ctx];
+        }
+        return true;
+    }
+
     bool VisitFunctionDecl(FunctionDecl *FD)
     {
-        if (FD->hasAttrs()) checkAnnotations(FD);
         if (!FD->isThisDeclarationADefinition() || FD->isDependentContext() || FD->isMultiVersion())
             return true;
         if (!Opts.fileGroups() && !FD->hasAttrs()) return true; /* the common, cheap case */
         decide(FD);
         return true;
+    }
+
+    /* Display names of lambda members, once every lambda of the TU has its number. */
+    void finish()
+    {
+        LambdaNumbers = &Numbers;
+        for (auto &p : PendingDisplay) {
+            std::string d = mangled(*Display, p.second);
+            for (auto &kv : Tab.rows)
+                if (kv.first == p.first) kv.second.display = d;
+        }
+        LambdaNumbers = nullptr;
     }
 
 private:
@@ -230,44 +300,33 @@ private:
     const Options &Opts;
     Table &Tab;
     std::unique_ptr<MangleContext> Mangle;
-    unsigned WarnConflict, NotePrevious, ErrEmpty, WarnTwice;
+    std::unique_ptr<MangleContext> Display;
+    std::map<const CXXRecordDecl *, unsigned> Numbers;
+    std::map<const Decl *, unsigned> Counters;
+    std::vector<std::pair<std::string, GlobalDecl>> PendingDisplay;
+    unsigned WarnConflict, ErrEmpty, NoteInstrumenting, NoteSkipped;
 
-    /* Misuse that only shows once declarations are merged: an empty annotate("perfgroup:"),
-     * two groups on one declaration, a declaration and the definition disagreeing. */
-    void checkAnnotations(const FunctionDecl *FD)
-    {
-        const AnnotateAttr *own = nullptr;
-        for (const Attr *a : FD->attrs()) {
-            const AnnotateAttr *an = ours(a);
-            if (!an || an->isInherited()) continue;
-            if (groupOf(an).empty()) Diags.Report(an->getLocation(), ErrEmpty);
-            if (own && groupOf(own) != groupOf(an))
-                Diags.Report(an->getLocation(), WarnTwice) << groupOf(own) << groupOf(an);
-            own = an;
-        }
-        if (!own) return;
-        for (const FunctionDecl *p = FD->getPreviousDecl(); p; p = p->getPreviousDecl()) {
-            const AnnotateAttr *prev = ownAnnotation(p);
-            if (!prev) continue;
-            if (groupOf(prev) != groupOf(own)) {
-                Diags.Report(own->getLocation(), WarnConflict)
-                    << groupOf(own) << FD << groupOf(prev);
-                Diags.Report(prev->getLocation(), NotePrevious);
-            }
-            break; /* earlier pairs were checked when that declaration was visited */
-        }
-    }
-
-    /* The definition's own group, else the nearest earlier declaration's, else the nearest
-     * later one's (a declaration after the definition). */
+    /* The attribute group of a definition: its own perf_group, else the nearest other
+     * declaration's. Warns once if another declaration says otherwise: the definition wins,
+     * whichever comes first in the source (the GCC plugin's rule). */
     std::string attributeGroup(const FunctionDecl *FD)
     {
-        if (const AnnotateAttr *a = ownAnnotation(FD)) return groupOf(a).str();
-        for (const FunctionDecl *p = FD->getPreviousDecl(); p; p = p->getPreviousDecl())
-            if (const AnnotateAttr *a = ownAnnotation(p)) return groupOf(a).str();
-        for (const FunctionDecl *r : FD->redecls())
-            if (const AnnotateAttr *a = ownAnnotation(r)) return groupOf(a).str();
-        /* Instantiations carry instantiated (non-inherited) copies; anything else inherited. */
+        for (const Attr *a : FD->attrs())
+            if (const AnnotateAttr *an = ours(a))
+                if (!an->isInherited() && groupOf(an).empty())
+                    Diags.Report(an->getLocation(), ErrEmpty); /* annotate("perfgroup:") */
+        const AnnotateAttr *own = ownAnnotation(FD);
+        const AnnotateAttr *other = nullptr;
+        for (const FunctionDecl *r : FD->redecls()) {
+            if (r == FD) continue;
+            const AnnotateAttr *a = ownAnnotation(r);
+            if (a && (!other || (own && groupOf(a) != groupOf(own)))) other = a;
+        }
+        if (own && other && groupOf(own) != groupOf(other))
+            Diags.Report(FD->getLocation(), WarnConflict) << FD << groupOf(own) << groupOf(other);
+        if (own) return groupOf(own).str();
+        if (other) return groupOf(other).str();
+        /* Template instantiations carry instantiated copies; anything else, inherited. */
         for (const Attr *a : FD->attrs())
             if (const AnnotateAttr *an = ours(a)) return groupOf(an).str();
         return "";
@@ -276,18 +335,46 @@ private:
     std::string fileGroup(const std::string &file)
     {
         for (const MapEntry &m : Opts.map)
-            if (fnmatch(m.glob.c_str(), file.c_str(), 0) == 0) return m.group;
+            if (pathMatches(m.glob, file)) return m.group;
         return Opts.defaultGroup;
     }
 
-    std::string mangled(GlobalDecl GD)
+    static std::string mangled(MangleContext &MC, GlobalDecl GD)
     {
         const auto *ND = cast<NamedDecl>(GD.getDecl());
-        if (!Mangle->shouldMangleDeclName(ND)) return ND->getName().str();
+        if (!MC.shouldMangleDeclName(ND)) return ND->getName().str();
         std::string s;
         llvm::raw_string_ostream os(s);
-        Mangle->mangleName(GD, os);
+        MC.mangleName(GD, os);
         return os.str();
+    }
+
+    bool excluded(const FunctionDecl *FD, const std::string &mangledName, const std::string &file)
+    {
+        std::string plain = FD->getDeclName().isIdentifier() ? FD->getName().str() : "";
+        std::string qualified = FD->getQualifiedNameAsString();
+        llvm::StringRef m(mangledName);
+        m.consume_front("\1");
+        for (const std::string &g : Opts.exclude)
+            if (fnmatch(g.c_str(), plain.c_str(), 0) == 0 ||
+                fnmatch(g.c_str(), qualified.c_str(), 0) == 0 ||
+                fnmatch(g.c_str(), m.str().c_str(), 0) == 0 || pathMatches(g, file))
+                return true;
+        return false;
+    }
+
+    /* Why a function with a group is never instrumented, or "" (the GCC plugin's reasons). */
+    static const char *skipReason(const FunctionDecl *FD)
+    {
+        /* A naked function has no prologue or frame: inserted calls would corrupt the stack. */
+        if (FD->hasAttr<NakedAttr>()) return "naked function";
+        /* The user's explicit opt-out (PERF_GROUP_NONE). */
+        if (FD->hasAttr<NoInstrumentFunctionAttr>()) return "no_instrument_function attribute";
+        /* The runtime's own functions: instrumenting them would recurse into the hooks. */
+        if (FD->getDeclName().isIdentifier() &&
+            (FD->getName().startswith("__perfgroup") || FD->getName().startswith("perfgroup_")))
+            return "perfgroup runtime function";
+        return "";
     }
 
     void decide(FunctionDecl *FD)
@@ -300,35 +387,41 @@ private:
             r.file = p.getFilename();
             r.line = p.getLine();
         }
-        bool system = SM.isInSystemHeader(loc);
-        /* Compiler-generated functions (implicit special members, lambda invokers) have no
-         * source of their own; system headers exploded one STL test to 33,208 hook calls. */
-        if (!FD->isImplicit() && (!system || Opts.systemHeaders))
+        /* Compiler-generated functions (implicit members, lambda invokers) are no source
+         * function a user could have meant; functions from system headers get no file group
+         * unless asked (one STL test went from 2 to 33,208 hook calls). */
+        if (!FD->isImplicit() && (!SM.isInSystemHeader(loc) || Opts.systemHeaders))
             r.filegroup = fileGroup(r.file);
         if (r.attr.empty() && r.filegroup.empty()) return;
-        if (FD->hasAttr<NoInstrumentFunctionAttr>())
-            r.skip = "no_instrument_function"; /* the user said so, whatever the group */
+        r.skip = skipReason(FD);
 
-        std::vector<std::string> names;
+        std::vector<GlobalDecl> gds;
         if (auto *CD = dyn_cast<CXXConstructorDecl>(FD)) {
-            names.push_back(mangled(GlobalDecl(CD, Ctor_Complete)));
-            names.push_back(mangled(GlobalDecl(CD, Ctor_Base)));
+            gds.emplace_back(CD, Ctor_Complete);
+            gds.emplace_back(CD, Ctor_Base);
         } else if (auto *DD = dyn_cast<CXXDestructorDecl>(FD)) {
-            if (DD->isVirtual()) names.push_back(mangled(GlobalDecl(DD, Dtor_Deleting)));
-            names.push_back(mangled(GlobalDecl(DD, Dtor_Complete)));
-            names.push_back(mangled(GlobalDecl(DD, Dtor_Base)));
+            if (DD->isVirtual()) gds.emplace_back(DD, Dtor_Deleting);
+            gds.emplace_back(DD, Dtor_Complete);
+            gds.emplace_back(DD, Dtor_Base);
         } else {
-            names.push_back(mangled(GlobalDecl(FD)));
+            gds.emplace_back(FD);
         }
-        for (const std::string &n : names) {
-            bool excluded = false;
-            for (const std::string &g : Opts.exclude)
-                if (fnmatch(g.c_str(), n.c_str(), 0) == 0 ||
-                    fnmatch(g.c_str(), FD->getQualifiedNameAsString().c_str(), 0) == 0)
-                    excluded = true;
+        bool lambda = insideNumberlessLambda(FD->getDeclContext());
+        for (size_t i = 0; i < gds.size(); i++) {
+            std::string name = mangled(*Mangle, gds[i]);
             Row rn = r;
-            if (excluded && rn.skip.empty()) rn.skip = "exclude";
-            Tab.rows[n] = rn;
+            if (rn.skip.empty() && excluded(FD, name, r.file))
+                rn.skip = "matches " FLAG "exclude=";
+            if (Opts.verbose && i + 1 == gds.size()) { /* one note per source function */
+                llvm::StringRef shown(name);
+                shown.consume_front("\1");
+                if (rn.skip.empty())
+                    Diags.Report(loc, NoteInstrumenting) << shown << rn.attr << rn.filegroup;
+                else
+                    Diags.Report(loc, NoteSkipped) << shown << rn.skip;
+            }
+            if (lambda) PendingDisplay.emplace_back(name, gds[i]);
+            Tab.rows[name] = rn;
         }
     }
 };
@@ -371,6 +464,7 @@ public:
         T.cxx = Ctx.getLangOpts().CPlusPlus;
         Walker W(Ctx, Opts, T);
         W.TraverseDecl(Ctx.getTranslationUnitDecl());
+        W.finish();
         if (!T.rows.empty() && !Ctx.getDiagnostics().hasErrorOccurred())
             emitTable(CI, Ctx, T);
     }
@@ -409,31 +503,40 @@ protected:
         DiagnosticsEngine &D = CI.getDiagnostics();
         bool ok = true;
         for (const std::string &a : args) {
-            llvm::StringRef s(a);
-            if (s.consume_front("default=")) {
-                if (s.empty()) {
-                    report(D, FLAG "default= needs a group name");
+            size_t eq = a.find('=');
+            std::string key = a.substr(0, eq);
+            bool hasValue = eq != std::string::npos;
+            std::string value = hasValue ? a.substr(eq + 1) : "";
+            bool wantsValue = key == "default" || key == "map" || key == "exclude";
+            bool isSwitch = key == "system-headers" || key == "verbose";
+            if (!wantsValue && !isSwitch) {
+                report(D, "unknown option '" FLAG + key + "' (known: default=GROUP, map=FILE, "
+                          "exclude=GLOB, system-headers, verbose)");
+                ok = false;
+            } else if (wantsValue && value.empty()) {
+                report(D, "'" FLAG + key + "' needs a value: '" FLAG + key + "=" +
+                              (key == "default" ? "GROUP" : key == "map" ? "FILE" : "GLOB") + "'");
+                ok = false;
+            } else if (isSwitch && hasValue) {
+                report(D, "'" FLAG + key + "' takes no value (got '" FLAG + a + "')");
+                ok = false;
+            } else if (key == "default") {
+                if (!Opts.defaultGroup.empty() && Opts.defaultGroup != value) {
+                    report(D, "'" FLAG "default=" + value + "' conflicts with an earlier '" FLAG
+                              "default=" + Opts.defaultGroup + "'");
                     ok = false;
                 }
-                Opts.defaultGroup = s.str();
-            } else if (s.consume_front("map=")) {
-                if (s.empty()) {
-                    report(D, FLAG "map= needs a file name");
-                    ok = false;
-                } else if (!readMap(D, s.str(), Opts)) {
-                    ok = false;
-                }
-            } else if (s.consume_front("exclude=")) {
-                if (s.empty()) {
-                    report(D, FLAG "exclude= needs a pattern");
-                    ok = false;
-                }
-                Opts.exclude.push_back(s.str());
-            } else if (s == "system-headers") {
+                Opts.defaultGroup = value;
+            } else if (key == "map") {
+                ok &= readMap(D, value, Opts);
+            } else if (key == "exclude") {
+                llvm::SmallVector<llvm::StringRef, 4> globs;
+                llvm::StringRef(value).split(globs, ',', -1, false);
+                for (llvm::StringRef g : globs) Opts.exclude.push_back(g.str());
+            } else if (key == "system-headers") {
                 Opts.systemHeaders = true;
             } else {
-                report(D, "unknown option '" FLAG + a + "'");
-                ok = false;
+                Opts.verbose = true;
             }
         }
         return ok;

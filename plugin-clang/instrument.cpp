@@ -21,6 +21,7 @@
 #include "llvm/Transforms/Utils/ModuleUtils.h"
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,7 @@ struct Want {
     std::string attr, filegroup, file;
     unsigned line = 0;
     std::string skip;
+    std::string display; /* the site's function name if not the IR name */
 };
 
 /* ---- Inputs: the front end's table and llvm.global.annotations ---------------------------- */
@@ -72,15 +74,6 @@ static void filterArrayGlobal(Module &M, StringRef name, function_ref<bool(Const
     gv->eraseFromParent();
 }
 
-static void eraseIfDead(Constant *c)
-{
-    c = c->stripPointerCasts();
-    if (auto *gv = dyn_cast<GlobalVariable>(c)) {
-        gv->removeDeadConstantUsers();
-        if (gv->use_empty() && gv->hasLocalLinkage()) gv->eraseFromParent();
-    }
-}
-
 /* Takes the front end's table out of the module (see table.h). Returns false if there is none:
  * IR that did not come through the front end (.ll/.bc input, -save-temps' backend step of a
  * module compiled without the plugin). */
@@ -111,7 +104,7 @@ static bool takeTable(Module &M, Table &t)
  * annotated inline functions alive, and consuming them makes the pass idempotent. */
 static void takeAnnotations(Module &M, std::map<Function *, Want> &out)
 {
-    std::vector<Constant *> strings;
+    std::set<GlobalVariable *> strings; /* one file name string serves many entries */
     filterArrayGlobal(M, "llvm.global.annotations", [&](Constant *e) {
         auto *cs = dyn_cast<ConstantStruct>(e);
         if (!cs || cs->getNumOperands() < 4) return true;
@@ -126,11 +119,15 @@ static void takeAnnotations(Module &M, std::map<Function *, Want> &out)
                     w.line = (unsigned)ci->getZExtValue();
             }
         }
-        strings.push_back(cs->getOperand(1));
-        strings.push_back(cs->getOperand(2));
+        for (unsigned i : {1u, 2u})
+            if (auto *gv = dyn_cast<GlobalVariable>(cs->getOperand(i)->stripPointerCasts()))
+                strings.insert(gv);
         return false;
     });
-    for (Constant *c : strings) eraseIfDead(c);
+    for (GlobalVariable *gv : strings) {
+        gv->removeDeadConstantUsers();
+        if (gv->use_empty() && gv->hasLocalLinkage()) gv->eraseFromParent();
+    }
 }
 
 /* ---- Emitting sites, hooks and the module constructor ------------------------------------- */
@@ -274,7 +271,7 @@ void Instrumenter::exitsOnUnwind(Function &F, Value *siteArg, Value *tok, const 
 
 void Instrumenter::instrument(Function &F, const Want &w)
 {
-    StringRef fname = F.getName();
+    StringRef fname = w.display.empty() ? F.getName() : StringRef(w.display);
     fname.consume_front("\1"); /* asm("label") names */
     GlobalVariable *gv = site(F, w, fname);
 
@@ -349,7 +346,8 @@ void Instrumenter::emitModuleConstructor()
     b.CreateCall(reg, {b.getInt32(PERFGROUP_ABI_VERSION), bound(PERFGROUP_SITES_START_NAME),
                        bound(PERFGROUP_SITES_STOP_NAME)});
     b.CreateRetVoid();
-    appendToGlobalCtors(M, ctor, 65535, ctor);
+    /* 101: the first priority not reserved for the implementation, as the GCC plugin. */
+    appendToGlobalCtors(M, ctor, 101, ctor);
 }
 
 /* Why a function with a group is still left alone; nullptr if it is instrumented. */
@@ -394,7 +392,7 @@ static bool runOnModule(Module &M)
         auto ann = annotated.find(&F);
         if (row != table.rows.end()) {
             const Row &r = row->second;
-            w = Want{r.attr, r.filegroup, r.file, r.line, r.skip};
+            w = Want{r.attr, r.filegroup, r.file, r.line, r.skip, r.display};
         } else if (ann != annotated.end()) {
             w = ann->second;
             if (w.file.empty()) {

@@ -31,6 +31,7 @@ std::string encodeTable(const Table &t)
         putField(out, kv.second.file);
         putField(out, std::to_string(kv.second.line));
         putField(out, kv.second.skip);
+        putField(out, kv.second.display);
     }
     out += '\n';
     return out;
@@ -72,13 +73,14 @@ bool decodeTable(const std::string &text, Table &t)
         std::vector<std::string> f = splitLine(line);
         if (f[0] == "lang" && f.size() == 2) {
             t.cxx = f[1] == "c++";
-        } else if (f[0] == "fn" && f.size() == 7) {
+        } else if (f[0] == "fn" && f.size() == 8) {
             Row &r = t.rows[f[1]];
             r.attr = f[2];
             r.filegroup = f[3];
             r.file = f[4];
             r.line = (unsigned)std::strtoul(f[5].c_str(), nullptr, 10);
             r.skip = f[6];
+            r.display = f[7];
         } else {
             return false;
         }

@@ -21,7 +21,7 @@
  *
  *     perfgroup-table 1
  *     lang <c|c++>
- *     fn <name> <attr group> <file group> <file> <line> <skip reason or "">
+ *     fn <name> <attr group> <file group> <file> <line> <skip reason or ""> <display or "">
  */
 #ifndef PERFGROUP_CLANG_TABLE_H
 #define PERFGROUP_CLANG_TABLE_H
@@ -41,6 +41,7 @@ struct Row {
     std::string file;      /* defining file as the compiler saw it */
     unsigned line = 0;
     std::string skip;      /* why the function must not be instrumented, "" to instrument */
+    std::string display;   /* name for the site if not the IR name (g++-style lambda names) */
 };
 
 struct Table {
