@@ -22,8 +22,9 @@
  *                                             }
  *
  * plus, once per translation unit that got a site, a static constructor (priority 101)
+ *   static void __perfgroup_module_ctor(void) {
  *     __perfgroup_register_module(PERFGROUP_ABI_VERSION, __start_perfgroup_sites,
- *                                 __stop_perfgroup_sites);
+ *                                 __stop_perfgroup_sites); }
  * whose hidden __start_/__stop_ references resolve inside the module (executable or shared
  * object) being linked, so every module registers its own sites; the runtime ignores repeats.
  *
@@ -547,11 +548,39 @@ emit_module_constructor (void)
                                build_fold_addr_expr_with_type (stop, ptr_type_node));
   tree body = NULL_TREE;
   append_to_statement_list (call, &body);
-  /* We are inside the pass of another function: the builder switches cfun and
-   * current_function_decl, so put them back. */
-  function *saved_fun = cfun;
+
+  /* What cgraph_build_static_cdtor does, with the ABI's name for the function. It stays local
+   * to the translation unit: every TU's .init_array entry would call it anyway, so a weak or
+   * COMDAT copy would save only bytes, and LTO merges all the constructors into one. */
+  function *saved_fun = cfun; /* we are inside the pass of another function */
   tree saved_decl = current_function_decl;
-  cgraph_build_static_cdtor ('I', body, MAX_RESERVED_INIT_PRIORITY + 1);
+  tree fn = build_decl (BUILTINS_LOCATION, FUNCTION_DECL, get_identifier (PERFGROUP_MODULE_CTOR_NAME),
+                        build_function_type_list (void_type_node, NULL_TREE));
+  SET_DECL_ASSEMBLER_NAME (fn, DECL_NAME (fn));
+  tree result = build_decl (BUILTINS_LOCATION, RESULT_DECL, NULL_TREE, void_type_node);
+  DECL_ARTIFICIAL (result) = 1;
+  DECL_CONTEXT (result) = fn;
+  DECL_RESULT (fn) = result;
+  current_function_decl = fn;
+  allocate_struct_function (fn, false);
+  TREE_STATIC (fn) = 1;
+  TREE_USED (fn) = 1;
+  DECL_ARTIFICIAL (fn) = 1;
+  DECL_IGNORED_P (fn) = 1;
+  DECL_UNINLINABLE (fn) = 1;
+  DECL_NO_INSTRUMENT_FUNCTION_ENTRY_EXIT (fn) = 1;
+  DECL_FUNCTION_SPECIFIC_OPTIMIZATION (fn) = optimization_default_node;
+  DECL_FUNCTION_SPECIFIC_TARGET (fn) = target_option_default_node;
+  DECL_SAVED_TREE (fn) = body;
+  DECL_INITIAL (fn) = make_node (BLOCK);
+  BLOCK_SUPERCONTEXT (DECL_INITIAL (fn)) = fn;
+  TREE_USED (DECL_INITIAL (fn)) = 1;
+  /* Priority 101, the first one open to programs: sites are known before ordinary
+   * constructors run instrumented code (the runtime copes with either order). */
+  DECL_STATIC_CONSTRUCTOR (fn) = 1;
+  decl_init_priority_insert (fn, MAX_RESERVED_INIT_PRIORITY + 1);
+  gimplify_function_tree (fn);
+  cgraph_node::add_new_function (fn, false);
   set_cfun (saved_fun);
   current_function_decl = saved_decl;
 }
