@@ -5,7 +5,7 @@
  *
  * ---- What it does to a function ----------------------------------------------------------
  *
- * Before (source):                          After (GIMPLE, as -fdump-tree-perfgroup shows it):
+ * Before (source):                          After (GIMPLE, as x.c.*t.perfgroup shows it):
  *
  *   PERF_GROUP("net")                         static struct perfgroup_site __perfgroup_site_parse
  *   int parse(const char *s) {                  __attribute__((section("perfgroup_sites"),
@@ -53,8 +53,9 @@
  *
  * ---- Debugging recipe ------------------------------------------------------------------------
  *   gcc -fplugin=perfgroup -fplugin-arg-perfgroup-verbose -c x.c        decisions, one note each
- *   gcc -fplugin=perfgroup -fdump-tree-perfgroup -c x.c                 x.c.*t.perfgroup: the
- *       body right after wrapping; -fdump-tree-all shows how lower/eh/inline treat the pair
+ *   gcc -fplugin=perfgroup -fdump-tree-all -c x.c     x.c.NNNt.perfgroup: the body right after
+ *       wrapping; the later dumps show how lower/eh/inline treat the pair. (-fdump-tree-perfgroup
+ *       alone is rejected: GCC parses dump options before plugins register their passes.)
  *   objdump -s -j perfgroup_sites x.o; readelf -r x.o                    the site array (32 B each)
  *   gcc -E -dM -fplugin=perfgroup x.c | grep PERFGROUP                  the predefined macro
  *   Crash in cc1: gcc -fplugin=... -c x.c -wrapper gdb,--args
@@ -643,7 +644,7 @@ namespace {
 
 const pass_data perfgroup_pass_data = {
   GIMPLE_PASS,
-  "perfgroup",   /* -fdump-tree-perfgroup */
+  "perfgroup",   /* dump file x.c.NNNt.perfgroup under -fdump-tree-all */
   OPTGROUP_NONE,
   TV_NONE,
   PROP_gimple_any,
