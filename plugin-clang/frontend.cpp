@@ -394,6 +394,7 @@ private:
             r.filegroup = fileGroup(r.file);
         if (r.attr.empty() && r.filegroup.empty()) return;
         r.skip = skipReason(FD);
+        r.inl = FD->isInlined() || FD->isTemplateInstantiation();
 
         std::vector<GlobalDecl> gds;
         if (auto *CD = dyn_cast<CXXConstructorDecl>(FD)) {
@@ -415,6 +416,8 @@ private:
             if (Opts.verbose && i + 1 == gds.size()) { /* one note per source function */
                 llvm::StringRef shown(name);
                 shown.consume_front("\1");
+                /* Clang drops a note that follows no warning or error: say there was one. */
+                Diags.setLastDiagnosticIgnored(false);
                 if (rn.skip.empty())
                     Diags.Report(loc, NoteInstrumenting) << shown << rn.attr << rn.filegroup;
                 else

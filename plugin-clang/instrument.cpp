@@ -36,6 +36,7 @@ struct Want {
     unsigned line = 0;
     std::string skip;
     std::string display; /* the site's function name if not the IR name */
+    bool inl = false;    /* the front end says: inline or a template instantiation */
 };
 
 /* ---- Inputs: the front end's table and llvm.global.annotations ---------------------------- */
@@ -192,7 +193,7 @@ GlobalVariable *Instrumenter::site(Function &F, const Want &w, StringRef fname)
 {
     unsigned flags = PERFGROUP_SITE_F_CLANG;
     if (fname.startswith("_Z")) flags |= PERFGROUP_SITE_F_CXX;
-    if (F.hasLinkOnceLinkage() || F.hasWeakLinkage() || F.hasAvailableExternallyLinkage() ||
+    if (w.inl || F.hasLinkOnceLinkage() || F.hasWeakLinkage() || F.hasAvailableExternallyLinkage() ||
         F.hasComdat())
         flags |= PERFGROUP_SITE_F_INLINE;
     if (!w.attr.empty()) flags |= PERFGROUP_SITE_F_ATTR;
@@ -392,7 +393,7 @@ static bool runOnModule(Module &M)
         auto ann = annotated.find(&F);
         if (row != table.rows.end()) {
             const Row &r = row->second;
-            w = Want{r.attr, r.filegroup, r.file, r.line, r.skip, r.display};
+            w = Want{r.attr, r.filegroup, r.file, r.line, r.skip, r.display, r.inl};
         } else if (ann != annotated.end()) {
             w = ann->second;
             if (w.file.empty()) {
