@@ -1,7 +1,85 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * plugin-clang/instrument.cpp — the LLVM pass of perfgroup-clang.so: enter/exit hooks, site
- * descriptors and per-module registration. (Design note: DESIGN-NOTE below.)
+ * descriptors and per-module registration. This header is the plugin's design note; the
+ * front-end half (attribute, options, AST table) is frontend.cpp, the table format table.h.
+ *
+ * ---- What it does to a function -------------------------------------------------------------
+ *
+ *   PERF_GROUP("net") int parse(const char *s) { if (!s) return -1; return work(s); }
+ *
+ * Before (clang++ -O1, IR as CodeGen leaves it, after sroa):     After the pass:
+ *
+ *   define i32 @_Z5parsePKc(i8* %s) {          define i32 @_Z5parsePKc(i8* %s) personality @__gxx_personality_v0 {
+ *   entry:                                     entry:
+ *                                                %perfgroup.token = call i64 @__perfgroup_enter(@__perfgroup_site._Z5parsePKc)
+ *     %tobool = icmp ne i8* %s, null             %tobool = icmp ne i8* %s, null
+ *     br i1 %tobool, label %if.end, label %return    br i1 %tobool, label %if.end, label %return
+ *   if.end:                                    if.end:
+ *     %call = call i32 @_Z4workPKc(i8* %s)       %call1 = invoke i32 @_Z4workPKc(i8* %s)
+ *     br label %return                                   to label %return unwind label %perfgroup.unwind
+ *   return:                                    return:
+ *     %retval.0 = phi i32 [...]                  %retval.0 = phi i32 [...]
+ *                                                call void @__perfgroup_exit(@__perfgroup_site._Z5parsePKc, i64 %perfgroup.token)
+ *     ret i32 %retval.0                          ret i32 %retval.0
+ *   }                                          perfgroup.unwind:
+ *                                                %0 = landingpad { i8*, i32 } cleanup
+ *                                                call void @__perfgroup_exit(@__perfgroup_site._Z5parsePKc, i64 %perfgroup.token)
+ *                                                resume { i8*, i32 } %0
+ *                                              }
+ *   plus
+ *   @__perfgroup_site._Z5parsePKc = internal global %perfgroup_site { i16 1, i16 0x16 (CLANG|CXX|ATTR),
+ *       i32 3, "net\0\0", "_Z5parsePKc\0dn.cc\0", null }, section "perfgroup_sites", align 8
+ *   (in llvm.compiler.used), and once per module a hidden COMDAT __perfgroup_module_ctor
+ *   (llvm.global_ctors, priority 101) calling __perfgroup_register_module(1,
+ *   __start_perfgroup_sites, __stop_perfgroup_sites) with hidden extern bounds.
+ *
+ * Exits: before every `ret` (before the call, for a musttail call), before every `resume`, and
+ * in one cleanup landing pad that every may-throw `call` is turned into an `invoke` of; a
+ * personality is added when missing (__gxx_personality_v0 for C++, __gcc_personality_v0 for C
+ * built with -fexceptions; nounwind functions get no pad). Inserted calls carry a debug
+ * location (the subprogram's scope line, or the ret/resume's own). Names and layout come only
+ * from perfgroup/abi.h.
+ *
+ * ---- When it runs ---------------------------------------------------------------------------
+ *
+ * Clang 14 has no plugin hook into CodeGen. The front end's AST action pushes this .so's own
+ * path onto CodeGenOpts.PassPlugins; clang then loads it as a pass plugin and
+ * llvmGetPassPluginInfo registers the pass at PipelineStart — before inlining, at -O0..-O3
+ * and in the -flto / -flto=thin pre-link pipelines, required (optnone cannot skip it). So one
+ * -fplugin= flag is enough for ordinary compiles. Which functions get which groups is decided
+ * by the front end (attribute, default=/map=/exclude=/system-headers, constructors and
+ * destructors that clang never annotates, no_instrument_function, g++-style lambda names) and
+ * handed over as a table inside the module (table.h); perfgroup: annotations written directly
+ * (annotate("perfgroup:x")) are honoured as well. The pass consumes both, and marks what it
+ * instrumented ("perfgroup-instrumented"): running it twice adds nothing.
+ *
+ * Where one flag is not enough (documented in docs/plugins.md, tested in tests/plugin-clang):
+ *   -save-temps   cc1 runs -E (no plugin action: __PERFGROUP__ undefined), then AST -> .bc with
+ *                 -disable-llvm-passes (no pass), then .bc -> .s (no AST). Add
+ *                 -fpass-plugin=<this .so> -D__PERFGROUP__=1: the table travels in the .bc.
+ *   .ll/.bc input no AST: add -fpass-plugin=<this .so>. Without it nothing is instrumented.
+ *
+ * ---- Options (-fplugin-arg-perfgroup-NAME[=VALUE], as the GCC plugin) ------------------------
+ *   default=GROUP   file group of every function of the TU not matched by map=
+ *   map=FILE        "GLOB GROUP" lines, first match wins ('/'-less globs match the basename)
+ *   exclude=GLOB[,GLOB...]  never instrument matching functions (name, qualified, mangled, file)
+ *   system-headers  let default=/map= apply inside system headers
+ *   verbose         one note per function with a group: instrumented, or why not
+ *
+ * ---- Debugging recipe ----------------------------------------------------------------------
+ *   clang -fplugin=P -fplugin-arg-perfgroup-verbose -c x.c           decisions, one note each
+ *   clang -fplugin=P -S -emit-llvm -o - x.c                         the instrumented IR
+ *   clang -fplugin=P -S -emit-llvm -Xclang -disable-llvm-passes x.c -o x.ll
+ *       IR before the pass, with the front end's table (@__perfgroup_table) in it; then
+ *   opt -load=$(llvm-config-14 --libdir)/libclang-cpp.so.14 -load-pass-plugin=P \
+ *       -passes=perfgroup,verify -S x.ll        (opt has no libclang-cpp of its own; the plugin
+ *                                                links no clang/LLVM library)
+ *   clang -fplugin=P -mllvm -print-after-all -c x.c 2>&1 | less   the pass among the others
+ *   -save-temps: x.i/x.ii has PERF_GROUP expanded only with -D__PERFGROUP__=1; x.bc holds the
+ *       table (llvm-dis x.bc) until the backend step's pass (-fpass-plugin=P) consumes it
+ *   readelf -SW x.o | grep perfgroup; objdump -s -j perfgroup_sites x.o; readelf -r x.o
+ *   PERFGROUP_TEXT=/dev/stderr ./app                                the runtime's text trace
  */
 #include "table.h"
 
