@@ -440,6 +440,8 @@ static const char *whySkip(const Function &F, const Want &w)
         return "already instrumented: running the pass twice adds nothing";
     if (F.hasFnAttribute(Attribute::Naked))
         return "naked: no prologue, the body is asm that expects the caller's registers";
+    if (F.hasFnAttribute("coroutine.presplit"))
+        return "C++20 coroutine: split into ramp/resume/destroy after this pass, no single exit";
     if (n.startswith("__perfgroup") || n.startswith("perfgroup_"))
         return "the runtime's own function: instrumenting it recursed to a crash";
     if (!w.skip.empty())
