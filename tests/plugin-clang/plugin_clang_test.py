@@ -141,6 +141,20 @@ def case_ll_input():
     expect_trace(trace_of(link([w("full.o")], w("full"), cxx=True)), ST_TRACE)
 
 
+def case_cmake_helper():
+    """perfgroup_instrument() in a user's CMake project built by clang with -save-temps: the
+    helper passes -fpass-plugin= and -D__PERFGROUP__=1, so the constructor and the macro-spelled
+    group are instrumented although cc1 runs three times."""
+    b = w("helper-build")
+    sh(["cmake", "-S", os.path.join(HERE, "helper"), "-B", b, "-DCMAKE_C_COMPILER=" + CC,
+        "-DCMAKE_CXX_COMPILER=" + CXX, "-DCMAKE_CXX_FLAGS=-save-temps " + A.opt,
+        "-DPERFGROUP_SOURCE_DIR=" + os.path.join(HERE, "..", ".."),
+        "-DPERFGROUP_CLANG_PLUGIN_FILE=" + A.plugin, "-DPERFGROUP_RUNTIME_FILE=" + A.runtime,
+        "-DCMAKE_BUILD_RPATH=" + os.path.dirname(A.runtime)])
+    sh(["cmake", "--build", b, "--verbose"])
+    expect_trace(trace_of(os.path.join(b, "st")), ST_TRACE)
+
+
 def opt_cmd(*args):
     # opt links libLLVM only; the plugin's front-end half needs libclang-cpp's symbols loaded
     # first (the plugin links no clang/LLVM library itself). See docs/plugins.md.
