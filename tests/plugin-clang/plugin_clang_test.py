@@ -197,10 +197,29 @@ def case_verify():
                           (src("cunwind_main.cc"), []), (os.path.join(corpus, "exception.cc"), []),
                           (os.path.join(corpus, "cxx_members.cc"), [])):
         ll = w(os.path.basename(source) + ".ll")
-        sh([cc_for(source), A.opt, "-g", "-I" + A.include] + plugin() + extra + ["-S", "-emit-llvm", source, "-o", ll])
-        if hook_calls(open(ll).read()) == 0 and A.opt == "-O0":
+        sh([cc_for(source), A.opt, "-g", "-I" + A.include] + plugin() + extra
+           + ["-S", "-emit-llvm", source, "-o", ll])
+        text = open(ll).read()
+        if hook_calls(text) == 0 and A.opt == "-O0":
             raise Fail(f"{ll}: no enter hook at -O0")
+        for line in text.splitlines():  # -g: every inserted call has a debug location
+            if re.search(r"call .*@__perfgroup_(enter|exit)\(", line) and "!dbg" not in line:
+                raise Fail(f"{ll}: hook call without a debug location: {line.strip()}")
         sh([OPT, "-passes=verify", "-disable-output", ll])
+
+
+def case_available_externally():
+    """A gnu_inline body (available_externally in the IR) is instrumented: at -O2 the call is
+    inlined from it and still has its pair; at -O0 it goes to the out-of-line definition."""
+    ll = w("ae_main.ll")
+    sh([CC, A.opt, "-I" + A.include] + plugin() + ["-S", "-emit-llvm", src("ae_main.c"), "-o", ll])
+    text = open(ll).read()
+    if A.opt == "-O2" and ("@twice(" in text.split("define dso_local i32 @main")[1].split("\n}")[0]
+                           or hook_calls(text) != 1):
+        raise Fail("ae_main.ll: at -O2 the call should be inlined from the available_externally "
+                   "body, with its one enter hook")
+    expect_trace(trace_of(build([src("ae_main.c"), src("ae_lib.c")], w("ae"), plugin())),
+                 "main > twice @ae|\nmain < twice")
 
 
 def case_musttail():
