@@ -36,6 +36,7 @@
 #include <dlfcn.h>
 #include <fnmatch.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
