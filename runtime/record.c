@@ -29,6 +29,7 @@
  */
 #define _GNU_SOURCE
 #include "record.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -62,7 +63,7 @@ struct writer {
     struct writer *prev, *next;       /* live writers (g.mu) */
     uint64_t gen;                     /* recording attached to, 0 = none */
     uint32_t index, tid;
-    int is_defs, lazy;
+    int is_defs, lazy, dead;
     int32_t cur, reserved;            /* chunk indexes, -1 = none */
     uint64_t records_before;          /* records committed in earlier chunks */
     uint64_t dropped_total;           /* records that found no chunk */
@@ -99,11 +100,6 @@ static struct {
     /* interned strings */
     struct str_ent { char *text; uint32_t id, hash; } *strs;
     uint32_t str_cap, str_count;
-    /* clock */
-    unsigned clock;
-    uint64_t (*now)(void);
-    uint64_t start_tsc;
-    int64_t start_mono;
     int reported;
 } g = { .mu = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 
@@ -112,55 +108,13 @@ static pthread_key_t lazy_key;
 static pthread_once_t lazy_once = PTHREAD_ONCE_INIT;
 static uint32_t lazy_next;
 
-/* ---- clocks -------------------------------------------------------------------------- */
+/* ---- clocks: the core's (clock.h), so TSC values in records and chunks agree -------- */
 
-static int64_t ns_of(clockid_t id) {
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+static int64_t ns_of(clockid_t id) { return pg_clock_gettime_ns(id); }
+static uint64_t now_tsc(void) { return pg_clock_now(); }
 
-static uint64_t default_now(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    return __builtin_ia32_rdtsc();
-#elif defined(__aarch64__)
-    uint64_t v;
-    __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
-    return v;
-#else
-    return (uint64_t)ns_of(CLOCK_MONOTONIC);
-#endif
-}
-
-static unsigned default_clock(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    return PGF_CLOCK_TSC;
-#elif defined(__aarch64__)
-    return PGF_CLOCK_CNTVCT;
-#else
-    return PGF_CLOCK_MONOTONIC;
-#endif
-}
-
-void perfgroup__rec_clock_source(unsigned pgf_clock, uint64_t (*now)(void)) {
-    pthread_mutex_lock(&g.mu);
-    g.clock = pgf_clock;
-    g.now = now;
-    pthread_mutex_unlock(&g.mu);
-}
-
-static uint64_t now_tsc(void) { return g.now ? g.now() : default_now(); }
-
-/* Ticks per second from the start pair and a pair taken now; 0 until 10 ms have passed. */
-static uint64_t estimate_hz(void) {
-    if (g.clock == PGF_CLOCK_MONOTONIC)
-        return 1000000000u;
-    uint64_t t = now_tsc();
-    int64_t ns = ns_of(CLOCK_MONOTONIC) - g.start_mono;
-    if (ns < 10000000 || t <= g.start_tsc)
-        return 0;
-    return (uint64_t)((double)(t - g.start_tsc) * 1e9 / (double)ns);
-}
+/* Ticks per second: the core's calibrated estimate (CPUID, refined at commits). */
+static uint64_t estimate_hz(void) { return perfgroup__clock_hz(); }
 
 /* ---- msgpack into memory --------------------------------------------------------------- */
 
@@ -362,6 +316,8 @@ static void count_drop(struct writer *w) {
 
 /* The slow path proper (g.mu held). */
 static int reserve_locked(struct writer *w, uint32_t need) {
+    if (w->dead)
+        return -1;
     if (!g.hdr) {
         if (w->gen) {
             w->gen = 0;
@@ -745,15 +701,13 @@ static int open_locked(const char *tmpl, unsigned mode, uint64_t buffer, uint32_
     h->chunks_offset = PGF_HEADER_SIZE;
     h->pid = (uint32_t)getpid();
     h->ppid = (uint32_t)getppid();
-    if (!g.clock)
-        g.clock = default_clock();
-    h->clock = g.clock;
+    h->clock = perfgroup__clock_kind;
     h->mode = mode;
     h->state = PGF_STATE_RECORDING;
     h->start_realtime_ns = ns_of(CLOCK_REALTIME);
-    g.start_mono = h->start_monotonic_ns = ns_of(CLOCK_MONOTONIC);
-    g.start_tsc = h->start_tsc = now_tsc();
-    h->tsc_hz = g.clock == PGF_CLOCK_MONOTONIC ? 1000000000u : 0;
+    h->start_monotonic_ns = ns_of(CLOCK_MONOTONIC);
+    h->start_tsc = now_tsc();
+    h->tsc_hz = estimate_hz();
     h->next_seq = 1;
     snprintf(h->program, sizeof h->program, "%s", program_invocation_short_name);
 
@@ -969,9 +923,11 @@ void perfgroup__rec_exec_failed(void) {
 
 struct perfgroup_rec_thread *perfgroup__rec_thread_start(uint32_t thread_index, uint32_t tid,
                                                          const char *name) {
+    /* out of memory: a writer that never attaches, so the hot path needs no NULL check */
+    static struct writer dead = { .dead = 1, .cur = -1, .reserved = -1 };
     struct writer *w = calloc(1, sizeof *w);
     if (!w)
-        return NULL;
+        return &dead.hot;
     w->index = thread_index;
     w->tid = tid;
     w->cur = w->reserved = -1;
@@ -1002,7 +958,7 @@ void perfgroup__rec_thread_name(struct perfgroup_rec_thread *hw, const char *nam
 
 void perfgroup__rec_thread_end(struct perfgroup_rec_thread *hw, uint64_t tsc) {
     struct writer *w = (struct writer *)hw;
-    if (!w)
+    if (!w || w->dead)
         return;
     int saved = errno;
     pthread_mutex_lock(&g.mu);

@@ -40,12 +40,9 @@ struct perfgroup_rec_thread {
  * 0 = room at w->pos; -1 = the record is dropped (counted when recording is on). */
 int perfgroup__rec_reserve(struct perfgroup_rec_thread *w, uint32_t need);
 
-/* The clock the core's TSC values come from (PGF_CLOCK_*) and how to read it. The recorder
- * uses it for chunk start/clock records; default: rdtsc on x86_64, cntvct_el0 on aarch64,
- * CLOCK_MONOTONIC ns elsewhere. Call before perfgroup__rec_init. */
-void perfgroup__rec_clock_source(unsigned pgf_clock, uint64_t (*now)(void));
-
-/* Process start (from the runtime's constructor) and end (atexit, exec). Reads
+/* Process start (from the runtime's constructor, after perfgroup__clock_init: the recorder
+ * stamps chunks and clock records with pg_clock_now() and perfgroup__clock_kind/_hz) and
+ * end (atexit, exec). Reads
  * PERFGROUP_OUTPUT / PERFGROUP_MODE / PERFGROUP_BUFFER / PERFGROUP_CHUNK. Both idempotent. */
 void perfgroup__rec_init(void);
 void perfgroup__rec_close(void);
@@ -58,7 +55,7 @@ void perfgroup__rec_function(uint32_t function_id, const char *function, const c
 uint32_t perfgroup__rec_string(const char *text); /* interned, ids from 1; 0 on no memory */
 
 /* Threads. start returns a writer even when recording is off (it attaches when a recording
- * opens); NULL only when out of memory. thread_end writes PGF_REC_THREAD_END, releases the
+ * opens), never NULL (out of memory: a writer that drops everything). thread_end writes PGF_REC_THREAD_END, releases the
  * thread's chunks and frees w. */
 struct perfgroup_rec_thread *perfgroup__rec_thread_start(uint32_t thread_index, uint32_t tid,
                                                          const char *name);
