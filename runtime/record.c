@@ -231,7 +231,8 @@ static int32_t take_chunk(struct writer *w) {
     c->kind = PGF_CHUNK_FREE;
     c->state = 0;
     g.owner[idx] = w;
-    /* pre-fault: one store per page past the header (the chunk is ours and invisible) */
+    /* pre-fault: one store per page past the header (the chunk is ours and invisible).
+     * MADV_POPULATE_WRITE measured no faster here (docs/benchmarks.md). */
     volatile uint8_t *p = (volatile uint8_t *)c;
     for (uint32_t off = 4096; off < g.chunk_size; off += 4096)
         p[off] = 0;
