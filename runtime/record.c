@@ -941,7 +941,7 @@ struct perfgroup_rec_thread *perfgroup__rec_thread_start(uint32_t thread_index, 
     if (g.hdr)
         attach(w); /* writes the THREAD definition now */
     pthread_mutex_unlock(&g.mu);
-    if (!tls_writer)
+    if (!tls_writer || tls_writer->lazy) /* markers follow the core's writer once it exists */
         tls_writer = w;
     return &w->hot;
 }
