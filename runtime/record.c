@@ -1048,21 +1048,23 @@ void perfgroup__rec_marker(struct perfgroup_rec_thread *hw, uint32_t name_string
 }
 
 void perfgroup__rec_overhead(struct perfgroup_rec_thread *hw, uint64_t commit_ns,
-                             uint64_t commits, uint64_t slow_paths, uint64_t resyncs) {
+                             uint64_t commits, uint64_t slow_paths, uint64_t resyncs,
+                             uint64_t dropped) {
     struct writer *w = (struct writer *)hw;
     if (!w)
         return;
-    uint32_t max = 1 + 1 + 4 * 9;
+    uint32_t max = 1 + 1 + 5 * 9;
     if (room(w, max))
         return;
     struct span s = { w->hot.pos, w->hot.pos + max };
     msgpack_packer pk = { &s, span_write };
-    msgpack_pack_array(&pk, 5);
+    msgpack_pack_array(&pk, 6);
     msgpack_pack_uint8(&pk, PGF_REC_OVERHEAD);
     msgpack_pack_uint64(&pk, commit_ns);
     msgpack_pack_uint64(&pk, commits);
     msgpack_pack_uint64(&pk, slow_paths);
     msgpack_pack_uint64(&pk, resyncs);
+    msgpack_pack_uint64(&pk, dropped);
     publish(w, s.p, w->hot.chunk->last_tsc);
 }
 

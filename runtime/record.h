@@ -81,7 +81,8 @@ void perfgroup__rec_marker(struct perfgroup_rec_thread *w, uint32_t name_string_
 
 /* The runtime's own cost since the last call (cold). */
 void perfgroup__rec_overhead(struct perfgroup_rec_thread *w, uint64_t commit_ns,
-                             uint64_t commits, uint64_t slow_paths, uint64_t resyncs);
+                             uint64_t commits, uint64_t slow_paths, uint64_t resyncs,
+                             uint64_t dropped);
 
 /* ---- The hot record ------------------------------------------------------------------- */
 
