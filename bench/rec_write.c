@@ -54,10 +54,11 @@ interval_hand(struct perfgroup_rec_thread *w, uint32_t fid, uint8_t mask, uint8_
                  uint64_t start, uint64_t dur) {
     uint8_t *p = w->pos;
     uintptr_t end = (uintptr_t)__atomic_load_n(&w->end, __ATOMIC_RELAXED);
-    if (__builtin_expect((uintptr_t)p + PGF_INTERVAL_SIZE > end, 0)) {
+    while (__builtin_expect((uintptr_t)p + PGF_INTERVAL_SIZE > end, 0)) {
         if (perfgroup__rec_reserve(w, PGF_INTERVAL_SIZE))
             return;
         p = w->pos;
+        end = (uintptr_t)__atomic_load_n(&w->end, __ATOMIC_RELAXED);
     }
     p[0] = 0x96;
     p[1] = PGF_REC_INTERVAL;
