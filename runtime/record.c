@@ -856,6 +856,10 @@ static void atfork_child(void) {
         if (me) {
             me->prev = me->next = NULL;
             g.live = me;
+            /* its chunk is in the parent's mapping, unmapped below: slow path first */
+            __atomic_store_n(&me->hot.end, NULL, __ATOMIC_RELAXED);
+            me->hot.chunk = NULL;
+            me->hot.pos = me->hot.data = NULL;
         }
         close(g.fd);
         g.fd = -1;

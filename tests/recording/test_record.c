@@ -13,6 +13,7 @@
  *   symlink    a symlink planted at the output path is replaced, never followed
  *   perm       an unwritable path is reported once; the program runs on unrecorded
  *   api        perfgroup_record_open/close and markers; bad arguments
+ *   full       more writers than chunks: the ones without a chunk drop everything, counted
  *   signal     a signal handler records intervals while its thread writes cold records
  *              (events, markers, chunk switches): no deadlock, no mixed record, every
  *              handler record read back or counted as dropped
@@ -553,6 +554,40 @@ static int test_api(void) {
     return 0;
 }
 
+/* ---- full ---------------------------------------------------------------------------------- */
+static int test_full(void) {
+    char path[300];
+    path_in(path, sizeof path, "full.pgm");
+    /* header + 3 chunks: DEFS, and two data chunks that writer A holds (current + next) */
+    CHECK_EQ(perfgroup_record_open(path, PERFGROUP_RECORD_TRACE, 4096 + 3 * 4096, 4096), 0);
+    define_some();
+    struct perfgroup_rec_thread *a = perfgroup__rec_thread_start(1, 1, "a");
+    struct perfgroup_rec_thread *b = perfgroup__rec_thread_start(2, 2, "b");
+    struct perfgroup_rec_thread *c = perfgroup__rec_thread_start(3, 3, "c");
+    const uint64_t n = 1000;
+    for (uint64_t i = 0; i < n; i++) {
+        perfgroup__rec_interval(a, 1, 1, 0, i, 1);
+        perfgroup__rec_interval(b, 1, 1, 0, i, 1);
+        perfgroup__rec_interval(c, 1, 1, 0, i, 1);
+    }
+    perfgroup__rec_thread_end(b, 1);
+    perfgroup__rec_thread_end(c, 1);
+    perfgroup__rec_thread_end(a, 1);
+    CHECK_EQ(perfgroup_record_close(), 0);
+    struct readback r;
+    readback(path, &r);
+    CHECK_EQ(r.error, 0);
+    CHECK_EQ(r.kinds[PGF_REC_THREAD], 3);  /* definitions of all three survive */
+    struct rb_thread *ta = rb_thread(&r, 1);
+    CHECK_EQ(ta->gap, 0);
+    CHECK_EQ(ta->last, n - 1);
+    CHECK_EQ(ta->thread_end, 1);
+    CHECK_EQ(r.nthreads, 1);               /* b and c never had a chunk */
+    /* exact: a's recycled records + b's and c's 1000 intervals and THREAD_END each */
+    CHECK_EQ(r.hdr.records_dropped, (ta->committed_total - ta->records) + 2 * (n + 1));
+    return 0;
+}
+
 /* ---- signal ------------------------------------------------------------------------------ */
 static struct perfgroup_rec_thread *sig_w;
 static volatile uint64_t sig_count;
@@ -634,6 +669,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(t, "perm")) rc = test_perm(argv[0]);
     else if (!strcmp(t, "api")) rc = test_api();
     else if (!strcmp(t, "signal")) rc = test_signal();
+    else if (!strcmp(t, "full")) rc = test_full();
     else {
         fprintf(stderr, "unknown test %s\n", t);
         rc = 2;
