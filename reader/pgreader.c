@@ -117,7 +117,10 @@ static uint64_t chunk_start(const pgr_reader *r, uint32_t index) {
 
 static void scan_chunks(pgr_reader *r) {
     const struct pgf_file_header *h = &r->hdr;
-    r->chunks = calloc(h->chunk_count, sizeof *r->chunks);
+    /* never trust chunk_count for memory: only chunks that start inside the file count */
+    uint64_t fit = r->file_size > h->chunks_offset
+                       ? (r->file_size - h->chunks_offset) / h->chunk_size + 1 : 1;
+    r->chunks = calloc(fit < h->chunk_count ? fit : h->chunk_count, sizeof *r->chunks);
     if (!r->chunks) {
         fail(r, 0, "out of memory for %u chunks", h->chunk_count);
         return;

@@ -136,6 +136,17 @@ static int test_errors(void) {
     FRESH(); memcpy(c + 20, &(uint32_t){ 0 }, 4);
     expect("chunk_count", c, img_len, "bad chunk_count 0", 20);
     expect("short header", img, 100, "file too short for a header", 0);
+    /* a huge chunk_count on a small file: no huge allocation, the chunks present are read */
+    {
+        FRESH();
+        memcpy(c + 20, &(uint32_t){ 1u << 24 }, 4);
+        write_bad(c, img_len);
+        long n = read_all(bad, msg, sizeof msg, &off, &warns);
+        printf("%-28s -> %ld records, %zu warnings\n", "chunk_count 2^24", n, warns);
+        CHECK_EQ(msg[0], 0);
+        CHECK_EQ(n, all);
+        CHECK(warns >= 1); /* file cut short */
+    }
 
     uint32_t d = find_chunk(PGF_CHUNK_DATA), defs = find_chunk(PGF_CHUNK_DEFS);
     uint64_t co = chunk_off(d);
