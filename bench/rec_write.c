@@ -30,7 +30,12 @@
 #include "record.h"
 
 static volatile uint64_t sink;
-__attribute__((noinline, noipa)) static void leaf(void) { __asm__ __volatile__("" ::: "memory"); }
+#if defined(__clang__)
+#define NOIPA_ /* clang has no noipa; noinline and the asm barrier suffice */
+#else
+#define NOIPA_ __attribute__((noipa))
+#endif
+__attribute__((noinline)) NOIPA_ static void leaf(void) { __asm__ __volatile__("" ::: "memory"); }
 
 static double now_ns(void) {
     struct timespec ts;
