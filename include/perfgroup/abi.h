@@ -90,20 +90,21 @@ extern "C" {
 #else
 #define PERFGROUP_ABI_NOTHROW_ __attribute__((nothrow))
 #endif
+#define PERFGROUP_ABI_EXPORT_ __attribute__((visibility("default")))
 
 /*
  * Called at function entry. Returns a token the exit hook gets back; 0 means "nothing to do
  * at exit" (switch off, re-entry of running groups). Never throws, never calls user code,
  * never blocks.
  */
-uint64_t PERFGROUP_HOOK_ENTER(struct perfgroup_site *site) PERFGROUP_ABI_NOTHROW_;
+PERFGROUP_ABI_EXPORT_ uint64_t PERFGROUP_HOOK_ENTER(struct perfgroup_site *site) PERFGROUP_ABI_NOTHROW_;
 
 /*
  * Called on every way out of the function — return, and unwinding of an exception — with
  * the token its enter returned. Exits may be skipped (longjmp, exit(), a frame without
  * unwind tables): the runtime resynchronises from the token and the stack position.
  */
-void PERFGROUP_HOOK_EXIT(struct perfgroup_site *site, uint64_t token) PERFGROUP_ABI_NOTHROW_;
+PERFGROUP_ABI_EXPORT_ void PERFGROUP_HOOK_EXIT(struct perfgroup_site *site, uint64_t token) PERFGROUP_ABI_NOTHROW_;
 
 /*
  * Called once per module from the plugin-emitted constructor, with the bounds of that
@@ -111,7 +112,7 @@ void PERFGROUP_HOOK_EXIT(struct perfgroup_site *site, uint64_t token) PERFGROUP_
  * another ABI (reported once on stderr; the runtime then stays off rather than miscount).
  * Safe to call before main, from several modules, and more than once for one module.
  */
-void PERFGROUP_MODULE_REGISTER(uint32_t abi_version, struct perfgroup_site *start,
+PERFGROUP_ABI_EXPORT_ void PERFGROUP_MODULE_REGISTER(uint32_t abi_version, struct perfgroup_site *start,
                                struct perfgroup_site *stop) PERFGROUP_ABI_NOTHROW_;
 
 #ifdef __cplusplus

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runtime/clock.c — choosing the clocks at start-up and calibrating the cycle counter.
+ *
+ * The TSC frequency is found without a blocking sleep: CPUID leaf 0x15 (crystal ratio),
+ * else leaf 0x16 (base MHz), else the hypervisor's leaf 0x40000010, else /proc/cpuinfo's
+ * "cpu MHz" (what a KVM guest reports for the TSC), else 1 GHz. It is then refined from
+ * (ticks, CLOCK_MONOTONIC) pairs taken at commit points, once they are >= 50 ms apart.
+ */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/rseq.h>
+#include <stddef.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+#include "internal.h"
+
+PG_HIDDEN uint32_t perfgroup__clock_kind = PGF_CLOCK_MONOTONIC;
+PG_HIDDEN uint32_t perfgroup__cpu_kind = 1;
+PG_HIDDEN long perfgroup__rseq_cpu_off;
+
+#ifdef PERFGROUP_TESTING
+int64_t perfgroup__test_clock_offset;
+int64_t perfgroup__test_cpu_override = -1;
+#endif
+
+static _Atomic uint64_t clock_hz;
+static uint64_t cal_ticks0;
+static int64_t cal_mono0;
+
+PG_HIDDEN uint64_t perfgroup__clock_slow(void)
+{
+    return (uint64_t)pg_clock_gettime_ns(CLOCK_MONOTONIC);
+}
+
+PG_HIDDEN uint32_t perfgroup__cpu_slow(void)
+{
+    if (perfgroup__cpu_kind == 1) {
+        int c = sched_getcpu(); /* vDSO getcpu on Linux: no syscall */
+        return c < 0 ? 0 : (uint32_t)c;
+    }
+    return 0; /* PERFGROUP_CPU=none: every CPU check passes */
+}
+
+static uint64_t tsc_hz_guess(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    unsigned max = __get_cpuid_max(0, NULL);
+    if (max >= 0x15) {
+        __cpuid(0x15, a, b, c, d);
+        if (a && b && c)
+            return (uint64_t)c * b / a;
+    }
+    if (max >= 0x16) {
+        __cpuid(0x16, a, b, c, d);
+        if (a)
+            return (uint64_t)(a & 0xffff) * 1000000;
+    }
+    __cpuid(0x40000000, a, b, c, d);
+    if (a >= 0x40000010) {
+        __cpuid(0x40000010, a, b, c, d);
+        if (a)
+            return (uint64_t)a * 1000;
+    }
+    FILE *f = fopen("/proc/cpuinfo", "re");
+    if (f) {
+        char line[256];
+        double mhz = 0;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "cpu MHz : %lf", &mhz) == 1 ||
+                sscanf(line, "cpu MHz\t: %lf", &mhz) == 1)
+                break;
+        fclose(f);
+        if (mhz > 100)
+            return (uint64_t)(mhz * 1e6);
+    }
+    return 1000000000ull;
+#elif defined(__aarch64__)
+    uint64_t f;
+    __asm__ __volatile__("mrs %0, cntfrq_el0" : "=r"(f));
+    return f ? f : 1000000000ull;
+#else
+    return 1000000000ull;
+#endif
+}
+
+PG_HIDDEN void perfgroup__clock_init(void)
+{
+    const char *ck = getenv("PERFGROUP_CLOCK");
+    int force_mono = ck && strcmp(ck, "monotonic") == 0;
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    int invariant = 0;
+    if (__get_cpuid_max(0x80000000, NULL) >= 0x80000007) {
+        __cpuid(0x80000007, a, b, c, d);
+        invariant = (d >> 8) & 1;
+    }
+    perfgroup__clock_kind = (!force_mono && invariant) ? PGF_CLOCK_TSC : PGF_CLOCK_MONOTONIC;
+#elif defined(__aarch64__)
+    perfgroup__clock_kind = force_mono ? PGF_CLOCK_MONOTONIC : PGF_CLOCK_CNTVCT;
+#else
+    (void)force_mono;
+    perfgroup__clock_kind = PGF_CLOCK_MONOTONIC;
+#endif
+    atomic_store(&clock_hz, perfgroup__clock_kind == PGF_CLOCK_MONOTONIC ? 1000000000ull
+                                                                         : tsc_hz_guess());
+    cal_mono0 = pg_clock_gettime_ns(CLOCK_MONOTONIC);
+    cal_ticks0 = pg_clock_now();
+
+    const char *cpu = getenv("PERFGROUP_CPU");
+    perfgroup__cpu_kind = 1;
+    if (cpu && strcmp(cpu, "none") == 0)
+        perfgroup__cpu_kind = 2;
+    else if (!(cpu && strcmp(cpu, "getcpu") == 0) && __rseq_size >= 8) {
+        perfgroup__rseq_cpu_off = (long)__rseq_offset + (long)offsetof(struct rseq, cpu_id);
+        perfgroup__cpu_kind = 0;
+    }
+}
+
+PG_HIDDEN uint64_t perfgroup__clock_hz(void)
+{
+    return atomic_load_explicit(&clock_hz, memory_order_relaxed);
+}
+
+PG_HIDDEN void perfgroup__clock_calibrate(uint64_t ticks, int64_t mono_ns)
+{
+    if (perfgroup__clock_kind == PGF_CLOCK_MONOTONIC)
+        return;
+    int64_t dns = mono_ns - cal_mono0;
+    if (dns < 50000000 || ticks <= cal_ticks0)
+        return;
+    /* Racy by design between threads: each writes a whole, valid estimate. */
+    uint64_t hz = (uint64_t)((double)(ticks - cal_ticks0) * 1e9 / (double)dns);
+    atomic_store_explicit(&clock_hz, hz, memory_order_relaxed);
+}
+
+PG_HIDDEN uint64_t perfgroup__ticks_to_ns(uint64_t ticks)
+{
+    uint64_t hz = perfgroup__clock_hz();
+    if (hz == 1000000000ull)
+        return ticks;
+    return (uint64_t)((double)ticks * 1e9 / (double)hz);
+}

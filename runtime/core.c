@@ -1,0 +1,872 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runtime/core.c — everything around the hooks: start-up, the registry of groups and
+ * functions, module registration, per-thread state, events and their commits, control.
+ *
+ * Locks: `reg_lock` guards the registry (groups, functions, modules); `dead_lock` guards
+ * the totals of exited threads and is held by snapshots while they walk the thread list.
+ * Neither is ever taken on the hot path: a hook that needs the registry (first call of a
+ * site whose module did not register) only try-locks it and skips the call if busy.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+PG_HIDDEN _Atomic uint32_t perfgroup__gate = PG_GATE_OFF;
+PG_HIDDEN __thread struct pg_thread *perfgroup__tls __attribute__((tls_model("initial-exec")));
+PG_HIDDEN _Atomic uint32_t perfgroup__reset_epoch = 1;
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t dead_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_key_t thread_key;
+
+static _Atomic int user_on = 1;     /* perfgroup_start / perfgroup_stop */
+static _Atomic int disabled;        /* ABI mismatch: off for good */
+static int text_on;
+
+static _Atomic(struct pg_group *) group_blocks[PG_GROUP_BLOCKS];
+static _Atomic uint32_t ngroups;
+#define GROUP_HASH 4096
+static struct pg_group *group_hash[GROUP_HASH];
+#define FUNC_HASH 16384
+static struct pg_func *func_hash[FUNC_HASH];
+static struct pg_func *all_funcs;
+static uint32_t nfuncs;
+#define MODULES_MAX 1024
+static struct perfgroup_site *modules[MODULES_MAX];
+static unsigned nmodules;
+
+static _Atomic(struct pg_thread *) thread_list;
+static _Atomic uint32_t thread_index_next = 1;
+static struct pg_totals *dead_blocks[PG_GROUP_BLOCKS];
+
+/* ---- memory: mmap only (malloc may be the host's and instrumented) -------------------- */
+
+static void *pg_map(size_t size)
+{
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* Bump allocator for registry objects, under reg_lock. Never freed. */
+static void *arena_alloc(size_t size)
+{
+    static char *cur, *end;
+    size = (size + 15) & ~(size_t)15;
+    if (!cur || (size_t)(end - cur) < size) {
+        size_t chunk = size > (1u << 20) ? size : (1u << 20);
+        cur = pg_map(chunk);
+        if (!cur)
+            return NULL;
+        end = cur + chunk;
+    }
+    void *p = cur;
+    cur += size;
+    return p;
+}
+
+static char *arena_strdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = arena_alloc(n);
+    if (p)
+        memcpy(p, s, n);
+    return p;
+}
+
+static uint32_t hash_str(const char *s, uint32_t h)
+{
+    while (*s)
+        h = (h ^ (unsigned char)*s++) * 16777619u;
+    return h;
+}
+
+/* ---- gate -------------------------------------------------------------------------------- */
+
+static void gate_update(void)
+{
+    uint32_t g = PG_GATE_OFF;
+    if (!atomic_load(&disabled) && atomic_load(&user_on))
+        g = text_on ? PG_GATE_SPECIAL : PG_GATE_ON;
+    atomic_store(&perfgroup__gate, g);
+}
+
+static void disable(const char *why)
+{
+    int was = atomic_exchange(&disabled, 1);
+    if (!was)
+        fprintf(stderr, "perfgroup: %s; the runtime stays off\n", why);
+    gate_update();
+}
+
+/* ---- groups ------------------------------------------------------------------------------ */
+
+PG_HIDDEN struct pg_group *perfgroup__group_at(uint32_t id)
+{
+    struct pg_group *b = atomic_load_explicit(&group_blocks[id / PG_GROUP_BLOCK],
+                                              memory_order_acquire);
+    return b ? &b[id % PG_GROUP_BLOCK] : NULL;
+}
+
+PG_HIDDEN uint32_t perfgroup__group_count(void)
+{
+    return atomic_load_explicit(&ngroups, memory_order_acquire);
+}
+
+static struct pg_group *group_find_locked(const char *name)
+{
+    for (struct pg_group *g = group_hash[hash_str(name, 2166136261u) % GROUP_HASH]; g; g = g->hash_next)
+        if (strcmp(g->name, name) == 0)
+            return g;
+    return NULL;
+}
+
+static struct pg_group *group_get_locked(const char *name, int kind, int active)
+{
+    struct pg_group *g = group_find_locked(name);
+    if (g)
+        return g;
+    uint32_t id = atomic_load(&ngroups);
+    if (id >= PG_MAX_GROUPS)
+        return NULL;
+    struct pg_group *b = atomic_load(&group_blocks[id / PG_GROUP_BLOCK]);
+    if (!b) {
+        b = pg_map(sizeof(struct pg_group) * PG_GROUP_BLOCK);
+        if (!b)
+            return NULL;
+        atomic_store_explicit(&group_blocks[id / PG_GROUP_BLOCK], b, memory_order_release);
+    }
+    g = &b[id % PG_GROUP_BLOCK];
+    g->name = arena_strdup(name);
+    if (!g->name)
+        return NULL;
+    g->id = id;
+    g->kind = (uint8_t)kind;
+    atomic_store(&g->active, (uint8_t)active);
+    uint32_t h = hash_str(name, 2166136261u) % GROUP_HASH;
+    g->hash_next = group_hash[h];
+    group_hash[h] = g;
+    atomic_store_explicit(&ngroups, id + 1, memory_order_release);
+    perfgroup__rec_group(id, g->name, kind, active);
+    return g;
+}
+
+static void func_update_mask(struct pg_func *fn)
+{
+    unsigned m = 0;
+    for (unsigned i = 0; i < fn->ngroups; i++)
+        if (atomic_load_explicit(&perfgroup__group_at(fn->gid[i])->active, memory_order_relaxed))
+            m |= 1u << i;
+    atomic_store_explicit(&fn->active_mask, (uint8_t)m, memory_order_relaxed);
+}
+
+/* ---- sites and functions ----------------------------------------------------------------- */
+
+static struct pg_func *resolve_locked(struct perfgroup_site *site)
+{
+    struct pg_func *fn = __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE);
+    if (fn)
+        return fn;
+    if (site->version != PERFGROUP_ABI_VERSION) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "a module was instrumented for hook ABI %u, this runtime "
+                 "implements %u (rebuild it with this perfgroup)", site->version,
+                 PERFGROUP_ABI_VERSION);
+        disable(msg);
+        return NULL;
+    }
+    const char *attr = site->groups ? site->groups : "";
+    const char *fgroup = site->groups ? attr + strlen(attr) + 1 : "";
+    const char *name = site->where ? site->where : "?";
+    const char *file = site->where ? name + strlen(name) + 1 : "";
+
+    /* One function per (name, file, line): the sites of an inline function emitted in N
+     * translation units merge; two static functions of one name in two files do not. */
+    uint32_t h = hash_str(file, hash_str(name, 2166136261u) ^ site->line) % FUNC_HASH;
+    for (fn = func_hash[h]; fn; fn = fn->hash_next)
+        if (fn->line == site->line && strcmp(fn->name, name) == 0 && strcmp(fn->file, file) == 0)
+            goto found;
+
+    fn = arena_alloc(sizeof *fn);
+    if (!fn)
+        return NULL;
+    memset(fn, 0, sizeof *fn);
+    fn->name = arena_strdup(name);
+    fn->file = arena_strdup(file);
+    fn->attr_group = arena_strdup(attr);
+    fn->file_group = arena_strdup(fgroup);
+    size_t nl = strlen(name);
+    char *fname = arena_alloc(nl + 3);
+    if (!fn->name || !fn->file || !fn->attr_group || !fn->file_group || !fname)
+        return NULL;
+    memcpy(fname, name, nl);
+    memcpy(fname + nl, "()", 3);
+    fn->line = site->line;
+    fn->flags = site->flags;
+    struct pg_group *g[PG_SITE_GROUPS];
+    unsigned n = 0;
+    if (*attr)
+        g[n++] = group_get_locked(attr, PERFGROUP_KIND_ATTRIBUTE, 1);
+    if (*fgroup && strcmp(fgroup, attr) != 0)
+        g[n++] = group_get_locked(fgroup, PERFGROUP_KIND_FILE, 1);
+    g[n++] = group_get_locked(fname, PERFGROUP_KIND_FUNCTION, 0);
+    for (unsigned i = 0; i < n; i++) {
+        if (!g[i])
+            return NULL;
+        fn->gid[i] = g[i]->id;
+        if (g[i]->id > fn->max_gid)
+            fn->max_gid = g[i]->id;
+    }
+    fn->ngroups = (uint8_t)n;
+    fn->id = nfuncs++;
+    func_update_mask(fn);
+    fn->hash_next = func_hash[h];
+    func_hash[h] = fn;
+    fn->all_next = all_funcs;
+    all_funcs = fn;
+    perfgroup__rec_function(fn->id, fn->name, fn->file, fn->line, fn->gid, fn->ngroups);
+found:
+    __atomic_store_n(&site->cache, fn, __ATOMIC_RELEASE);
+    return fn;
+}
+
+PG_HIDDEN struct pg_func *perfgroup__site_resolve(struct perfgroup_site *site)
+{
+    perfgroup__init();
+    /* Never block in a hook: spin a bounded while (another thread resolving its first
+     * sites holds the lock for microseconds), then let this one call go uncounted. */
+    int locked = 0;
+    for (int i = 0; i < 100000 && !(locked = pthread_mutex_trylock(&reg_lock) == 0); i++) {
+        struct pg_func *fn = __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE);
+        if (fn)
+            return fn;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+    if (!locked)
+        return NULL;
+    struct pg_func *fn = resolve_locked(site);
+    pthread_mutex_unlock(&reg_lock);
+    return fn;
+}
+
+void PERFGROUP_MODULE_REGISTER(uint32_t abi_version, struct perfgroup_site *start,
+                               struct perfgroup_site *stop)
+{
+    perfgroup__init();
+    if (abi_version != PERFGROUP_ABI_VERSION) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "a module was instrumented for hook ABI %u, this runtime "
+                 "implements %u (rebuild it with this perfgroup)", abi_version,
+                 PERFGROUP_ABI_VERSION);
+        disable(msg);
+        return;
+    }
+    if (!start || stop <= start)
+        return;
+    pthread_mutex_lock(&reg_lock);
+    for (unsigned i = 0; i < nmodules; i++)
+        if (modules[i] == start)
+            goto out; /* every TU of a module registers it: once is enough */
+    if (nmodules < MODULES_MAX)
+        modules[nmodules++] = start;
+    for (struct perfgroup_site *s = start; s < stop; s++)
+        if (s->version != 0 && !resolve_locked(s))
+            break;
+out:
+    pthread_mutex_unlock(&reg_lock);
+}
+
+PG_HIDDEN void perfgroup__lock_registry(void) { pthread_mutex_lock(&dead_lock); }
+PG_HIDDEN void perfgroup__unlock_registry(void) { pthread_mutex_unlock(&dead_lock); }
+PG_HIDDEN struct pg_thread *perfgroup__threads(void) { return atomic_load(&thread_list); }
+
+PG_HIDDEN const struct pg_totals *perfgroup__dead_totals(uint32_t gid)
+{
+    struct pg_totals *b = dead_blocks[gid / PG_GROUP_BLOCK];
+    return b ? &b[gid % PG_GROUP_BLOCK] : NULL;
+}
+
+/* ---- threads ----------------------------------------------------------------------------- */
+
+static void thread_exit(void *arg);
+
+PG_HIDDEN int perfgroup__grow_groups(struct pg_thread *t, uint32_t max_gid)
+{
+    uint32_t cap = t->cap ? t->cap : 64;
+    while (cap <= max_gid)
+        cap *= 2;
+    struct pg_gstate *g = pg_map(sizeof *g * cap);
+    if (!g)
+        return -ENOMEM;
+    if (t->g) {
+        memcpy(g, t->g, sizeof *g * t->cap);
+        munmap(t->g, sizeof *g * t->cap);
+    }
+    t->g = g;
+    t->cap = cap;
+    return 0;
+}
+
+PG_HIDDEN void perfgroup__grow_exec(struct pg_thread *t)
+{
+    uint32_t cap = t->exec_cap ? t->exec_cap * 2 : 64;
+    uint32_t *e = pg_map(sizeof *e * cap);
+    if (!e)
+        return; /* the caller drops this group from the event's commit */
+    if (t->exec) {
+        memcpy(e, t->exec, sizeof *e * t->nexec);
+        munmap(t->exec, sizeof *e * t->exec_cap);
+    }
+    t->exec = e;
+    t->exec_cap = cap;
+}
+
+static struct pg_totals *totals_for(struct pg_thread *t, uint32_t gid)
+{
+    struct pg_totals *b = atomic_load_explicit(&t->totals[gid / PG_GROUP_BLOCK], memory_order_relaxed);
+    if (!b) {
+        b = pg_map(sizeof *b * PG_GROUP_BLOCK);
+        if (!b)
+            return NULL;
+        atomic_store_explicit(&t->totals[gid / PG_GROUP_BLOCK], b, memory_order_release);
+    }
+    return &b[gid % PG_GROUP_BLOCK];
+}
+
+PG_HIDDEN struct pg_thread *perfgroup__thread_slow(void)
+{
+    perfgroup__init();
+    if (atomic_load(&disabled))
+        return NULL;
+    struct pg_thread *t;
+    for (t = atomic_load(&thread_list); t; t = t->next) {
+        int expect = PG_THREAD_FREE;
+        if (atomic_compare_exchange_strong(&t->state, &expect, PG_THREAD_LIVE))
+            break;
+    }
+    if (!t) {
+        t = pg_map(sizeof *t);
+        if (!t)
+            return NULL;
+        atomic_store(&t->state, PG_THREAD_LIVE);
+        struct pg_thread *head = atomic_load(&thread_list);
+        do
+            t->next = head;
+        while (!atomic_compare_exchange_weak(&thread_list, &head, t));
+    }
+    if (t->g)
+        memset(t->g, 0, sizeof *t->g * t->cap);
+    t->iter = 1;
+    t->depth = 0;
+    t->event_open = PG_EV_NONE;
+    t->in_runtime = 0;
+    t->nexec = 0;
+    t->nest_depth = 0;
+    t->pending_alerts = 0;
+    t->cpu_ratio = 1.0;
+    t->window_tsc = pg_clock_now();
+    t->window_cpu_ns = pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID);
+    t->ov_commit_ns = t->ov_commits = t->ov_slow = t->ov_resyncs = t->ov_dropped = 0;
+    t->rec_name_ptr = NULL;
+    atomic_store(&t->reset_epoch, atomic_load(&perfgroup__reset_epoch));
+    t->tid = (uint32_t)gettid();
+    t->index = atomic_fetch_add(&thread_index_next, 1);
+    if (t->tid == (uint32_t)getpid())
+        strcpy(t->name, "main");
+    else
+        t->name[0] = '\0';
+    if (perfgroup__grow_groups(t, 63) != 0) {
+        atomic_store(&t->state, PG_THREAD_FREE);
+        return NULL;
+    }
+    perfgroup__tls = t;
+    pthread_setspecific(thread_key, t);
+    t->in_runtime = 1;
+    t->rec = perfgroup__rec_thread_start(t->index, t->tid, t->name);
+    t->in_runtime = 0;
+    return t;
+}
+
+static struct pg_thread *self(void)
+{
+    struct pg_thread *t = perfgroup__tls;
+    return t ? t : perfgroup__thread_slow();
+}
+
+/* ---- events and commits ------------------------------------------------------------------ */
+
+static void event_open(struct pg_thread *t, uint64_t tsc, int kind, const char *name)
+{
+    t->iter++;
+    t->event_stamp++;
+    t->nexec = 0;
+    t->event_open = (uint8_t)kind;
+    t->event_name = name;
+    t->event_begin_tsc = tsc;
+    t->event_flags = kind == PG_EV_IMPLICIT ? PGF_EVENT_F_IMPLICIT : 0;
+    if (kind == PG_EV_EXPLICIT)
+        t->event_begin_cpu_ns = pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
+/* Totals are written by their thread only, read word by word by snapshots: relaxed atomic
+ * stores keep that race benign (and TSan quiet); the seqlock makes the copy consistent. */
+#define TSET(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELAXED)
+#define TADD(field, v) TSET(field, (field) + (v))
+
+static void totals_zero(struct pg_totals *blk, size_t n)
+{
+    uint64_t *w = (uint64_t *)blk;
+    for (size_t i = 0; i < sizeof *blk / sizeof(uint64_t) * n; i++)
+        __atomic_store_n(&w[i], 0, __ATOMIC_RELAXED);
+}
+
+static void totals_add(struct pg_totals *tot, uint64_t cycles, uint64_t cpu_ns, uint64_t wall_ns,
+                       uint64_t acts, uint64_t discarded)
+{
+    TADD(tot->cycles, cycles);
+    TADD(tot->cpu_ns, cpu_ns);
+    TADD(tot->wall_ns, wall_ns);
+    TADD(tot->blocked_ns, wall_ns > cpu_ns ? wall_ns - cpu_ns : 0);
+    TADD(tot->activations, acts);
+    TADD(tot->events, 1);
+    TADD(tot->discarded, discarded);
+    if (cpu_ns > tot->max_event_ns)
+        TSET(tot->max_event_ns, cpu_ns);
+    if (tot->events == 1 || cpu_ns < tot->min_event_ns)
+        TSET(tot->min_event_ns, cpu_ns);
+    unsigned m = perfgroup__jank_mask(cpu_ns);
+    for (unsigned i = 0; m; i++, m >>= 1)
+        TADD(tot->jank[i], m & 1);
+}
+
+/* Close the thread's current event at `end_tsc` with `cpu_ns` of CPU time: every group that
+ * executed gets n = cycles_g / cycles_event of it, the top group all of it. */
+static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
+{
+    uint64_t t0 = pg_clock_now();
+    uint8_t was = t->in_runtime;
+    t->in_runtime = 1;
+    uint32_t epoch = atomic_load_explicit(&perfgroup__reset_epoch, memory_order_relaxed);
+    const char *ename = t->event_name ? t->event_name : "(implicit)";
+    uint64_t ev_cycles = end_tsc - t->event_begin_tsc;
+    int ev_ok = (int64_t)ev_cycles > 0;
+
+    uint32_t seq = atomic_load_explicit(&t->seq, memory_order_relaxed);
+    atomic_store_explicit(&t->seq, seq + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    if (atomic_load_explicit(&t->reset_epoch, memory_order_relaxed) != epoch) {
+        for (unsigned b = 0; b < PG_GROUP_BLOCKS; b++) {
+            struct pg_totals *blk = atomic_load_explicit(&t->totals[b], memory_order_relaxed);
+            if (blk)
+                totals_zero(blk, PG_GROUP_BLOCK);
+        }
+        atomic_store_explicit(&t->reset_epoch, epoch, memory_order_relaxed);
+    }
+
+    struct perfgroup_rec_group_share shares[64];
+    unsigned nshares = 0;
+    uint64_t ev_wall = ev_ok ? perfgroup__ticks_to_ns(ev_cycles) : 0;
+    struct pg_totals *top = totals_for(t, PG_TOP_GROUP);
+    if (top && ev_ok)
+        totals_add(top, ev_cycles, cpu_ns, ev_wall, 1, 0);
+    else if (top)
+        TADD(top->discarded, 1);
+
+    for (uint32_t i = 0; i < t->nexec; i++) {
+        uint32_t gid = t->exec[i];
+        struct pg_gstate *s = &t->g[gid];
+        struct pg_totals *tot = totals_for(t, gid);
+        if (tot) {
+            if (!ev_ok || s->recent > ev_cycles) {
+                /* n > 1 or a counter that went backwards: discard, as Firefox does */
+                TADD(tot->discarded, 1 + s->discarded);
+                t->event_flags |= PGF_EVENT_F_DISCARDED;
+            } else {
+                uint64_t gcpu = (uint64_t)((double)s->recent / (double)ev_cycles * (double)cpu_ns);
+                uint64_t gwall = perfgroup__ticks_to_ns(s->recent);
+                totals_add(tot, s->recent, gcpu, gwall, s->acts, s->discarded);
+                if (s->discarded)
+                    t->event_flags |= PGF_EVENT_F_DISCARDED;
+                perfgroup__alerts_check(t, ename, gid, gcpu, gwall, cpu_ns);
+                if (nshares < 64)
+                    shares[nshares++] = (struct perfgroup_rec_group_share){gid, s->recent, gcpu, s->acts};
+            }
+        }
+        s->recent = 0;
+        s->acts = 0;
+        s->discarded = 0;
+    }
+    atomic_store_explicit(&t->seq, seq + 2, memory_order_release);
+
+    if (perfgroup__rec_mode && t->rec) {
+        if (t->rec_name_ptr != ename) {
+            t->rec_name_ptr = ename;
+            t->rec_name_id = perfgroup__rec_string(ename);
+        }
+        perfgroup__rec_event(t->rec, t->rec_name_id, t->event_begin_tsc, end_tsc, cpu_ns,
+                             t->event_flags, shares, nshares);
+    }
+    t->nexec = 0;
+    t->event_open = PG_EV_NONE;
+    t->iter++;
+    t->ov_commits++;
+    t->ov_commit_ns += perfgroup__ticks_to_ns(pg_clock_now() - t0);
+    if (perfgroup__rec_mode && t->rec && (t->ov_commits & 1023) == 0) {
+        perfgroup__rec_overhead(t->rec, t->ov_commit_ns, t->ov_commits, t->ov_slow, t->ov_resyncs);
+        t->ov_commit_ns = t->ov_commits = t->ov_slow = t->ov_resyncs = 0;
+    }
+    t->in_runtime = was;
+}
+
+PG_HIDDEN void perfgroup__implicit_begin(struct pg_thread *t, uint64_t tsc)
+{
+    event_open(t, tsc, PG_EV_IMPLICIT, NULL);
+    t->implicit_frame = t->depth;
+}
+
+/*
+ * Implicit events are not worth two CPU-clock reads each. The thread's CPU clock is read at
+ * most once per window (>= PG_WINDOW_NS of wall time), at the end of an implicit event that
+ * closes it, or at once after a long implicit event (>= PG_LONG_NS). An event's CPU time is
+ * its wall time times the on-CPU ratio r of the window that closed last; when the event itself
+ * closes the window, the estimate is also clamped to what the CPU clock allows:
+ *   max(0, cpu_w - (wall_w - wall_e)) <= cpu_e <= min(wall_e, cpu_w)
+ * so an event that fills most of its window is exact and the error of a short one is bounded
+ * by its own wall time times |r_window - r_event|. See docs/accounting.md.
+ */
+#define PG_LONG_NS 1000000ull
+static void implicit_commit(struct pg_thread *t, uint64_t tsc, int force_window)
+{
+    uint64_t cycles = tsc - t->event_begin_tsc;
+    uint64_t wall_e = (int64_t)cycles > 0 ? perfgroup__ticks_to_ns(cycles) : 0;
+    uint64_t span = tsc - t->window_tsc;
+    uint64_t wall_w = (int64_t)span > 0 ? perfgroup__ticks_to_ns(span) : 0;
+    uint64_t cpu_e = (uint64_t)((double)wall_e * t->cpu_ratio);
+    if (wall_w > 0 && (force_window || wall_w >= PG_WINDOW_NS || wall_e >= PG_LONG_NS)) {
+        int64_t cpu = pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID);
+        uint64_t cpu_w = cpu > t->window_cpu_ns ? (uint64_t)(cpu - t->window_cpu_ns) : 0;
+        double r = (double)cpu_w / (double)wall_w;
+        t->cpu_ratio = r > 1 ? 1 : r;
+        cpu_e = (uint64_t)((double)wall_e * t->cpu_ratio);
+        uint64_t hi = wall_e < cpu_w ? wall_e : cpu_w;
+        uint64_t lo = cpu_w > wall_w - (wall_e < wall_w ? wall_e : wall_w)
+                          ? cpu_w - (wall_w - (wall_e < wall_w ? wall_e : wall_w)) : 0;
+        cpu_e = cpu_e < lo ? lo : cpu_e > hi ? hi : cpu_e;
+        t->window_tsc = tsc;
+        t->window_cpu_ns = cpu;
+        perfgroup__clock_calibrate(tsc, pg_clock_gettime_ns(CLOCK_MONOTONIC));
+    }
+    commit(t, tsc, cpu_e);
+}
+
+PG_HIDDEN void perfgroup__implicit_end(struct pg_thread *t, uint64_t tsc)
+{
+    implicit_commit(t, tsc, 0);
+}
+
+static void explicit_end(struct pg_thread *t, uint64_t tsc)
+{
+    int64_t cpu = pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID);
+    perfgroup__clock_calibrate(tsc, pg_clock_gettime_ns(CLOCK_MONOTONIC));
+    int64_t d = cpu - t->event_begin_cpu_ns;
+    commit(t, tsc, d > 0 ? (uint64_t)d : 0);
+}
+
+/* Outside the hooks: an implicit event may afford its own CPU-clock read. */
+static void event_close(struct pg_thread *t, uint64_t tsc)
+{
+    if (t->event_open == PG_EV_EXPLICIT)
+        explicit_end(t, tsc);
+    else if (t->event_open == PG_EV_IMPLICIT)
+        implicit_commit(t, tsc, 1);
+}
+
+/* Drop the frames at index >= keep: their exits were skipped (longjmp, exit, a frame without
+ * unwind tables). Their stopwatches are cancelled, not charged: when the skip happened is
+ * unknown. An implicit event opened by one of them ends now. */
+PG_HIDDEN void perfgroup__resync(struct pg_thread *t, uint32_t keep)
+{
+    if (keep >= t->depth)
+        return;
+    for (uint32_t i = keep; i < t->depth; i++) {
+        struct pg_frame *f = &t->stack[i];
+        for (unsigned j = 0; j < f->fn->ngroups; j++)
+            if ((f->mask & (1u << j)) && t->g[f->fn->gid[j]].running == f->iter)
+                t->g[f->fn->gid[j]].running = 0;
+    }
+    t->depth = keep;
+    t->ov_resyncs++;
+    if (t->event_open == PG_EV_IMPLICIT && t->implicit_frame >= keep)
+        perfgroup__implicit_end(t, pg_clock_now());
+}
+
+/* Thread exit (TLS destructor; atexit for the thread calling exit()): frames still open
+ * are charged up to now, the pending event is committed, totals go to the dead pool. */
+static void thread_exit(void *arg)
+{
+    struct pg_thread *t = arg;
+    if (!t || perfgroup__tls != t)
+        return;
+    uint64_t tsc = pg_clock_now();
+    uint32_t cpu = pg_cpu_now();
+    while (t->depth > 0) {
+        struct pg_frame *f = &t->stack[t->depth - 1];
+        if (f->mask && f->iter == t->iter) {
+            uint64_t delta = tsc - f->tsc;
+            int ok = cpu == f->cpu && (int64_t)delta >= 0;
+            for (unsigned i = 0; i < f->fn->ngroups; i++) {
+                if (!(f->mask & (1u << i)))
+                    continue;
+                struct pg_gstate *s = &t->g[f->fn->gid[i]];
+                s->running = 0;
+                if (ok) {
+                    s->recent += delta;
+                    s->acts++;
+                } else {
+                    s->discarded++;
+                }
+                if (s->stamp != t->event_stamp) {
+                    s->stamp = t->event_stamp;
+                    if (t->nexec == t->exec_cap)
+                        perfgroup__grow_exec(t);
+                    if (t->nexec < t->exec_cap)
+                        t->exec[t->nexec++] = f->fn->gid[i];
+                }
+            }
+        }
+        t->depth--;
+    }
+    event_close(t, tsc);
+    perfgroup__alerts_deliver(t);
+    t->in_runtime = 1;
+    if (t->rec) {
+        perfgroup__rec_overhead(t->rec, t->ov_commit_ns, t->ov_commits, t->ov_slow, t->ov_resyncs);
+        perfgroup__rec_thread_end(t->rec, tsc);
+        t->rec = NULL;
+    }
+    pthread_mutex_lock(&dead_lock);
+    if (atomic_load(&t->reset_epoch) == atomic_load(&perfgroup__reset_epoch)) {
+        uint32_t n = perfgroup__group_count();
+        for (uint32_t gid = 0; gid < n; gid++) {
+            struct pg_totals *b = atomic_load(&t->totals[gid / PG_GROUP_BLOCK]);
+            if (!b || b[gid % PG_GROUP_BLOCK].events == 0)
+                continue;
+            if (!dead_blocks[gid / PG_GROUP_BLOCK])
+                dead_blocks[gid / PG_GROUP_BLOCK] = pg_map(sizeof(struct pg_totals) * PG_GROUP_BLOCK);
+            struct pg_totals *d = dead_blocks[gid / PG_GROUP_BLOCK];
+            struct pg_totals *s = &b[gid % PG_GROUP_BLOCK];
+            if (!d)
+                continue;
+            d = &d[gid % PG_GROUP_BLOCK];
+            if (s->max_event_ns > d->max_event_ns)
+                d->max_event_ns = s->max_event_ns;
+            if (d->events == 0 || s->min_event_ns < d->min_event_ns)
+                d->min_event_ns = s->min_event_ns;
+            d->cpu_ns += s->cpu_ns;
+            d->wall_ns += s->wall_ns;
+            d->blocked_ns += s->blocked_ns;
+            d->cycles += s->cycles;
+            d->activations += s->activations;
+            d->events += s->events;
+            d->discarded += s->discarded;
+            for (int i = 0; i < PERFGROUP_JANK_BUCKETS; i++)
+                d->jank[i] += s->jank[i];
+        }
+    }
+    for (unsigned b = 0; b < PG_GROUP_BLOCKS; b++) {
+        struct pg_totals *blk = atomic_load(&t->totals[b]);
+        if (blk)
+            totals_zero(blk, PG_GROUP_BLOCK);
+    }
+    perfgroup__tls = NULL;
+    atomic_store(&t->state, PG_THREAD_FREE);
+    pthread_mutex_unlock(&dead_lock);
+}
+
+static void process_exit(void)
+{
+    thread_exit(perfgroup__tls);
+    perfgroup__rec_close();
+}
+
+static void init_once_fn(void)
+{
+    perfgroup__clock_init();
+    pthread_key_create(&thread_key, thread_exit);
+    perfgroup__rec_init(); /* before the first definition, so the recorder sees them all */
+    pthread_mutex_lock(&reg_lock);
+    group_get_locked("top", PERFGROUP_KIND_TOP, 1); /* id 0 == PG_TOP_GROUP */
+    pthread_mutex_unlock(&reg_lock);
+    const char *text = getenv("PERFGROUP_TEXT");
+    if (text && *text && perfgroup__text_init(text) == 0)
+        text_on = 1;
+    const char *en = getenv("PERFGROUP_ENABLE");
+    if (en && strcmp(en, "0") == 0)
+        atomic_store(&user_on, 0);
+    atexit(process_exit);
+    gate_update();
+}
+
+PG_HIDDEN void perfgroup__init(void)
+{
+    pthread_once(&init_once, init_once_fn);
+}
+
+__attribute__((constructor(101))) static void perfgroup_ctor(void)
+{
+    perfgroup__init();
+}
+
+/* ---- public: events ---------------------------------------------------------------------- */
+
+int perfgroup_event_begin(const char *name)
+{
+    struct pg_thread *t = self();
+    if (!t)
+        return -ENOTSUP;
+    if (t->event_open == PG_EV_EXPLICIT)
+        return -EALREADY;
+    perfgroup__alerts_deliver(t);
+    if (t->event_open == PG_EV_IMPLICIT)
+        implicit_commit(t, pg_clock_now(), 1);
+    event_open(t, pg_clock_now(), PG_EV_EXPLICIT, name ? name : "event");
+    return 0;
+}
+
+int perfgroup_event_end(void)
+{
+    struct pg_thread *t = perfgroup__tls;
+    if (!t || t->event_open != PG_EV_EXPLICIT)
+        return -ENOENT;
+    explicit_end(t, pg_clock_now());
+    perfgroup__alerts_deliver(t);
+    return 0;
+}
+
+void perfgroup_nested_loop_begin(void)
+{
+    struct pg_thread *t = self();
+    if (!t)
+        return;
+    uint64_t tsc = pg_clock_now();
+    if (t->nest_depth < PG_NEST_MAX) {
+        struct pg_nest *n = &t->nest[t->nest_depth];
+        n->name = t->event_name;
+        n->open = t->event_open;
+        n->implicit_frame = t->implicit_frame;
+    }
+    t->nest_depth++;
+    if (t->event_open != PG_EV_NONE) {
+        t->event_flags |= PGF_EVENT_F_NESTED;
+        event_close(t, tsc); /* the outer event up to here; commit() bumps the iteration */
+    } else {
+        t->iter++;           /* every running stopwatch becomes stale */
+    }
+}
+
+void perfgroup_nested_loop_end(void)
+{
+    struct pg_thread *t = perfgroup__tls;
+    if (!t || t->nest_depth == 0)
+        return;
+    uint64_t tsc = pg_clock_now();
+    event_close(t, tsc); /* an inner event left open */
+    t->nest_depth--;
+    t->iter++;           /* what the nested loop started is stale too */
+    if (t->nest_depth < PG_NEST_MAX) {
+        struct pg_nest *n = &t->nest[t->nest_depth];
+        if (n->open != PG_EV_NONE) {
+            event_open(t, pg_clock_now(), (int)n->open, n->name);
+            t->event_flags |= PGF_EVENT_F_NESTED;
+            if (n->open == PG_EV_IMPLICIT)
+                t->implicit_frame = n->implicit_frame;
+        }
+    }
+    perfgroup__alerts_deliver(t);
+}
+
+/* ---- public: control --------------------------------------------------------------------- */
+
+int perfgroup_start(void)
+{
+    perfgroup__init();
+    if (atomic_load(&disabled))
+        return -ENOTSUP;
+    atomic_store(&user_on, 1);
+    gate_update();
+    return 0;
+}
+
+int perfgroup_stop(void)
+{
+    perfgroup__init();
+    atomic_store(&user_on, 0);
+    gate_update();
+    return 0;
+}
+
+int perfgroup_is_active(void)
+{
+    return atomic_load(&perfgroup__gate) != PG_GATE_OFF;
+}
+
+int perfgroup_reset(void)
+{
+    perfgroup__init();
+    pthread_mutex_lock(&dead_lock);
+    atomic_fetch_add(&perfgroup__reset_epoch, 1);
+    for (unsigned b = 0; b < PG_GROUP_BLOCKS; b++)
+        if (dead_blocks[b])
+            memset(dead_blocks[b], 0, sizeof(struct pg_totals) * PG_GROUP_BLOCK);
+    pthread_mutex_unlock(&dead_lock);
+    return 0;
+}
+
+static int set_active(const char *name, int on)
+{
+    if (!name)
+        return -EINVAL;
+    perfgroup__init();
+    pthread_mutex_lock(&reg_lock);
+    struct pg_group *g = group_find_locked(name);
+    if (!g) { /* "parse" finds the function group "parse()" */
+        char buf[512];
+        if (snprintf(buf, sizeof buf, "%s()", name) < (int)sizeof buf)
+            g = group_find_locked(buf);
+    }
+    if (g) {
+        atomic_store(&g->active, (uint8_t)(on != 0));
+        for (struct pg_func *fn = all_funcs; fn; fn = fn->all_next)
+            for (unsigned i = 0; i < fn->ngroups; i++)
+                if (fn->gid[i] == g->id)
+                    func_update_mask(fn);
+    }
+    pthread_mutex_unlock(&reg_lock);
+    return g ? 0 : -ENOENT;
+}
+
+int perfgroup_group_activate(const char *name) { return set_active(name, 1); }
+int perfgroup_group_deactivate(const char *name) { return set_active(name, 0); }
+
+int perfgroup_thread_name(const char *name)
+{
+    if (!name)
+        return -EINVAL;
+    struct pg_thread *t = self();
+    if (!t)
+        return -ENOTSUP;
+    snprintf(t->name, sizeof t->name, "%s", name);
+    if (t->rec)
+        perfgroup__rec_thread_name(t->rec, t->name);
+    return 0;
+}

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runtime/hooks.c — the hot path: __perfgroup_enter and __perfgroup_exit, nothing else.
+ *
+ * No syscall, lock, malloc or I/O here. Every not-ready case (first call of a thread or a
+ * site, a group id past the thread's table, a skipped exit to resynchronise, the start and
+ * end of an implicit event, the text trace) goes to an out-of-line cold function.
+ *
+ * Token returned by enter: 0 = nothing to do at exit; else (gen << 32) | (stack index + 1).
+ * The generation makes an exit whose frame was already dropped by a resynchronisation
+ * (longjmp, exit hooks skipped by a frame without unwind tables) a no-op.
+ *
+ * This file is never instrumented: the plugins skip every __perfgroup / perfgroup_ function
+ * and the runtime is built without -finstrument-functions.
+ */
+#include "internal.h"
+
+#define PG_ALWAYS_INLINE inline __attribute__((always_inline))
+
+/*
+ * Is frame f, still on the shadow stack, dead (its exit skipped) given a new enter at
+ * (sp, ra)? Ancestors were entered from frames at or above ours: a frame deeper than us
+ * is dead. At the same position it is a live ancestor if it was another call instruction
+ * (an instrumented function inlined into its caller shares the caller's frame), dead if it
+ * was this very instruction (the same call in the same frame, again: a longjmp skipped it).
+ */
+static PG_ALWAYS_INLINE int frame_dead(const struct pg_frame *f, uintptr_t sp, uintptr_t ra)
+{
+    return f->sp < sp || (f->sp == sp && f->ra == ra);
+}
+
+static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func *fn, uint64_t tsc,
+                                            uintptr_t sp, uintptr_t ra)
+{
+    uint32_t d = t->depth;
+    if (PG_UNLIKELY(d != 0 && frame_dead(&t->stack[d - 1], sp, ra))) {
+        uint32_t keep = d - 1;
+        while (keep > 0 && frame_dead(&t->stack[keep - 1], sp, ra))
+            keep--;
+        perfgroup__resync(t, keep);
+        d = t->depth;
+    }
+
+    unsigned act = atomic_load_explicit(&fn->active_mask, memory_order_relaxed);
+    if (PG_UNLIKELY(t->event_open == PG_EV_NONE) && act != 0)
+        perfgroup__implicit_begin(t, tsc);
+
+    uint64_t iter = t->iter;
+    struct pg_gstate *g = t->g;
+    unsigned mask = 0;
+    for (unsigned i = 0; i < fn->ngroups; i++) {
+        if (act & (1u << i)) {
+            struct pg_gstate *s = &g[fn->gid[i]];
+            if (s->running != iter) {
+                s->running = iter;
+                mask |= 1u << i;
+            }
+        }
+    }
+    if (mask == 0 && PG_LIKELY(perfgroup__rec_mode != PGF_MODE_TRACE))
+        return 0; /* re-entry: every group already has its stopwatch */
+
+    if (PG_UNLIKELY(d >= PG_STACK_MAX)) {
+        for (unsigned i = 0; i < fn->ngroups; i++)
+            if (mask & (1u << i))
+                g[fn->gid[i]].running = 0;
+        t->ov_dropped++;
+        return 0;
+    }
+    struct pg_frame *f = &t->stack[d];
+    f->sp = sp;
+    f->ra = ra;
+    f->tsc = tsc;
+    f->iter = iter;
+    f->fn = fn;
+    f->cpu = pg_cpu_now();
+    f->gen = ++t->gen;
+    f->mask = (uint8_t)mask;
+    t->depth = d + 1;
+    return ((uint64_t)f->gen << 32) | (d + 1);
+}
+
+static PG_ALWAYS_INLINE void exit_frame(struct pg_thread *t, uint32_t idx, uint64_t tsc)
+{
+    struct pg_frame *f = &t->stack[idx];
+    struct pg_func *fn = f->fn;
+    unsigned mask = f->mask;
+    if (PG_LIKELY(mask != 0) && PG_LIKELY(f->iter == t->iter)) {
+        uint64_t delta = tsc - f->tsc;
+        int ok = pg_cpu_now() == f->cpu && (int64_t)delta >= 0;
+        struct pg_gstate *g = t->g;
+        for (unsigned i = 0; i < fn->ngroups; i++) {
+            if (!(mask & (1u << i)))
+                continue;
+            uint32_t gid = fn->gid[i];
+            struct pg_gstate *s = &g[gid];
+            s->running = 0;
+            if (PG_LIKELY(ok)) {
+                s->recent += delta;
+                s->acts++;
+            } else {
+                s->discarded++;
+            }
+            if (s->stamp != t->event_stamp) {
+                s->stamp = t->event_stamp;
+                if (PG_UNLIKELY(t->nexec == t->exec_cap))
+                    perfgroup__grow_exec(t);
+                if (PG_LIKELY(t->nexec < t->exec_cap))
+                    t->exec[t->nexec++] = gid;
+            }
+        }
+    }
+    /* A stale frame (a nested loop or a new event started since) is dropped uncharged: its
+     * groups' `running` holds an old iteration, which no longer blocks a new stopwatch. */
+    t->depth = idx;
+    if (PG_UNLIKELY(perfgroup__rec_mode == PGF_MODE_TRACE))
+        perfgroup__rec_interval(t->rec, fn->id, (uint8_t)mask, (uint8_t)(idx > 255 ? 255 : idx),
+                                f->tsc, tsc - f->tsc);
+    if (PG_UNLIKELY(t->event_open == PG_EV_IMPLICIT) && idx == t->implicit_frame)
+        perfgroup__implicit_end(t, tsc);
+}
+
+/* First call of a thread or a site, or a group id beyond the thread's table. */
+static PG_COLD uint64_t enter_slow(struct perfgroup_site *site, uintptr_t sp, uintptr_t ra)
+{
+    struct pg_thread *t = perfgroup__tls;
+    if (!t && !(t = perfgroup__thread_slow()))
+        return 0;
+    if (t->in_runtime)
+        return 0;
+    struct pg_func *fn = __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE);
+    if (!fn && !(fn = perfgroup__site_resolve(site))) {
+        t->ov_dropped++;
+        return 0;
+    }
+    if (fn->max_gid >= t->cap && perfgroup__grow_groups(t, fn->max_gid) != 0)
+        return 0;
+    t->ov_slow++;
+    if (atomic_load_explicit(&perfgroup__gate, memory_order_relaxed) == PG_GATE_SPECIAL)
+        perfgroup__text_enter(t, fn);
+    return enter_fast(t, fn, pg_clock_now(), sp, ra); /* the set-up above is not charged */
+}
+
+/* An exit that is not the top of the stack, or whose frame was dropped, or off/text. */
+static PG_COLD void exit_slow(struct perfgroup_site *site, uint64_t token, uint64_t tsc)
+{
+    struct pg_thread *t = perfgroup__tls;
+    if (!t || t->in_runtime)
+        return;
+    if (atomic_load_explicit(&perfgroup__gate, memory_order_relaxed) == PG_GATE_SPECIAL) {
+        struct pg_func *fn = __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE);
+        if (fn)
+            perfgroup__text_exit(t, fn);
+    }
+    if (token == 0)
+        return;
+    uint32_t idx = (uint32_t)token - 1;
+    if (idx >= t->depth || t->stack[idx].gen != (uint16_t)(token >> 32))
+        return; /* our frame was dropped by a resynchronisation: nothing to charge */
+    if (idx + 1 != t->depth)
+        perfgroup__resync(t, idx + 1); /* frames above ours skipped their exits */
+    exit_frame(t, idx, tsc);
+}
+
+
+/* The enter hook's own CFA (the caller's stack pointer at the call) and return address:
+ * the same on every path through the hook, whatever the hook's own frame looks like. */
+#define HOOK_SP() ((uintptr_t)__builtin_dwarf_cfa())
+#define HOOK_RA() ((uintptr_t)__builtin_return_address(0))
+
+uint64_t PERFGROUP_HOOK_ENTER(struct perfgroup_site *site)
+{
+    uint32_t gate = atomic_load_explicit(&perfgroup__gate, memory_order_relaxed);
+    if (PG_UNLIKELY(gate != PG_GATE_ON))
+        return gate == PG_GATE_OFF ? 0 : enter_slow(site, HOOK_SP(), HOOK_RA());
+    uint64_t tsc = pg_clock_now();
+    struct pg_thread *t = perfgroup__tls;
+    struct pg_func *fn = __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE);
+    if (PG_UNLIKELY(t == NULL || fn == NULL || fn->max_gid >= t->cap))
+        return enter_slow(site, HOOK_SP(), HOOK_RA());
+    return enter_fast(t, fn, tsc, HOOK_SP(), HOOK_RA());
+}
+
+void PERFGROUP_HOOK_EXIT(struct perfgroup_site *site, uint64_t token)
+{
+    uint32_t gate = atomic_load_explicit(&perfgroup__gate, memory_order_relaxed);
+    if (PG_UNLIKELY(gate != PG_GATE_ON)) {
+        if (gate == PG_GATE_OFF && token == 0)
+            return;
+        exit_slow(site, token, pg_clock_now());
+        return;
+    }
+    if (token == 0)
+        return;
+    uint64_t tsc = pg_clock_now();
+    struct pg_thread *t = perfgroup__tls;
+    uint32_t idx = (uint32_t)token - 1;
+    if (PG_UNLIKELY(t == NULL || idx + 1 != t->depth ||
+                    t->stack[idx].gen != (uint16_t)(token >> 32))) {
+        exit_slow(site, token, tsc);
+        return;
+    }
+    exit_frame(t, idx, tsc);
+}

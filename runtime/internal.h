@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runtime/internal.h — the runtime's internal data structures, shared by hooks.c (hot path),
+ * core.c (registry, threads, events, commits), snapshot.c and text.c. Not installed.
+ *
+ * Who writes what:
+ *   struct pg_group, struct pg_func   global, created under the registry lock, never freed;
+ *                                     `active` / `active_mask` change at run time (relaxed)
+ *   struct pg_thread                  one per thread; everything but `totals` and `seq` is
+ *                                     touched by its own thread only
+ *   pg_thread.totals                  written by its thread at commit inside a seqlock
+ *                                     (`seq` odd while writing), read by snapshots
+ */
+#ifndef PERFGROUP_RUNTIME_INTERNAL_H
+#define PERFGROUP_RUNTIME_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#include "perfgroup.h"
+#include "perfgroup/abi.h"
+#include "clock.h"
+#include "record.h"
+
+#define PG_STACK_MAX        256    /* live acquiring frames per thread; deeper ones are dropped */
+#define PG_SITE_GROUPS      3      /* attribute group, file group, function group */
+#define PG_GROUP_BLOCK      1024   /* groups per registry / totals block */
+#define PG_GROUP_BLOCKS     4096   /* => at most 4M groups */
+#define PG_MAX_GROUPS       (PG_GROUP_BLOCK * PG_GROUP_BLOCKS)
+#define PG_NEST_MAX         16     /* nested event loops per thread */
+#define PG_ALERTS_MAX       16
+#define PG_PENDING_ALERTS   8
+#define PG_TOP_GROUP        0u     /* group id of the top group */
+#define PG_THREAD_NAME_MAX  64
+
+/* perfgroup__gate: what the hooks do. Read first on every hook call. */
+enum {
+    PG_GATE_OFF = 0,      /* switched off (perfgroup_stop) or disabled: return at once */
+    PG_GATE_ON = 1,       /* the fast path */
+    PG_GATE_SPECIAL = 2,  /* on, plus a debug mode (text trace): go through the slow path */
+};
+extern PG_HIDDEN _Atomic uint32_t perfgroup__gate;
+
+struct pg_group {
+    const char *name;
+    uint32_t id;
+    uint8_t kind;               /* enum perfgroup_group_kind */
+    _Atomic uint8_t active;
+    struct pg_group *hash_next;
+};
+
+struct pg_func {
+    uint32_t id;
+    uint8_t ngroups;
+    _Atomic uint8_t active_mask; /* bit i: gid[i] is active */
+    uint16_t flags;              /* PERFGROUP_SITE_F_* of the first site seen */
+    uint32_t gid[PG_SITE_GROUPS];
+    uint32_t max_gid;
+    uint32_t line;
+    const char *name;            /* as emitted (mangled for C++) */
+    const char *file;
+    const char *attr_group;      /* "" if none; for the text trace */
+    const char *file_group;
+    struct pg_func *hash_next;
+    struct pg_func *all_next;
+};
+
+/* Per thread, per group: the stopwatch and what it measured in the current event. */
+struct pg_gstate {
+    uint64_t running;   /* iteration whose stopwatch holds the group; 0: none */
+    uint64_t recent;    /* cycles charged in the current event */
+    uint32_t acts;      /* stopwatches committed in the current event */
+    uint32_t stamp;     /* == thread's event_stamp: executed in the current event */
+    uint32_t discarded; /* measures dropped in the current event (CPU change, TSC backwards) */
+    uint32_t pad;
+};
+
+/* One acquiring activation on the shadow stack. */
+struct pg_frame {
+    uintptr_t sp;        /* the enter hook's CFA: deeper frames have lower values */
+    uintptr_t ra;        /* the enter hook's return address: which call instruction */
+    uint64_t tsc;
+    uint64_t iter;
+    struct pg_func *fn;
+    uint32_t cpu;
+    uint16_t gen;        /* token check: a frame dropped by resync is never charged */
+    uint8_t mask;        /* bit i: fn->gid[i] was acquired here */
+    uint8_t pad;
+};
+
+struct pg_totals {
+    uint64_t cpu_ns, wall_ns, blocked_ns, cycles, activations, events;
+    uint64_t max_event_ns, min_event_ns;
+    uint64_t jank[PERFGROUP_JANK_BUCKETS];
+    uint64_t discarded;
+};
+
+struct pg_nest {          /* an event suspended by a nested loop */
+    const char *name;
+    uint32_t open;        /* PG_EV_* */
+    uint32_t implicit_frame;
+};
+
+enum { PG_EV_NONE = 0, PG_EV_EXPLICIT = 1, PG_EV_IMPLICIT = 2 };
+enum { PG_THREAD_FREE = 0, PG_THREAD_LIVE = 1 };
+
+struct pg_thread {
+    /* ---- hot: touched by the hooks ---- */
+    uint64_t iter;              /* iteration number; bumped per event and nested loop */
+    uint32_t depth;             /* frames on the shadow stack */
+    uint16_t gen;
+    uint8_t event_open;         /* PG_EV_* */
+    uint8_t in_runtime;         /* a runtime slow path is running on this thread */
+    uint32_t cap;               /* entries in g[] */
+    uint32_t event_stamp;
+    uint32_t implicit_frame;    /* stack index of the frame that opened the implicit event */
+    uint32_t nexec, exec_cap;   /* groups executed in the current event */
+    struct pg_gstate *g;
+    uint32_t *exec;
+    struct perfgroup_rec_thread *rec;
+    struct pg_frame stack[PG_STACK_MAX];
+
+    /* ---- cold: events and commits, own thread only ---- */
+    const char *event_name;
+    uint64_t event_begin_tsc;
+    int64_t event_begin_cpu_ns;
+    uint32_t event_flags;
+    uint32_t nest_depth;
+    struct pg_nest nest[PG_NEST_MAX];
+    /* implicit events: the thread's on-CPU ratio over the last window converts their cycles
+     * to CPU time; a window closes at an implicit event end >= PG_WINDOW_NS after it opened */
+    double cpu_ratio;
+    uint64_t window_tsc;
+    int64_t window_cpu_ns;
+    uint32_t pending_alerts;
+    struct perfgroup_alert_info alerts[PG_PENDING_ALERTS];
+    int alert_ids[PG_PENDING_ALERTS];
+    uint64_t alerts_lost;
+    const char *rec_name_ptr;    /* last event name interned for the recorder */
+    uint32_t rec_name_id;
+    /* the runtime's own cost, reported to the recorder */
+    uint64_t ov_commit_ns, ov_commits, ov_slow, ov_resyncs, ov_dropped;
+
+    /* ---- shared with snapshots ---- */
+    _Atomic uint32_t seq;                    /* seqlock over totals */
+    _Atomic uint32_t reset_epoch;            /* perfgroup_reset() generation seen */
+    _Atomic(struct pg_totals *) totals[PG_GROUP_BLOCKS];
+    _Atomic int state;                       /* PG_THREAD_* */
+    uint32_t index;                          /* 1-based, stable for the process */
+    uint32_t tid;
+    char name[PG_THREAD_NAME_MAX];
+    struct pg_thread *next;                  /* registry list, never unlinked */
+};
+
+#define PG_WINDOW_NS 10000000ull /* 10 ms: implicit-event CPU renormalisation window */
+
+extern PG_HIDDEN __thread struct pg_thread *perfgroup__tls
+    __attribute__((tls_model("initial-exec")));
+
+/* ---- core.c ---------------------------------------------------------------------------- */
+PG_HIDDEN void perfgroup__init(void);
+/* First hook call of a thread or of a site: set up and retry. Returns NULL to skip. */
+PG_HIDDEN struct pg_thread *perfgroup__thread_slow(void);
+PG_HIDDEN struct pg_func *perfgroup__site_resolve(struct perfgroup_site *site);
+PG_HIDDEN int perfgroup__grow_groups(struct pg_thread *t, uint32_t max_gid);
+PG_HIDDEN void perfgroup__grow_exec(struct pg_thread *t);
+/* Drop frames above `keep` (skipped exits): their stopwatches are cancelled. */
+PG_HIDDEN void perfgroup__resync(struct pg_thread *t, uint32_t keep);
+PG_HIDDEN void perfgroup__implicit_begin(struct pg_thread *t, uint64_t tsc);
+PG_HIDDEN void perfgroup__implicit_end(struct pg_thread *t, uint64_t tsc);
+PG_HIDDEN struct pg_group *perfgroup__group_at(uint32_t id);
+PG_HIDDEN uint32_t perfgroup__group_count(void);
+PG_HIDDEN struct pg_thread *perfgroup__threads(void);
+PG_HIDDEN void perfgroup__lock_registry(void);
+PG_HIDDEN void perfgroup__unlock_registry(void);
+PG_HIDDEN const struct pg_totals *perfgroup__dead_totals(uint32_t gid);
+extern PG_HIDDEN _Atomic uint32_t perfgroup__reset_epoch;
+
+/* ---- snapshot.c ------------------------------------------------------------------------ */
+PG_HIDDEN void perfgroup__alerts_check(struct pg_thread *t, const char *event, uint32_t gid,
+                                       uint64_t cpu_ns, uint64_t wall_ns, uint64_t event_cpu_ns);
+PG_HIDDEN void perfgroup__alerts_deliver(struct pg_thread *t);
+/* Bit i set: an event of cpu_ns exceeds 2^i ms (bucket i of the jank histogram). */
+PG_HIDDEN unsigned perfgroup__jank_mask(uint64_t cpu_ns);
+
+/* ---- text.c: PERFGROUP_TEXT debug trace ------------------------------------------------ */
+PG_HIDDEN int perfgroup__text_init(const char *path);
+PG_HIDDEN void perfgroup__text_enter(struct pg_thread *t, const struct pg_func *fn);
+PG_HIDDEN void perfgroup__text_exit(struct pg_thread *t, const struct pg_func *fn);
+
+#endif /* PERFGROUP_RUNTIME_INTERNAL_H */
