@@ -31,6 +31,7 @@
 #define MAX_DEPTH 255
 #define MAX_COUNTERS 16
 #define MAX_EVENT_GROUPS 256
+#define MAX_PENDING_RUNS (1u << 18)
 #define JANK_MS 50
 
 /* ---- Categories (global: the front-end uses the root meta's list) --------------------- */
@@ -118,7 +119,6 @@ struct gthread {
     struct level *levels;
     uint32_t nlevels, caplevels;
     struct pgc_map level_map;
-    uint32_t min_depth;
     double cpu_rate;         /* latest known CPU/wall ratio (for threadCPUDelta) */
     int64_t last_clock_ns;
     uint64_t last_clock_cpu;
@@ -464,6 +464,10 @@ static int64_t tick_cpu(struct gthread *t)
 
 static void idle_until(struct gthread *t, int64_t until)
 {
+    if (!t->ticks_started) { /* no idle samples before the thread's first activity */
+        t->next_tick = until;
+        t->ticks_started = 1;
+    }
     for (; t->next_tick < until; t->next_tick += t->g->iv)
         write_sample(t, t->idle_stack, t->next_tick, tick_cpu(t));
 }
@@ -503,14 +507,10 @@ static int trace_interval(struct gthread *t, uint32_t site, uint32_t mask, uint3
                           int64_t s, int64_t e)
 {
     int64_t iv = t->g->iv;
-    if (!t->ticks_started) {
-        t->next_tick = (s > 0 ? (s + iv - 1) / iv : s / iv) * iv;
-        t->ticks_started = 1;
-    }
     if (depth > MAX_DEPTH)
         depth = MAX_DEPTH;
     int64_t a = s > 0 ? (s + iv - 1) / iv * iv : s / iv * iv;
-    if (a < t->next_tick)
+    if (t->ticks_started && a < t->next_tick)
         a = t->next_tick; /* ticks already written (bad nesting in the input) stay written */
     uint32_t lid = level_id(t, site, mask);
     if (lid == UNKNOWN)
@@ -555,10 +555,11 @@ static int trace_interval(struct gthread *t, uint32_t site, uint32_t mask, uint3
         memcpy(t->runs + first, tmp, ntmp * sizeof(struct run));
         t->nruns = first + ntmp;
     }
-    if (depth <= t->min_depth) {
-        t->min_depth = depth;
+    /* depth 0 is an outermost pair (the runtime's stack index): nothing that comes later
+     * can cover the ticks before its end. A bound on pending ticks keeps memory flat when
+     * the outermost function runs for the whole program (e.g. main is instrumented). */
+    if (depth == 0 || t->nruns > MAX_PENDING_RUNS)
         flush_runs(t);
-    }
     return 0;
 }
 
@@ -828,7 +829,6 @@ static int begin_thread(void *ctx, uint32_t ti)
     t->g = g;
     t->f = g->f;
     t->th = &g->f->threads[ti];
-    t->min_depth = UINT32_MAX;
     t->cpu_rate = 1.0;
     t->last_sample_ns = INT64_MIN;
     perfgroup__clock_init(&t->clk, g->f);

@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "pgconv.h"
 
@@ -226,6 +227,30 @@ int perfgroup__file_open(struct pgc_file *f, const char *path, struct pgc_error 
         if (c->kind == PGF_CHUNK_DATA)
             f->records_total += c->record_count;
     }
+    /* A file shorter than its header says: a clean (closed) file must be whole, and the
+     * definitions must be whole in any file; a cut data chunk of an unclosed recording is
+     * what a crash leaves, and converts with a warning. */
+    struct stat st;
+    uint64_t want = f->hdr.chunks_offset + (uint64_t)f->hdr.chunk_count * f->hdr.chunk_size;
+    if (stat(path, &st) == 0 && (uint64_t)st.st_size < want) {
+        int defs_cut = 0;
+        for (size_t i = 0; i < pgr_chunk_count(f->r); i++) {
+            const struct pgr_chunk_info *c = pgr_chunk(f->r, i);
+            uint64_t end = f->hdr.chunks_offset + (uint64_t)c->index * f->hdr.chunk_size +
+                           PGF_CHUNK_HEADER_SIZE + c->committed;
+            if (c->kind == PGF_CHUNK_DEFS && end > (uint64_t)st.st_size)
+                defs_cut = 1;
+        }
+        if (!f->not_closed || defs_cut || pgr_chunk_count(f->r) == 0) {
+            char m[160];
+            snprintf(m, sizeof(m), "truncated: %s end of file (%llu of %llu bytes)",
+                     defs_cut || pgr_chunk_count(f->r) == 0 ? "definitions cut by the"
+                                                            : "closed recording cut by the",
+                     (unsigned long long)st.st_size, (unsigned long long)want);
+            set_err(err, path, (uint64_t)st.st_size, m);
+            return -1;
+        }
+    }
     struct pgr_record rec;
     int rc;
     while ((rc = pgr_next(f->r, &rec)) > 0) {
@@ -250,6 +275,23 @@ static void print_warnings(const struct pgc_file *f)
         fprintf(stderr, "perfgroup-convert: warning: %s: byte %" PRIu64 ": %s\n", f->path,
                 w->offset, w->message);
     }
+    if (!f->not_closed)
+        return;
+    /* say what was lost: the chunks still being written when the writer stopped */
+    uint32_t writing = 0;
+    uint64_t kept = 0;
+    for (size_t i = 0; i < pgr_chunk_count(f->r); i++) {
+        const struct pgr_chunk_info *c = pgr_chunk(f->r, i);
+        if (c->kind == PGF_CHUNK_DATA && c->state == PGF_CSTATE_WRITING) {
+            writing++;
+            kept += c->record_count;
+        }
+    }
+    fprintf(stderr,
+            "perfgroup-convert: warning: %s: recording not closed: %u thread chunk(s) were being "
+            "written (%" PRIu64 " whole records kept); lost: at most the record each thread was "
+            "writing, and everything after the cut; %" PRIu64 " records dropped before it\n",
+            f->path, writing, kept, f->hdr.records_dropped);
 }
 
 int perfgroup__file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, void *ctx,

@@ -202,10 +202,10 @@ def scen_trace(r=None):
     r.thread(0, 1000, "demo-trace")
     t = 0
     for i in range(20):
-        # helper (parser+render) 0.5 ms inside parse (parser) 3 ms; then render 2 ms, a
+        # helper (groups parser, render) 2 ms inside parse (parser) 3 ms; then render 2 ms, a
         # re-entrant render inside it; event covers all
         b = t
-        r.interval(0, 13, 0b01, 1, b + 1 * MS, MS // 2)   # helper: acquires parser? (bit0)
+        r.interval(0, 13, 0b10, 1, b + 1 * MS, 2 * MS)    # helper acquires render (its bit 1)
         r.interval(0, 10, 0b1, 0, b, 3 * MS)              # parse acquires parser
         r.interval(0, 11, 0, 1, b + 3 * MS + 200_000, 300_000)  # re-entry: no group acquired
         r.interval(0, 11, 0b1, 0, b + 3 * MS, 2 * MS)     # render acquires render
