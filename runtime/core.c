@@ -418,16 +418,16 @@ static void event_open(struct pg_thread *t, uint64_t tsc, int kind, const char *
         t->event_begin_cpu_ns = pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
-/* Totals are written by their thread only, read word by word by snapshots: relaxed atomic
- * stores keep that race benign (and TSan quiet); the seqlock makes the copy consistent. */
-#define TSET(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELAXED)
+/* Totals are written by their thread only, read word by word by snapshots. Release stores
+ * keep every one after the odd `seq` store (no fence: TSan follows this), plain movs on x86. */
+#define TSET(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELEASE)
 #define TADD(field, v) TSET(field, (field) + (v))
 
 static void totals_zero(struct pg_totals *blk, size_t n)
 {
     uint64_t *w = (uint64_t *)blk;
     for (size_t i = 0; i < sizeof *blk / sizeof(uint64_t) * n; i++)
-        __atomic_store_n(&w[i], 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&w[i], 0, __ATOMIC_RELEASE);
 }
 
 static void totals_add(struct pg_totals *tot, uint64_t cycles, uint64_t cpu_ns, uint64_t wall_ns,
@@ -463,7 +463,6 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
 
     uint32_t seq = atomic_load_explicit(&t->seq, memory_order_relaxed);
     atomic_store_explicit(&t->seq, seq + 1, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
     if (atomic_load_explicit(&t->reset_epoch, memory_order_relaxed) != epoch) {
         for (unsigned b = 0; b < PG_GROUP_BLOCKS; b++) {
             struct pg_totals *blk = atomic_load_explicit(&t->totals[b], memory_order_relaxed);

@@ -67,16 +67,15 @@ static void read_thread(struct pg_thread *t, uint32_t n, struct pg_totals *out)
             uint32_t cnt = n - b * PG_GROUP_BLOCK;
             if (cnt > PG_GROUP_BLOCK)
                 cnt = PG_GROUP_BLOCK;
-            if (blk) { /* word by word, relaxed: the seqlock tells whether the copy is whole */
+            if (blk) { /* word by word; acquire keeps the closing seq load after them */
                 const uint64_t *src = (const uint64_t *)blk;
                 uint64_t *dst = (uint64_t *)&out[b * PG_GROUP_BLOCK];
                 size_t words = sizeof *blk / sizeof(uint64_t) * cnt;
                 for (size_t w = 0; w < words; w++)
-                    dst[w] = __atomic_load_n(&src[w], __ATOMIC_RELAXED);
+                    dst[w] = __atomic_load_n(&src[w], __ATOMIC_ACQUIRE);
             } else
                 memset(&out[b * PG_GROUP_BLOCK], 0, sizeof *out * cnt);
         }
-        atomic_thread_fence(memory_order_acquire);
         if (atomic_load_explicit(&t->seq, memory_order_relaxed) == s1)
             return;
     }

@@ -40,8 +40,11 @@ static void case_a_calls_b(void)
     ASSERT_U64(a->events, ==, 1);
     ASSERT_U64(b->events, ==, 1);
     ASSERT_U64(top->events, ==, 1);
-    ASSERT_NEAR(a->cpu_ns, 5 * MS, 1.5 * MS);
-    ASSERT_NEAR(b->cpu_ns, 3 * MS, 1.0 * MS);
+    /* A spans its event: ~all of the event's CPU. B's share depends on scheduling (its
+     * stopwatch counts wall cycles), so only its order is checked. */
+    ASSERT_U64(top->cpu_ns, >=, 45 * MS / 10);
+    ASSERT_U64(a->cpu_ns, >=, top->cpu_ns * 9 / 10);
+    ASSERT_U64(b->cpu_ns, >, 0);
     ASSERT_U64(a->cpu_ns, >=, b->cpu_ns);
     ASSERT_U64(top->cpu_ns, >=, a->cpu_ns);
     ASSERT_U64(a->cycles, >, b->cycles);
@@ -71,8 +74,15 @@ static void case_reentry(void)
     const struct perfgroup_stats *a = stats(s, "A"), *b = stats(s, "B");
     ASSERT_U64(a->activations, ==, 1);
     ASSERT_U64(b->activations, ==, 1);
-    ASSERT_NEAR(a->cpu_ns, 3 * MS, 1.0 * MS); /* charged once, not 2 + 2 + 1 + 1 */
-    ASSERT_NEAR(b->cpu_ns, 1 * MS, 0.6 * MS);
+    /* charged once: A's cycles are the event's, not 2 + 2 + 1 + 1 ms (that would be n > 1,
+     * discarded) */
+    const struct perfgroup_stats *top = stats(s, "top");
+    ASSERT_U64(a->discarded, ==, 0);
+    ASSERT_U64(a->cycles, <=, top->cycles);
+    ASSERT_U64(a->cycles, >=, top->cycles * 9 / 10);
+    ASSERT_U64(top->cpu_ns, >=, 27 * MS / 10);
+    ASSERT_U64(b->cycles, <, a->cycles);
+    ASSERT_U64(b->cpu_ns, >, 0);
     perfgroup_snapshot_free(s);
 }
 
@@ -117,8 +127,9 @@ static void case_nested_loop(void)
     ASSERT(a != NULL);
     ASSERT_U64(a->cpu_ns, ==, 0);      /* its stopwatch was cancelled by the nested loop */
     ASSERT_U64(a->activations, ==, 0);
-    ASSERT_NEAR(stats(s, "B")->cpu_ns, 2 * MS, 0.8 * MS);
-    ASSERT_NEAR(stats(s, "C")->cpu_ns, 9 * MS, 2.5 * MS);
+    ASSERT_U64(stats(s, "B")->cpu_ns, >=, 18 * MS / 10); /* ~all of the outer part */
+    ASSERT_U64(stats(s, "C")->cpu_ns, >=, 8 * MS);       /* ~all of the inner events */
+    ASSERT_U64(stats(s, "C")->cpu_ns, <=, stats(s, "top")->cpu_ns);
     ASSERT_U64(stats(s, "C")->events, ==, 3);
     /* outer event in two parts (before/after the nested loop) + 3 inner */
     ASSERT_U64(stats(s, "top")->events, ==, 5);
@@ -251,7 +262,7 @@ static void case_longjmp(void)
     struct perfgroup_snapshot *s1 = snap();
     ASSERT_U64(stats(s1, "A")->activations, ==, 1);
     ASSERT_U64(stats(s1, "A")->events, ==, 1);
-    ASSERT_NEAR(stats(s1, "A")->cpu_ns, 2 * MS, 0.8 * MS);
+    ASSERT_U64(stats(s1, "A")->cpu_ns, >=, 18 * MS / 10);
     ASSERT_U64(stats(s1, "B")->events, ==, 0);
     /* implicit events: the skipped frames do not swallow the later calls of the same path */
     for (volatile int i = 0; i < 11; i++) {
