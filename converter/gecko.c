@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "perfgroup.h"
 #include "pgconv.h"
 
 #define UNKNOWN UINT32_MAX
@@ -35,10 +36,11 @@
 #define JANK_MS 50
 
 /* ---- Categories (global: the front-end uses the root meta's list) --------------------- */
-enum { CAT_IDLE = 0, CAT_OTHER = 1, CAT_EVENT = 2, CAT_FIRST_GROUP = 3 };
+/* Function groups (PERFGROUP_KIND_FUNCTION, one per function) share one category: a colour
+ * each would exhaust the palette and say nothing. */
+enum { CAT_IDLE = 0, CAT_OTHER = 1, CAT_EVENT = 2, CAT_FUNCTIONS = 3, CAT_FIRST_GROUP = 4 };
 static const char *const group_colors[] = {"blue", "green", "orange", "purple", "yellow",
-                                           "lightblue", "brown", "magenta", "red", "lightred",
-                                           "darkgrey"};
+                                           "brown", "magenta", "red", "lightred"};
 
 struct cats {
     char **names; /* group names, category = CAT_FIRST_GROUP + i */
@@ -51,7 +53,7 @@ static uint32_t cat_of_name(const struct cats *c, const char *name)
     uint32_t v;
     if (perfgroup__map_get(&c->by_name, perfgroup__hash_bytes(name, strlen(name)), &v))
         return CAT_FIRST_GROUP + v;
-    return CAT_OTHER;
+    return CAT_FUNCTIONS;
 }
 
 static int cats_build(struct cats *c, struct pgc_file *files, size_t nfiles)
@@ -59,6 +61,8 @@ static int cats_build(struct cats *c, struct pgc_file *files, size_t nfiles)
     memset(c, 0, sizeof(*c));
     for (size_t i = 0; i < nfiles; i++) {
         for (uint32_t g = 0; g < files[i].ngroups; g++) {
+            if (files[i].groups[g].kind == PERFGROUP_KIND_FUNCTION)
+                continue;
             const char *name = files[i].groups[g].name;
             uint64_t h = perfgroup__hash_bytes(name, strlen(name));
             uint32_t v;
@@ -1096,7 +1100,8 @@ static void write_categories(struct gecko *g)
     PGC_LIT(o, "\"categories\":["
                "{\"name\":\"Idle\",\"color\":\"transparent\",\"subcategories\":[\"Other\"]},"
                "{\"name\":\"Other\",\"color\":\"grey\",\"subcategories\":[\"Other\"]},"
-               "{\"name\":\"Event\",\"color\":\"lightblue\",\"subcategories\":[\"Other\"]}");
+               "{\"name\":\"Event\",\"color\":\"lightblue\",\"subcategories\":[\"Other\"]},"
+               "{\"name\":\"Function groups\",\"color\":\"darkgrey\",\"subcategories\":[\"Other\"]}");
     for (uint32_t i = 0; i < g->cats.n; i++) {
         PGC_LIT(o, ",\n{\"name\":");
         perfgroup__out_json_str(o, g->cats.names[i], strlen(g->cats.names[i]));
@@ -1141,12 +1146,24 @@ static int write_process(struct gecko *g, struct pgc_file *f, int root)
 {
     static const struct pgc_stream_cb cb = {begin_thread, on_record, end_thread};
     g->f = f;
+    /* GeckoMain: the thread whose tid is the pid; if the runtime gave that tid two thread
+     * indexes (a marker written before the core saw the thread), the one with most records */
     g->main_thread = UNKNOWN;
-    for (uint32_t i = 0; i < f->nthreads; i++)
-        if (f->threads[i].tid == f->pid) {
-            g->main_thread = i;
-            break;
+    uint64_t best = 0;
+    for (uint32_t i = 0; i < f->nthreads; i++) {
+        if (f->threads[i].tid != f->pid)
+            continue;
+        uint64_t n = 1;
+        for (size_t c = 0; c < pgr_chunk_count(f->r); c++) {
+            const struct pgr_chunk_info *ci = pgr_chunk(f->r, c);
+            if (ci->kind == PGF_CHUNK_DATA && ci->thread == f->threads[i].index)
+                n += ci->record_count;
         }
+        if (n > best) {
+            best = n;
+            g->main_thread = i;
+        }
+    }
     g->main_written = 0;
     g->nthreads_written = 0;
     g->group_cpu = calloc(f->ngroups + 1, sizeof(*g->group_cpu));

@@ -60,6 +60,25 @@ static int oom(struct pgc_file *f, struct pgc_error *err)
         }                                                                                     \
     } while (0)
 
+/* A function group is named after its function, mangled for C++ ("_ZN3app5parseEv()"):
+ * show it demangled. */
+static void demangle_group(struct pgc_group *g)
+{
+    size_t n = strlen(g->name);
+    if (n < 3 || g->name[0] != '_' || g->name[1] != 'Z')
+        return;
+    int parens = n > 2 && strcmp(g->name + n - 2, "()") == 0;
+    if (parens)
+        g->name[n - 2] = '\0';
+    char *d = perfgroup__demangle(g->name);
+    if (parens)
+        g->name[n - 2] = '(';
+    if (d) {
+        free(g->name);
+        g->name = d;
+    }
+}
+
 static int add_def(struct pgc_file *f, const struct pgr_record *r, struct pgc_error *err)
 {
     uint32_t idx;
@@ -106,6 +125,7 @@ static int add_def(struct pgc_file *f, const struct pgr_record *r, struct pgc_er
         g->active = (uint32_t)r->u.group.active;
         if (!(g->name = dup_str(r->u.group.name)))
             return oom(f, err);
+        demangle_group(g);
         if (perfgroup__map_put(&f->group_ids, g->id, f->ngroups))
             return oom(f, err);
         f->ngroups++;

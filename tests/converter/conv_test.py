@@ -11,6 +11,9 @@
     conv_test.py cut                a crash-cut recording converts, with a warning and a marker
     conv_test.py fork               a parent and its child become one profile, child offset
     conv_test.py pgm FILE...        real recordings: every format converts and checks
+    conv_test.py real CXX PLUGINFLAG RUNTIME INCLUDE SRC
+                                    build SRC with a real plugin, record it (trace and stats
+                                    mode, with a fork), convert parent+child, check the result
 
 Environment: PGC_CONVERT (the program), PGC_WORK (a scratch directory); PGC_UPDATE=1 rewrites
 the golden files instead of comparing (review the diff before committing it).
@@ -257,6 +260,92 @@ def pgm(files):
             fail("%s --summary: exit %d: %s" % (f, rc, err))
 
 
+def real(cxx, plugin, runtime, include, src, variant="plain"):
+    forked = variant == "fork"
+    tag = os.path.basename(cxx) + "-" + variant
+    d = os.path.join(WORK, "real-" + tag)
+    os.makedirs(d, exist_ok=True)
+    for f in os.listdir(d):
+        os.unlink(os.path.join(d, f))
+    exe = os.path.join(d, "rt_app")
+    cmd = [cxx, "-O1", "-g", plugin, "-I", include, src, "-o", exe, runtime,
+           "-Wl,-rpath," + os.path.dirname(runtime), "-pthread"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        fail("build: %s\n%s" % (" ".join(cmd), p.stderr))
+        return
+    for mode in ("trace", "stats"):
+        env = dict(os.environ, PERFGROUP_OUTPUT=os.path.join(d, mode + ".%p.pgm"), PERFGROUP_MODE=mode)
+        p = subprocess.run([exe] + (["fork"] if forked else []), capture_output=True, text=True,
+                           env=env, timeout=60)
+        if p.returncode != 0:
+            fail("%s run: exit %d: %s" % (mode, p.returncode, p.stderr))
+            continue
+        files = sorted(os.path.join(d, f) for f in os.listdir(d)
+                       if f.startswith(mode + ".") and f.endswith(".pgm"))
+        if len(files) != (2 if forked else 1):
+            fail("%s: want %d recording(s), got %s" % (mode, 2 if forked else 1, files))
+            continue
+        gecko = os.path.join(d, mode + ".gecko.json")
+        rc, _, err = run(files + ["-o", gecko, "--no-progress"])
+        if rc != 0:
+            fail("%s convert: exit %d: %s" % (mode, rc, err))
+            continue
+        check_json(gecko)
+        chrome = os.path.join(d, mode + ".chrome.json")
+        rc, _, err = run(files + ["--format", "chrome", "-o", chrome, "--no-progress"])
+        if rc != 0:
+            fail("%s chrome: exit %d: %s" % (mode, rc, err))
+        else:
+            check_json(chrome)
+        prof = json.load(open(gecko))
+        if prof["meta"]["product"] != "rt_app":
+            fail("%s: product %r" % (mode, prof["meta"]["product"]))
+        if len(prof["processes"]) != (1 if forked else 0):
+            fail("%s: want %d sub-process(es), got %d" % (mode, forked, len(prof["processes"])))
+        elif forked:
+            off = prof["processes"][0]["meta"]["startTime"] - prof["meta"]["startTime"]
+            if not 0 < off < 60000:
+                fail("%s: child start offset %r ms" % (mode, off))
+        names = [t["name"] for t in prof["threads"]]
+        if "rt-worker" not in names or "GeckoMain" not in names:
+            fail("%s: thread names %r" % (mode, names))
+        cats = [c["name"] for c in prof["meta"]["categories"]]
+        if "parser" not in cats or "render" not in cats:
+            fail("%s: categories %r" % (mode, cats))
+        labels = set()
+        for t in prof["threads"]:
+            for fr in t["frameTable"]["data"]:
+                labels.add(t["stringTable"][fr[0]])
+        if mode == "trace" and not any(l.startswith("app::Parser::parse(char const*, unsigned int)")
+                                       for l in labels):
+            fail("trace: no demangled app::Parser::parse frame in %r" % sorted(labels)[:20])
+        if not any(l == "parser" for l in labels):
+            fail("%s: no parser group frame" % mode)
+        marks = set()
+        for t in prof["threads"]:
+            marks.update(t["stringTable"][m[0]] for m in t["markers"]["data"])
+        for m in ("start", "tail", "tick", "job"):
+            if m not in marks:
+                fail("%s: marker %r missing (have %r)" % (mode, m, sorted(marks)[:20]))
+        rc, out, err = run(files + ["--summary", "--json", "--no-progress"])
+        if rc != 0:
+            fail("%s summary: exit %d: %s" % (mode, rc, err))
+            continue
+        summ = json.loads(out)
+        rows = {r["group"]: r for r in summ["overall"]["groups"]}
+        if "parser" not in rows or "render" not in rows:
+            fail("%s summary: groups %r" % (mode, sorted(rows)))
+        else:
+            if rows["render"]["blocked_ms"] < 5:
+                fail("%s summary: render blocked %r ms, want >= 5 (usleep)" % (mode, rows["render"]["blocked_ms"]))
+            want = 30 + 5 + 20 + (10 if forked else 0)  # main loop, tail, worker jobs, child
+            if rows["parser"]["events"] != want:
+                fail("%s summary: parser in %r events, want %d" % (mode, rows["parser"]["events"], want))
+            print("ok %s: parser %.1f ms CPU in %d events; render blocked %.1f ms" % (
+                mode, rows["parser"]["cpu_ms"], rows["parser"]["events"], rows["render"]["blocked_ms"]))
+
+
 def main(argv):
     os.makedirs(WORK, exist_ok=True)
     cmd, rest = argv[0], argv[1:]
@@ -272,6 +361,8 @@ def main(argv):
         fork()
     elif cmd == "pgm":
         pgm(rest)
+    elif cmd == "real":
+        real(*rest)
     else:
         sys.stderr.write(__doc__)
         return 2
