@@ -113,6 +113,7 @@ struct gthread {
     struct pgc_map stack_map;
     /* samples */
     uint64_t nsamples;
+    int capped;              /* hit opt->max_samples: no more samples for this thread */
     int64_t last_sample_ns;
     int64_t next_tick;       /* trace: first tick not yet written */
     int ticks_started;
@@ -144,6 +145,8 @@ struct gecko {
     struct pgc_error *err;
     struct cats cats;
     int64_t iv;                 /* sample interval, ns */
+    uint64_t max_samples;       /* per thread */
+    int64_t max_span_ns;        /* max_samples * iv: longer spans are damaged input */
     /* current process */
     struct pgc_file *f;
     uint32_t main_thread;       /* index into f->threads of the GeckoMain thread */
@@ -296,6 +299,10 @@ static void out_ms(struct pgc_out *o, int64_t ns)
 static void write_sample(struct gthread *t, uint32_t stack, int64_t ns, int64_t cpu_delta_ns)
 {
     struct pgc_out *o = t->g->out;
+    if (t->nsamples >= t->g->max_samples) {
+        t->capped = 1;
+        return;
+    }
     if (ns < t->last_sample_ns)
         ns = t->last_sample_ns; /* sample times never go back */
     t->last_sample_ns = ns;
@@ -468,6 +475,10 @@ static int64_t tick_cpu(struct gthread *t)
 
 static void idle_until(struct gthread *t, int64_t until)
 {
+    if (t->capped) {
+        t->next_tick = until;
+        return;
+    }
     if (!t->ticks_started) { /* no idle samples before the thread's first activity */
         t->next_tick = until;
         t->ticks_started = 1;
@@ -482,7 +493,7 @@ static void flush_runs(struct gthread *t)
         struct run *r = &t->runs[i];
         idle_until(t, r->t0);
         uint32_t st = levels_stack(t, t->pool + r->off, r->nlev);
-        for (uint32_t k = 0; k < r->n; k++)
+        for (uint32_t k = 0; k < r->n && !t->capped; k++)
             write_sample(t, st, r->t0 + (int64_t)k * t->g->iv, tick_cpu(t));
         t->next_tick = r->t0 + (int64_t)r->n * t->g->iv;
     }
@@ -619,7 +630,7 @@ static void stats_event(struct gthread *t, const struct pgr_record *r, int64_t b
         else
             st = intern_stack(t, ev_stack,
                               label_frame(t, t->f->groups[idx[i]].name, group_cat(t, idx[i])));
-        for (uint32_t k = 0; k < counts[i]; k++, j++) {
+        for (uint32_t k = 0; k < counts[i] && !t->capped; k++, j++) {
             int64_t at = b + (int64_t)((double)span * ((double)j + 0.5) / (double)k_total);
             write_sample(t, st, at, iv);
         }
@@ -640,6 +651,8 @@ static void event_record(struct gthread *t, const struct pgr_record *r)
     int64_t b = tns(t, r->u.event.begin_tsc), e = tns(t, r->u.event.end_tsc);
     if (e < b)
         e = b;
+    if (e - b > t->g->max_span_ns)
+        e = b + t->g->max_span_ns;
     seen(t, b);
     seen(t, e);
     const char *name = perfgroup__string(t->f, r->u.event.name_string_id);
@@ -695,7 +708,10 @@ static void event_record(struct gthread *t, const struct pgr_record *r)
 static void interval_record(struct gthread *t, const struct pgr_record *r)
 {
     int64_t s = tns(t, r->u.interval.start_tsc);
-    int64_t e = s + perfgroup__ticks_ns(&t->clk, r->u.interval.duration);
+    int64_t d = perfgroup__ticks_ns(&t->clk, r->u.interval.duration);
+    if (d > t->g->max_span_ns) /* a duration no sample budget covers: damaged input */
+        d = t->g->max_span_ns;
+    int64_t e = s + d;
     seen(t, s);
     seen(t, e);
     uint32_t site = perfgroup__site_index(t->f, r->u.interval.function_id);
@@ -898,6 +914,17 @@ static int end_thread(void *ctx, uint32_t ti)
     struct pgc_out *o = g->out;
     (void)ti;
     flush_runs(t); /* outermost intervals that never closed (cut recording): write anyway */
+    if (t->capped) {
+        fprintf(stderr, "perfgroup-convert: warning: %s: thread %s: samples stopped at %" PRIu64
+                " (--max-samples); markers and counters are complete\n", g->f->path, t->th->name,
+                t->nsamples);
+        struct pgc_out pl;
+        pl_begin(&pl, "PerfgroupCut");
+        const char *why = "sample limit reached (--max-samples): no samples after this point";
+        pl_str(&pl, "reason", why, strlen(why));
+        pl_end(&pl);
+        marker_row(t, intern_str(t, "Samples capped", 14), t->last_sample_ns, 0, 0, CAT_OTHER, &pl);
+    }
     if (g->f->not_closed) {
         struct pgc_out pl;
         pl_begin(&pl, "PerfgroupCut");
@@ -1220,6 +1247,8 @@ int perfgroup__gecko_write(struct pgc_file *files, size_t nfiles, const struct p
     g.out = out;
     g.err = err;
     g.iv = opt->interval_ns > 0 ? opt->interval_ns : 1000000;
+    g.max_samples = opt->max_samples ? opt->max_samples : 100000000;
+    g.max_span_ns = (int64_t)g.max_samples * g.iv;
     for (size_t i = 0; i < nfiles; i++)
         g.records_total += files[i].records_total;
     int rc = cats_build(&g.cats, files, nfiles);

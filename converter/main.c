@@ -24,6 +24,8 @@ static const char usage[] =
     "  --summary         per-group table per process/thread and overall, on stdout\n"
     "  --json            with --summary: the same as JSON\n"
     "  --interval MS     sample interval of the Gecko profile in ms (default 1; 0.01..1000)\n"
+    "  --max-samples N   at most N samples per thread (default 100000000); a damaged\n"
+    "                    timestamp cannot make the profile explode\n"
     "  --progress / --no-progress   force the progress line on stderr on or off\n"
     "                    (default: on when stderr is a terminal)\n"
     "\n"
@@ -77,6 +79,14 @@ int main(int argc, char **argv)
             if (*end || !(ms >= 0.01 && ms <= 1000))
                 return fail_usage("--interval: milliseconds between 0.01 and 1000");
             opt.interval_ns = (int64_t)(ms * 1e6 + 0.5);
+        } else if (!strcmp(a, "--max-samples")) {
+            char *end;
+            if (++i >= argc)
+                return fail_usage("--max-samples needs a count");
+            unsigned long long n = strtoull(argv[i], &end, 10);
+            if (*end || n < 1000 || n > 1000000000ull)
+                return fail_usage("--max-samples: a count between 1000 and 1000000000");
+            opt.max_samples = n;
         } else if (!strcmp(a, "--progress")) {
             opt.progress = 1;
         } else if (!strcmp(a, "--no-progress")) {
