@@ -29,7 +29,7 @@ static PG_ALWAYS_INLINE int frame_dead(const struct pg_frame *f, uintptr_t sp, u
     return f->sp < sp || (f->sp == sp && f->ra == ra);
 }
 
-static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func *fn, uint64_t tsc,
+static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func *fn,
                                             uintptr_t sp, uintptr_t ra)
 {
     uint32_t d = t->depth;
@@ -43,7 +43,7 @@ static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func 
 
     unsigned act = atomic_load_explicit(&fn->active_mask, memory_order_relaxed);
     if (PG_UNLIKELY(t->event_open == PG_EV_NONE) && act != 0)
-        perfgroup__implicit_begin(t, tsc);
+        perfgroup__implicit_begin(t, pg_clock_now());
 
     uint64_t iter = t->iter;
     struct pg_gstate *g = t->g;
@@ -67,6 +67,9 @@ static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func 
         t->ov_dropped++;
         return 0;
     }
+    /* The counter is read last: re-entry never pays for it, and the hook's own work is
+     * kept out of the measure (the exit hook reads it first). */
+    uint64_t tsc = pg_clock_now();
     struct pg_frame *f = &t->stack[d];
     f->sp = sp;
     f->ra = ra;
@@ -138,7 +141,7 @@ static PG_COLD uint64_t enter_slow(struct perfgroup_site *site, uintptr_t sp, ui
     t->ov_slow++;
     if (atomic_load_explicit(&perfgroup__gate, memory_order_relaxed) == PG_GATE_SPECIAL)
         perfgroup__text_enter(t, fn);
-    return enter_fast(t, fn, pg_clock_now(), sp, ra); /* the set-up above is not charged */
+    return enter_fast(t, fn, sp, ra);
 }
 
 /* An exit that is not the top of the stack, or whose frame was dropped, or off/text. */
@@ -173,12 +176,11 @@ uint64_t PERFGROUP_HOOK_ENTER(struct perfgroup_site *site)
     uint32_t gate = atomic_load_explicit(&perfgroup__gate, memory_order_relaxed);
     if (PG_UNLIKELY(gate != PG_GATE_ON))
         return gate == PG_GATE_OFF ? 0 : enter_slow(site, HOOK_SP(), HOOK_RA());
-    uint64_t tsc = pg_clock_now();
     struct pg_thread *t = perfgroup__tls;
     struct pg_func *fn = __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE);
     if (PG_UNLIKELY(t == NULL || fn == NULL || fn->max_gid >= t->cap))
         return enter_slow(site, HOOK_SP(), HOOK_RA());
-    return enter_fast(t, fn, tsc, HOOK_SP(), HOOK_RA());
+    return enter_fast(t, fn, HOOK_SP(), HOOK_RA());
 }
 
 void PERFGROUP_HOOK_EXIT(struct perfgroup_site *site, uint64_t token)

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench/hooks.c — cost of an enter/exit pair around a tiny non-inlined call, in ns per call.
+ *
+ *   bare      the call alone                                              (d)
+ *   floor     the call between two inline rdtsc                           (e)
+ *   empty     the call between two calls of hooks that return at once (PLT, like the runtime)
+ *   off       perfgroup_stop(): the real hooks, switched off              (a)
+ *   reentry   the group already has a running stopwatch                   (b)
+ *   pair      outermost stopwatch pair inside an explicit event           (c)
+ *   implicit  outermost pair with no event API: each pair is an implicit event, committed
+ *
+ * Each configuration runs N calls per repetition; repetitions are interleaved (rotated
+ * order) and timed with the thread's CPU clock; the median per configuration is printed,
+ * with overheads over `bare` and the ratio of (c) to the floor. Usage: hooks [N] [reps]
+ */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <x86intrin.h>
+
+#include "perfgroup.h"
+#include "perfgroup/abi.h"
+
+uint64_t empty_enter(struct perfgroup_site *s);
+void empty_exit(struct perfgroup_site *s, uint64_t t);
+
+static struct perfgroup_site site_a __attribute__((aligned(8))) =
+    {PERFGROUP_ABI_VERSION, 0, 1, "bench\0", "leaf_a\0bench.c", 0};
+static struct perfgroup_site site_outer __attribute__((aligned(8))) =
+    {PERFGROUP_ABI_VERSION, 0, 2, "bench\0", "outer\0bench.c", 0};
+
+static volatile uint64_t sink;
+__attribute__((noinline, noipa)) static void leaf(void) { __asm__ __volatile__("" ::: "memory"); }
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+enum { BARE, FLOOR, EMPTY, OFF, REENTRY, PAIR, IMPLICIT, NCONF };
+static const char *names[NCONF] = {"bare", "floor", "empty", "off", "reentry", "pair", "implicit"};
+
+static double run(int conf, long n)
+{
+    double t0, t1;
+    uint64_t tok, acc = 0;
+    switch (conf) {
+    case BARE:
+        t0 = now_ns();
+        for (long i = 0; i < n; i++)
+            leaf();
+        t1 = now_ns();
+        break;
+    case FLOOR:
+        t0 = now_ns();
+        for (long i = 0; i < n; i++) {
+            uint64_t a = __rdtsc();
+            leaf();
+            acc += __rdtsc() - a;
+        }
+        t1 = now_ns();
+        break;
+    case EMPTY:
+        t0 = now_ns();
+        for (long i = 0; i < n; i++) {
+            tok = empty_enter(&site_a);
+            leaf();
+            empty_exit(&site_a, tok);
+        }
+        t1 = now_ns();
+        break;
+    case OFF:
+        perfgroup_stop();
+        t0 = now_ns();
+        for (long i = 0; i < n; i++) {
+            tok = __perfgroup_enter(&site_a);
+            leaf();
+            __perfgroup_exit(&site_a, tok);
+        }
+        t1 = now_ns();
+        perfgroup_start();
+        break;
+    case REENTRY: {
+        perfgroup_event_begin("bench");
+        uint64_t outer = __perfgroup_enter(&site_outer); /* group "bench" now running */
+        t0 = now_ns();
+        for (long i = 0; i < n; i++) {
+            tok = __perfgroup_enter(&site_a);
+            leaf();
+            __perfgroup_exit(&site_a, tok);
+        }
+        t1 = now_ns();
+        __perfgroup_exit(&site_outer, outer);
+        perfgroup_event_end();
+        break;
+    }
+    case PAIR:
+        perfgroup_event_begin("bench");
+        t0 = now_ns();
+        for (long i = 0; i < n; i++) {
+            tok = __perfgroup_enter(&site_a);
+            leaf();
+            __perfgroup_exit(&site_a, tok);
+        }
+        t1 = now_ns();
+        perfgroup_event_end();
+        break;
+    default: /* IMPLICIT */
+        t0 = now_ns();
+        for (long i = 0; i < n; i++) {
+            tok = __perfgroup_enter(&site_a);
+            leaf();
+            __perfgroup_exit(&site_a, tok);
+        }
+        t1 = now_ns();
+        break;
+    }
+    sink += acc;
+    return (t1 - t0) / (double)n;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    long n = argc > 1 ? atol(argv[1]) : 5000000;
+    int reps = argc > 2 ? atoi(argv[2]) : 11;
+    double (*r)[NCONF] = calloc((size_t)reps, sizeof *r);
+    cpu_set_t set; /* one CPU: a migration would discard stopwatches and skew "pair" */
+    CPU_ZERO(&set);
+    CPU_SET(sched_getcpu(), &set);
+    sched_setaffinity(0, sizeof set, &set);
+    for (int c = 0; c < NCONF; c++)
+        run(c, n / 10); /* warm up: first-call slow paths, page faults */
+    for (int k = 0; k < reps; k++)
+        for (int j = 0; j < NCONF; j++) {
+            int c = (j + k) % NCONF; /* interleaved, rotated order */
+            r[k][c] = run(c, n);
+        }
+    double med[NCONF];
+    for (int c = 0; c < NCONF; c++) {
+        double v[reps];
+        for (int k = 0; k < reps; k++)
+            v[k] = r[k][c];
+        qsort(v, (size_t)reps, sizeof *v, cmp);
+        med[c] = v[reps / 2];
+    }
+    printf("%-10s %9s %12s\n", "config", "ns/call", "over bare");
+    for (int c = 0; c < NCONF; c++)
+        printf("%-10s %9.2f %12.2f\n", names[c], med[c], med[c] - med[BARE]);
+    double floor_ov = med[FLOOR] - med[BARE];
+    printf("\n(c) pair over bare / floor over bare: %.2f   (target <= 1.15)\n",
+           (med[PAIR] - med[BARE]) / floor_ov);
+    printf("(b) reentry over empty hooks:         %+.2f ns (target <= +3; %+.2f ns over bare)\n",
+           med[REENTRY] - med[EMPTY], med[REENTRY] - med[BARE]);
+    printf("(a) off over empty hooks:             %+.2f ns (target <= +1)\n", med[OFF] - med[EMPTY]);
+    printf("implicit event per pair:              %+.2f ns over pair\n", med[IMPLICIT] - med[PAIR]);
+    printf("(N=%ld calls x %d interleaved repetitions, medians of thread CPU time)\n", n, reps);
+    return 0;
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gcc-compat.h — every GCC header and every GCC-version #if of the perfgroup GCC plugin.
+ *
+ * perfgroup.cc includes only this file from GCC, so the plugin body reads the same on every
+ * supported GCC. Supported: GCC 12 (Debian bookworm, the tested one). Older releases lack
+ * pieces the plugin relies on (symtab states of GCC 10+, attribute_spec::exclude); newer ones
+ * changed the attribute-table registration, handled below.
+ */
+#ifndef PERFGROUP_GCC_COMPAT_H
+#define PERFGROUP_GCC_COMPAT_H
+
+#include "gcc-plugin.h"
+#include "plugin-version.h"
+
+#if GCCPLUGIN_VERSION_MAJOR < 12
+#error "perfgroup.so needs GCC 12 or newer (built and tested with GCC 12)"
+#endif
+
+#include "tree.h"
+#include "tree-pass.h"
+#include "context.h"
+#include "function.h"
+#include "basic-block.h"
+#include "gimple.h"
+#include "gimple-iterator.h"
+#include "gimplify.h"
+#include "tree-iterator.h"
+#include "stringpool.h"
+#include "attribs.h"
+#include "cgraph.h"
+#include "varasm.h"
+#include "stor-layout.h"
+#include "diagnostic.h"
+#include "langhooks.h"
+#include "langhooks-def.h"
+#include "c-family/c-pragma.h"
+#include "cpplib.h"
+#include "toplev.h"
+#include "intl.h"
+#include "ggc.h"
+#include "options.h"
+
+/* GCC 14 replaced the NULL-terminated attribute_spec arrays by array slices in a
+ * scoped_attribute_specs. Register one attribute under one namespace either way. */
+#if GCCPLUGIN_VERSION_MAJOR >= 14
+#define PG_REGISTER_SCOPED_ATTRIBUTE(spec_array, ns)                                          \
+  do {                                                                                       \
+    static const scoped_attribute_specs pg_specs_ = { ns, { spec_array, 1 } };               \
+    register_scoped_attributes (pg_specs_, false);                                           \
+  } while (0)
+#else
+#define PG_REGISTER_SCOPED_ATTRIBUTE(spec_array, ns) register_scoped_attributes (spec_array, ns)
+#endif
+
+/* C++ front ends wrap attribute arguments in location wrappers since GCC 9. */
+#define PG_STRIP_ARG(t) tree_strip_any_location_wrapper (t)
+
+/* The C family's preprocessor reader. It exists in cc1 and cc1plus but NOT in lto1: a strong
+ * reference would stop lto1 from loading the plugin (-flto links with -fplugin=), so weak. */
+extern cpp_reader *parse_in __attribute__ ((weak));
+
+#endif /* PERFGROUP_GCC_COMPAT_H */

@@ -1,0 +1,708 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perfgroup.cc — the GCC plugin perfgroup.so: puts functions in performance groups and wraps
+ * each one in an enter/exit hook pair that calls the perfgroup runtime.
+ *
+ * ---- What it does to a function ----------------------------------------------------------
+ *
+ * Before (source):                          After (GIMPLE, as x.c.*t.perfgroup shows it):
+ *
+ *   PERF_GROUP("net")                         static struct perfgroup_site __perfgroup_site_parse
+ *   int parse(const char *s) {                  __attribute__((section("perfgroup_sites"),
+ *       if (!s)                                               aligned(8), used))
+ *           return -1;                          = { 1, GCC|ATTR, 2, "net\0\0", "parse\0x.c\0", 0 };
+ *       return work(s);                       int parse(const char *s) {
+ *   }                                           perfgroup_tok = __perfgroup_enter(&__perfgroup_site_parse);
+ *                                               try {
+ *                                                   if (!s) return -1;
+ *                                                   return work(s);
+ *                                               } finally {
+ *                                                   __perfgroup_exit(&__perfgroup_site_parse, perfgroup_tok);
+ *                                               }
+ *                                             }
+ *
+ * plus, once per translation unit that got a site, a static constructor (priority 101)
+ *   static void __perfgroup_module_ctor(void) {
+ *     __perfgroup_register_module(PERFGROUP_ABI_VERSION, __start_perfgroup_sites,
+ *                                 __stop_perfgroup_sites); }
+ * whose hidden __start_/__stop_ references resolve inside the module (executable or shared
+ * object) being linked, so every module registers its own sites; the runtime ignores repeats.
+ *
+ * The pass runs before GCC's "lower" pass, i.e. on high GIMPLE where try/finally still exists
+ * (the spot where GCC itself wraps bodies for -finstrument-functions). Lowering then sends every
+ * return through the finally block, EH lowering runs it on unwinding, and the inliner copies
+ * the whole pair with the body: one pair per logical call at any -O level.
+ *
+ * ---- Which functions, which groups ---------------------------------------------------------
+ *   attribute group   __attribute__((perf_group("g"))), [[gnu::perf_group("g")]],
+ *                     [[perfgroup::group("g")]] (C++ and C2x). Declaration and definition with
+ *                     different groups: warning, the definition wins.
+ *   file group        map= (first matching glob), else default=. Not applied to functions defined
+ *                     in system headers unless system-headers is given.
+ *   A function is instrumented if it has either group and is not skipped (see skip_reason()).
+ *
+ * ---- Options (-fplugin-arg-perfgroup-NAME[=VALUE]) ---------------------------------------
+ *   default=GROUP     file group of every function of this translation unit (not in a map)
+ *   map=FILE          lines "GLOB GROUP" ('#' starts a comment); a GLOB containing '/' is
+ *                     matched against the defining file's path as the compiler saw it, one
+ *                     without '/' against its basename; '*' also matches '/'; first match wins
+ *   exclude=GLOB[,GLOB...]  never instrument a function whose name (plain, qualified C++ or
+ *                     mangled) or defining file (same rule as map=) matches; may be repeated
+ *   system-headers    let default=/map= groups apply inside system headers too
+ *   verbose           a note per function with a group: instrumented with which groups, or why not
+ *
+ * ---- Debugging recipe ------------------------------------------------------------------------
+ *   gcc -fplugin=perfgroup -fplugin-arg-perfgroup-verbose -c x.c        decisions, one note each
+ *   gcc -fplugin=perfgroup -fdump-tree-all -c x.c     x.c.NNNt.perfgroup: the body right after
+ *       wrapping; the later dumps show how lower/eh/inline treat the pair. (-fdump-tree-perfgroup
+ *       alone is rejected: GCC parses dump options before plugins register their passes.)
+ *   objdump -s -j perfgroup_sites x.o; readelf -r x.o                    the site array (32 B each)
+ *   gcc -E -dM -fplugin=perfgroup x.c | grep PERFGROUP                  the predefined macro
+ *   Crash in cc1: gcc -fplugin=... -c x.c -wrapper gdb,--args
+ */
+#include "gcc-compat.h"
+
+#include <fnmatch.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "perfgroup/abi.h"
+
+__attribute__ ((visibility ("default"))) int plugin_is_GPL_compatible;
+
+static const char plugin_name[] = "perfgroup";
+#define FLAG "-fplugin-arg-perfgroup-" /* every option error names the exact flag */
+
+/* ---- Options --------------------------------------------------------------------------- */
+
+struct map_entry {
+  char *glob;
+  char *group;
+};
+
+static const char *default_group;
+static vec<map_entry> map_entries;
+static vec<char *> exclude_globs;
+static bool system_headers;
+static bool verbose;
+
+/* A glob with '/' matches the whole path, one without matches the basename. */
+static bool
+path_matches (const char *glob, const char *path)
+{
+  if (!path)
+    return false;
+  const char *subject = strchr (glob, '/') ? path : lbasename (path);
+  return fnmatch (glob, subject, 0) == 0;
+}
+
+/* Read map=FILE. Returns false after reporting the first problem as an error. */
+static bool
+read_map (const char *file)
+{
+  FILE *f = fopen (file, "r");
+  if (!f)
+    {
+      error ("%<" FLAG "map=%s%>: cannot open %qs: %m", file, file);
+      return false;
+    }
+  char buf[4096];
+  unsigned lineno = 0;
+  bool ok = true;
+  while (ok && fgets (buf, sizeof buf, f))
+    {
+      lineno++;
+      size_t len = strlen (buf);
+      if (len == sizeof buf - 1 && buf[len - 1] != '\n')
+        {
+          error ("%s:%u: line too long (in %<" FLAG "map=%s%>)", file, lineno, file);
+          ok = false;
+          break;
+        }
+      char *hash = strchr (buf, '#');
+      if (hash)
+        *hash = '\0';
+      char *save = NULL;
+      char *glob = strtok_r (buf, " \t\r\n", &save);
+      if (!glob)
+        continue; /* blank or comment line */
+      char *group = strtok_r (NULL, " \t\r\n", &save);
+      char *extra = group ? strtok_r (NULL, " \t\r\n", &save) : NULL;
+      if (!group || extra)
+        {
+          error ("%s:%u: expected %<GLOB GROUP%> (in %<" FLAG "map=%s%>)", file, lineno, file);
+          ok = false;
+          break;
+        }
+      map_entry e = { xstrdup (glob), xstrdup (group) };
+      map_entries.safe_push (e);
+    }
+  fclose (f);
+  return ok;
+}
+
+/* Parse the -fplugin-arg-perfgroup-* arguments. Every error names its flag. */
+static bool
+parse_options (int argc, struct plugin_argument *argv)
+{
+  bool ok = true;
+  for (int i = 0; i < argc; i++)
+    {
+      const char *key = argv[i].key, *value = argv[i].value;
+      bool wants_value = !strcmp (key, "default") || !strcmp (key, "map")
+                         || !strcmp (key, "exclude");
+      bool is_switch = !strcmp (key, "system-headers") || !strcmp (key, "verbose");
+      if (!wants_value && !is_switch)
+        {
+          error ("unknown option %<" FLAG "%s%> (known: default=GROUP, map=FILE, "
+                 "exclude=GLOB, system-headers, verbose)", key);
+          ok = false;
+          continue;
+        }
+      if (wants_value && (!value || !*value))
+        {
+          error ("%<" FLAG "%s%> needs a value: %<" FLAG "%s=%s%>", key, key,
+                 !strcmp (key, "default") ? "GROUP" : !strcmp (key, "map") ? "FILE" : "GLOB");
+          ok = false;
+          continue;
+        }
+      if (is_switch && value)
+        {
+          error ("%<" FLAG "%s%> takes no value (got %<" FLAG "%s=%s%>)", key, key, value);
+          ok = false;
+          continue;
+        }
+      if (!strcmp (key, "default"))
+        {
+          if (default_group && strcmp (default_group, value))
+            {
+              error ("%<" FLAG "default=%s%> conflicts with an earlier %<" FLAG "default=%s%>",
+                     value, default_group);
+              ok = false;
+            }
+          default_group = xstrdup (value);
+        }
+      else if (!strcmp (key, "map"))
+        ok &= read_map (value);
+      else if (!strcmp (key, "exclude"))
+        {
+          char *copy = xstrdup (value), *save = NULL;
+          for (char *g = strtok_r (copy, ",", &save); g; g = strtok_r (NULL, ",", &save))
+            exclude_globs.safe_push (g);
+        }
+      else if (!strcmp (key, "system-headers"))
+        system_headers = true;
+      else
+        verbose = true;
+    }
+  return ok;
+}
+
+/* ---- The attribute --------------------------------------------------------------------- */
+
+/* Where each attribute instance was written: the location of the declaration it was applied
+ * to. GCC merges the attributes of a declaration and its definition in no reliable order, so
+ * this is how "the definition wins" finds the definition's group. */
+struct attr_record {
+  location_t decl_loc;
+  const char *group;
+};
+static vec<attr_record> attr_records;
+
+static const char *
+attr_display_name (tree name)
+{
+  return is_attribute_p ("group", name) ? "perfgroup::group" : "perf_group";
+}
+
+static tree
+handle_perf_group (tree *node, tree name, tree args, int, bool *no_add_attrs)
+{
+  const char *spelled = attr_display_name (name);
+  if (TREE_CODE (*node) != FUNCTION_DECL)
+    {
+      warning (OPT_Wattributes, "%qs attribute only applies to functions; ignored", spelled);
+      *no_add_attrs = true;
+      return NULL_TREE;
+    }
+  tree arg = args ? PG_STRIP_ARG (TREE_VALUE (args)) : NULL_TREE;
+  if (!arg || TREE_CODE (arg) != STRING_CST
+      || TYPE_PRECISION (TREE_TYPE (TREE_TYPE (arg))) != TYPE_PRECISION (char_type_node))
+    {
+      error ("%qs attribute argument must be a string literal naming a group", spelled);
+      *no_add_attrs = true;
+      return NULL_TREE;
+    }
+  const char *group = TREE_STRING_POINTER (arg);
+  if (!*group)
+    {
+      error ("%qs attribute: the group name must not be empty", spelled);
+      *no_add_attrs = true;
+      return NULL_TREE;
+    }
+  if (strlen (group) + 1 != (size_t) TREE_STRING_LENGTH (arg))
+    {
+      error ("%qs attribute: the group name must not contain a NUL character", spelled);
+      *no_add_attrs = true;
+      return NULL_TREE;
+    }
+  attr_record r = { DECL_SOURCE_LOCATION (*node), ggc_strdup (group) };
+  attr_records.safe_push (r);
+  return NULL_TREE;
+}
+
+/* affects_type_identity = false, no decl_required: handle_perf_group reports misplacement
+ * itself so the message names the attribute the same way for every spelling. */
+static const struct attribute_spec perf_group_attr[] = {
+  { "perf_group", 1, 1, false, false, false, false, handle_perf_group, NULL },
+  { NULL, 0, 0, false, false, false, false, NULL, NULL },
+};
+static const struct attribute_spec group_attr_scoped[] = {
+  { "group", 1, 1, false, false, false, false, handle_perf_group, NULL },
+  { NULL, 0, 0, false, false, false, false, NULL, NULL },
+};
+
+static void
+register_attributes (void *, void *)
+{
+  register_attribute (&perf_group_attr[0]); /* GNU spelling and [[gnu::perf_group]] */
+  PG_REGISTER_SCOPED_ATTRIBUTE (group_attr_scoped, "perfgroup");
+}
+
+static bool
+is_our_attribute (tree attr)
+{
+  tree name = get_attribute_name (attr);
+  if (is_attribute_p ("perf_group", name))
+    return true;
+  tree ns = get_attribute_namespace (attr);
+  return is_attribute_p ("group", name) && ns && is_attribute_p ("perfgroup", ns);
+}
+
+/* The attribute group of FNDECL's definition, or NULL. Warns once if a declaration said
+ * otherwise. */
+static const char *
+attribute_group (tree fndecl)
+{
+  const char *first = NULL, *other = NULL;
+  for (tree a = DECL_ATTRIBUTES (fndecl); a; a = TREE_CHAIN (a))
+    {
+      if (!is_our_attribute (a) || !TREE_VALUE (a))
+        continue;
+      tree arg = PG_STRIP_ARG (TREE_VALUE (TREE_VALUE (a)));
+      if (TREE_CODE (arg) != STRING_CST)
+        continue;
+      const char *g = TREE_STRING_POINTER (arg);
+      if (!first)
+        first = g;
+      else if (strcmp (first, g) && !other)
+        other = g;
+    }
+  if (!other)
+    return first;
+  const char *chosen = first;
+  unsigned i;
+  attr_record *r;
+  FOR_EACH_VEC_ELT (attr_records, i, r)
+    if (r->decl_loc == DECL_SOURCE_LOCATION (fndecl))
+      chosen = r->group;
+  const char *earlier = strcmp (chosen, first) ? first : other;
+  warning_at (DECL_SOURCE_LOCATION (fndecl), OPT_Wattributes,
+              "%<perf_group%> attribute: the definition of %qD is in group %qs but an earlier "
+              "declaration says %qs; the definition wins", fndecl, chosen, earlier);
+  return chosen;
+}
+
+/* ---- Selection ------------------------------------------------------------------------- */
+
+static const char *
+asm_name (tree fndecl)
+{
+  const char *n = IDENTIFIER_POINTER (DECL_ASSEMBLER_NAME (fndecl));
+  return n[0] == '*' ? n + 1 : n; /* '*' marks a user asm label: emitted verbatim */
+}
+
+static bool
+excluded (tree fndecl)
+{
+  if (exclude_globs.is_empty ())
+    return false;
+  const char *plain = DECL_NAME (fndecl) ? IDENTIFIER_POINTER (DECL_NAME (fndecl)) : "";
+  const char *qualified = lang_hooks.decl_printable_name (fndecl, 1);
+  const char *mangled = asm_name (fndecl);
+  unsigned i;
+  char *g;
+  FOR_EACH_VEC_ELT (exclude_globs, i, g)
+    if (!fnmatch (g, plain, 0) || !fnmatch (g, qualified, 0) || !fnmatch (g, mangled, 0)
+        || path_matches (g, DECL_SOURCE_FILE (fndecl)))
+      return true;
+  return false;
+}
+
+/* Why FNDECL is never instrumented whatever its groups, or NULL. */
+static const char *
+skip_reason (tree fndecl)
+{
+  /* Implicit members, thunks, outlined OpenMP bodies, our own constructor: no source
+   * function a user could have meant. g++ marks a lambda's operator() artificial too, but
+   * its body is the user's code: keep it (no implicit member is ever called operator()). */
+  if (DECL_ARTIFICIAL (fndecl)
+      && !(DECL_NAME (fndecl) && id_equal (DECL_NAME (fndecl), "operator()")))
+    return "compiler-generated function";
+  /* A naked function has no prologue or frame: inserted calls would corrupt the stack. */
+  if (lookup_attribute ("naked", DECL_ATTRIBUTES (fndecl)))
+    return "naked function";
+  /* The user's explicit opt-out (PERF_GROUP_NONE), honoured like -finstrument-functions does;
+   * the attribute itself is checked because GCC sets DECL_NO_INSTRUMENT_FUNCTION_ENTRY_EXIT
+   * on every function when -finstrument-functions is off. */
+  if (lookup_attribute ("no_instrument_function", DECL_ATTRIBUTES (fndecl)))
+    return "no_instrument_function attribute";
+  /* The runtime's own functions: instrumenting them would recurse into the hooks. */
+  const char *n = DECL_NAME (fndecl) ? IDENTIFIER_POINTER (DECL_NAME (fndecl)) : "";
+  if (!strncmp (n, "__perfgroup", 11) || !strncmp (n, "perfgroup_", 10))
+    return "perfgroup runtime function";
+  if (excluded (fndecl))
+    return "matches " FLAG "exclude=";
+  return NULL;
+}
+
+static const char *
+file_group (tree fndecl)
+{
+  if (DECL_IN_SYSTEM_HEADER (fndecl) && !system_headers)
+    return NULL;
+  unsigned i;
+  map_entry *e;
+  FOR_EACH_VEC_ELT (map_entries, i, e)
+    if (path_matches (e->glob, DECL_SOURCE_FILE (fndecl)))
+      return e->group;
+  return default_group;
+}
+
+/* ---- Trees we build -------------------------------------------------------------------- */
+
+static GTY (()) tree site_type;
+static GTY (()) tree enter_decl;
+static GTY (()) tree exit_decl;
+static GTY (()) tree register_decl;
+
+static const struct ggc_root_tab roots[] = {
+  { &site_type, 1, sizeof (site_type), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
+  { &enter_decl, 1, sizeof (enter_decl), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
+  { &exit_decl, 1, sizeof (exit_decl), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
+  { &register_decl, 1, sizeof (register_decl), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
+  LAST_GGC_ROOT_TAB
+};
+
+/* An external C function: its assembler name is set here, or cc1plus would mangle it. */
+static tree
+extern_c_function (const char *name, tree type)
+{
+  tree decl = build_fn_decl (name, type);
+  SET_DECL_ASSEMBLER_NAME (decl, get_identifier (name));
+  TREE_NOTHROW (decl) = 1;
+  /* The hooks never call back into this translation unit. */
+  DECL_ATTRIBUTES (decl) = tree_cons (get_identifier ("leaf"), NULL_TREE, NULL_TREE);
+  return decl;
+}
+
+static tree
+add_field (tree chain, const char *name, tree type)
+{
+  tree f = build_decl (BUILTINS_LOCATION, FIELD_DECL, get_identifier (name), type);
+  DECL_CHAIN (f) = chain;
+  return f;
+}
+
+static void
+build_abi_trees (void)
+{
+  if (site_type)
+    return;
+  tree cstr = build_pointer_type (build_qualified_type (char_type_node, TYPE_QUAL_CONST));
+  /* struct perfgroup_site of abi.h; finish_builtin_struct wants the fields last to first. */
+  tree fields = NULL_TREE;
+  fields = add_field (fields, "version", short_unsigned_type_node);
+  fields = add_field (fields, "flags", short_unsigned_type_node);
+  fields = add_field (fields, "line", unsigned_type_node);
+  fields = add_field (fields, "groups", cstr);
+  fields = add_field (fields, "where", cstr);
+  fields = add_field (fields, "cache", ptr_type_node);
+  site_type = make_node (RECORD_TYPE);
+  finish_builtin_struct (site_type, "perfgroup_site", fields, NULL_TREE);
+  gcc_assert (tree_to_uhwi (TYPE_SIZE_UNIT (site_type)) == sizeof (struct perfgroup_site));
+
+  enter_decl = extern_c_function (PERFGROUP_HOOK_ENTER_NAME,
+                                  build_function_type_list (uint64_type_node, ptr_type_node,
+                                                            NULL_TREE));
+  exit_decl = extern_c_function (PERFGROUP_HOOK_EXIT_NAME,
+                                 build_function_type_list (void_type_node, ptr_type_node,
+                                                           uint64_type_node, NULL_TREE));
+  register_decl = extern_c_function (PERFGROUP_MODULE_REGISTER_NAME,
+                                     build_function_type_list (void_type_node,
+                                                               unsigned_type_node, ptr_type_node,
+                                                               ptr_type_node, NULL_TREE));
+}
+
+/* "a\0b\0" as a constant of the field type (const char *). */
+static tree
+two_strings (const char *a, const char *b)
+{
+  size_t la = strlen (a), lb = strlen (b);
+  char *buf = XNEWVEC (char, la + lb + 2);
+  memcpy (buf, a, la + 1);
+  memcpy (buf + la + 1, b, lb + 1);
+  tree s = build_string_literal (la + lb + 2, buf);
+  XDELETEVEC (buf);
+  return s;
+}
+
+static tree
+site_field (const char *name)
+{
+  for (tree f = TYPE_FIELDS (site_type); f; f = DECL_CHAIN (f))
+    if (!strcmp (IDENTIFIER_POINTER (DECL_NAME (f)), name))
+      return f;
+  gcc_unreachable ();
+}
+
+/* The static descriptor of FNDECL, placed in PERFGROUP_SITES_SECTION. */
+static tree
+build_site (tree fndecl, const char *attr, const char *file)
+{
+  const char *fn = asm_name (fndecl);
+  unsigned flags = PERFGROUP_SITE_F_GCC;
+  if (!strncmp (fn, "_Z", 2))
+    flags |= PERFGROUP_SITE_F_CXX;
+  if (DECL_DECLARED_INLINE_P (fndecl) || DECL_COMDAT (fndecl) || DECL_ONE_ONLY (fndecl))
+    flags |= PERFGROUP_SITE_F_INLINE;
+  if (attr)
+    flags |= PERFGROUP_SITE_F_ATTR;
+  if (file)
+    flags |= PERFGROUP_SITE_F_FILEGROUP;
+
+  vec<constructor_elt, va_gc> *v = NULL;
+  CONSTRUCTOR_APPEND_ELT (v, site_field ("version"),
+                          build_int_cst (short_unsigned_type_node, PERFGROUP_ABI_VERSION));
+  CONSTRUCTOR_APPEND_ELT (v, site_field ("flags"), build_int_cst (short_unsigned_type_node, flags));
+  CONSTRUCTOR_APPEND_ELT (v, site_field ("line"),
+                          build_int_cst (unsigned_type_node, DECL_SOURCE_LINE (fndecl)));
+  CONSTRUCTOR_APPEND_ELT (v, site_field ("groups"), two_strings (attr ? attr : "", file ? file : ""));
+  CONSTRUCTOR_APPEND_ELT (v, site_field ("where"),
+                          two_strings (fn, DECL_SOURCE_FILE (fndecl) ? DECL_SOURCE_FILE (fndecl) : ""));
+  CONSTRUCTOR_APPEND_ELT (v, site_field ("cache"), null_pointer_node);
+  tree init = build_constructor (site_type, v);
+  TREE_CONSTANT (init) = 1;
+  TREE_STATIC (init) = 1;
+
+  char *name = concat ("__perfgroup_site_", fn, NULL);
+  tree var = build_decl (DECL_SOURCE_LOCATION (fndecl), VAR_DECL, get_identifier (name), site_type);
+  free (name);
+  SET_DECL_ASSEMBLER_NAME (var, DECL_NAME (var));
+  TREE_STATIC (var) = 1;
+  TREE_PUBLIC (var) = 0;
+  TREE_ADDRESSABLE (var) = 1;
+  TREE_USED (var) = 1;
+  DECL_ARTIFICIAL (var) = 1;
+  DECL_IGNORED_P (var) = 1;
+  /* Keep the site even if every call of the function is inlined and the body dropped: the
+   * section then always exists when the module constructor references its bounds. */
+  DECL_PRESERVE_P (var) = 1;
+  /* Exactly 8: without DECL_USER_ALIGN GCC raises 32-byte statics to 32 and the section
+   * stops being a dense array. */
+  SET_DECL_ALIGN (var, 64);
+  DECL_USER_ALIGN (var) = 1;
+  DECL_INITIAL (var) = init;
+  set_decl_section_name (var, PERFGROUP_SITES_SECTION);
+  varpool_node::finalize_decl (var);
+  return var;
+}
+
+static tree
+extern_hidden_site_symbol (const char *name)
+{
+  tree var = build_decl (BUILTINS_LOCATION, VAR_DECL, get_identifier (name), site_type);
+  SET_DECL_ASSEMBLER_NAME (var, DECL_NAME (var));
+  TREE_PUBLIC (var) = 1;
+  DECL_EXTERNAL (var) = 1;
+  DECL_ARTIFICIAL (var) = 1;
+  TREE_ADDRESSABLE (var) = 1;
+  /* Hidden: the linker defines it per module, it must never bind to another module's. */
+  DECL_VISIBILITY (var) = VISIBILITY_HIDDEN;
+  DECL_VISIBILITY_SPECIFIED (var) = 1;
+  return var;
+}
+
+/* Once per translation unit that has a site: a constructor registering the module's sites. */
+static void
+emit_module_constructor (void)
+{
+  static bool done;
+  if (done)
+    return;
+  done = true;
+  tree start = extern_hidden_site_symbol (PERFGROUP_SITES_START_NAME);
+  tree stop = extern_hidden_site_symbol (PERFGROUP_SITES_STOP_NAME);
+  tree call = build_call_expr (register_decl, 3,
+                               build_int_cst (unsigned_type_node, PERFGROUP_ABI_VERSION),
+                               build_fold_addr_expr_with_type (start, ptr_type_node),
+                               build_fold_addr_expr_with_type (stop, ptr_type_node));
+  tree body = NULL_TREE;
+  append_to_statement_list (call, &body);
+
+  /* What cgraph_build_static_cdtor does, with the ABI's name for the function. It stays local
+   * to the translation unit: every TU's .init_array entry would call it anyway, so a weak or
+   * COMDAT copy would save only bytes, and LTO merges all the constructors into one. */
+  function *saved_fun = cfun; /* we are inside the pass of another function */
+  tree saved_decl = current_function_decl;
+  tree fn = build_decl (BUILTINS_LOCATION, FUNCTION_DECL, get_identifier (PERFGROUP_MODULE_CTOR_NAME),
+                        build_function_type_list (void_type_node, NULL_TREE));
+  SET_DECL_ASSEMBLER_NAME (fn, DECL_NAME (fn));
+  tree result = build_decl (BUILTINS_LOCATION, RESULT_DECL, NULL_TREE, void_type_node);
+  DECL_ARTIFICIAL (result) = 1;
+  DECL_CONTEXT (result) = fn;
+  DECL_RESULT (fn) = result;
+  current_function_decl = fn;
+  allocate_struct_function (fn, false);
+  TREE_STATIC (fn) = 1;
+  TREE_USED (fn) = 1;
+  DECL_ARTIFICIAL (fn) = 1;
+  DECL_IGNORED_P (fn) = 1;
+  DECL_UNINLINABLE (fn) = 1;
+  DECL_NO_INSTRUMENT_FUNCTION_ENTRY_EXIT (fn) = 1;
+  DECL_FUNCTION_SPECIFIC_OPTIMIZATION (fn) = optimization_default_node;
+  DECL_FUNCTION_SPECIFIC_TARGET (fn) = target_option_default_node;
+  DECL_SAVED_TREE (fn) = body;
+  DECL_INITIAL (fn) = make_node (BLOCK);
+  BLOCK_SUPERCONTEXT (DECL_INITIAL (fn)) = fn;
+  TREE_USED (DECL_INITIAL (fn)) = 1;
+  /* Priority 101, the first one open to programs: sites are known before ordinary
+   * constructors run instrumented code (the runtime copes with either order). */
+  DECL_STATIC_CONSTRUCTOR (fn) = 1;
+  decl_init_priority_insert (fn, MAX_RESERVED_INIT_PRIORITY + 1);
+  gimplify_function_tree (fn);
+  cgraph_node::add_new_function (fn, false);
+  set_cfun (saved_fun);
+  current_function_decl = saved_decl;
+}
+
+/* ---- The pass -------------------------------------------------------------------------- */
+
+/* tok = enter(&site); try { BODY } finally { exit(&site, tok); } */
+static void
+wrap_body (function *fun, tree site)
+{
+  tree fndecl = fun->decl;
+  tree tok = create_tmp_var (uint64_type_node, "perfgroup_tok");
+  gcall *enter = gimple_build_call (enter_decl, 1,
+                                    build_fold_addr_expr_with_type (site, ptr_type_node));
+  gimple_call_set_lhs (enter, tok);
+  gimple_set_location (enter, DECL_SOURCE_LOCATION (fndecl));
+  gcall *leave = gimple_build_call (exit_decl, 2,
+                                    build_fold_addr_expr_with_type (site, ptr_type_node), tok);
+  gimple_set_location (leave, fun->function_end_locus);
+
+  gimple_seq cleanup = NULL;
+  gimple_seq_add_stmt (&cleanup, leave);
+  gtry *tf = gimple_build_try (gimple_body (fndecl), cleanup, GIMPLE_TRY_FINALLY);
+  gimple_seq seq = NULL;
+  gimple_seq_add_stmt (&seq, enter);
+  gimple_seq_add_stmt (&seq, tf);
+  gbind *bind = gimple_build_bind (NULL_TREE, seq, NULL_TREE);
+  gimple_seq body = NULL;
+  gimple_seq_add_stmt (&body, bind); /* "lower" wants exactly one GIMPLE_BIND */
+  gimple_set_body (fndecl, body);
+}
+
+static unsigned int
+instrument_function (function *fun)
+{
+  tree fndecl = fun->decl;
+  if (!gimple_body (fndecl))
+    return 0;
+  const char *attr = attribute_group (fndecl);
+  const char *file = file_group (fndecl);
+  if (!attr && !file)
+    return 0;
+  if (const char *why = skip_reason (fndecl))
+    {
+      if (verbose)
+        inform (DECL_SOURCE_LOCATION (fndecl), "perfgroup: %qs not instrumented: %s",
+                asm_name (fndecl), why);
+      return 0;
+    }
+  if (verbose)
+    inform (DECL_SOURCE_LOCATION (fndecl), "perfgroup: instrumenting %qs (group %qs, file group %qs)",
+            asm_name (fndecl), attr ? attr : "", file ? file : "");
+  build_abi_trees ();
+  wrap_body (fun, build_site (fndecl, attr, file));
+  emit_module_constructor ();
+  return 0;
+}
+
+namespace {
+
+const pass_data perfgroup_pass_data = {
+  GIMPLE_PASS,
+  "perfgroup",   /* dump file x.c.NNNt.perfgroup under -fdump-tree-all */
+  OPTGROUP_NONE,
+  TV_NONE,
+  PROP_gimple_any,
+  0, 0, 0, 0,
+};
+
+class perfgroup_pass : public gimple_opt_pass
+{
+public:
+  perfgroup_pass (gcc::context *ctxt) : gimple_opt_pass (perfgroup_pass_data, ctxt) {}
+  /* Bodies reaching lto1 were instrumented (or not) when they were compiled. */
+  bool gate (function *) final override { return !in_lto_p; }
+  unsigned int execute (function *fun) final override { return instrument_function (fun); }
+};
+
+} // namespace
+
+/* ---- __PERFGROUP__ --------------------------------------------------------------------- */
+
+/* PLUGIN_PRAGMAS runs once the C-family preprocessor exists, in -c, -E and the first half of
+ * -save-temps alike (cpp_define from plugin_init crashes cc1; PLUGIN_START_UNIT misses -E).
+ * Already preprocessed input (-fpreprocessed) had the macro expanded when it was made. */
+static void
+define_macro (void *, void *)
+{
+  if (!&parse_in || !parse_in || cpp_get_options (parse_in)->preprocessed)
+    return;
+  cpp_define (parse_in, "__PERFGROUP__=1");
+}
+
+/* ---- Entry point ----------------------------------------------------------------------- */
+
+__attribute__ ((visibility ("default"))) int
+plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
+{
+  if (!plugin_default_version_check (version, &gcc_version))
+    {
+      error ("%<-fplugin=%s%>: built for GCC %s (%s) but loaded into GCC %s (%s); rebuild "
+             "perfgroup.so against this compiler", info->full_name, gcc_version.basever,
+             gcc_version.datestamp, version->basever, version->datestamp);
+      return 1;
+    }
+  static struct plugin_info pinfo = {
+    "0.1",
+    "perfgroup: perf_group(\"name\") attribute and group-aware enter/exit hooks. Options: "
+    "default=GROUP map=FILE exclude=GLOB system-headers verbose",
+  };
+  register_callback (plugin_name, PLUGIN_INFO, NULL, &pinfo);
+  if (!parse_options (info->argc, info->argv))
+    return 0; /* errors reported; the compiler exits non-zero */
+
+  register_callback (plugin_name, PLUGIN_ATTRIBUTES, register_attributes, NULL);
+  register_callback (plugin_name, PLUGIN_PRAGMAS, define_macro, NULL);
+  register_callback (plugin_name, PLUGIN_REGISTER_GGC_ROOTS, NULL, (void *) roots);
+
+  static struct register_pass_info pass = {
+    new perfgroup_pass (g), "lower", 1, PASS_POS_INSERT_BEFORE,
+  };
+  register_callback (plugin_name, PLUGIN_PASS_MANAGER_SETUP, NULL, &pass);
+  return 0;
+}

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""run_corpus.py — build one corpus program with a compiler plugin, run it with the runtime's
+text trace on, canonicalise the trace and diff it against the program's expected file.
+
+    run_corpus.py --cc gcc|clang --plugin='-fplugin=…/perfgroup.so' --opt=-O2 \
+                  --runtime build/runtime/libperfgroup.so --include include \
+                  --workdir build/tests/corpus/gcc.O2.basic  tests/corpus/basic.c
+
+Directives, in comments near the top of a program (one per line):
+    perfgroup-options: default=x map=%S/f.map   plugin options, each becomes
+                                                <plugin-arg-prefix><option>; %S = the program's dir
+    perfgroup-cflags: -fexceptions             extra compiler flags
+    perfgroup-exit: 3                          expected exit status (default 0)
+    perfgroup-only: gcc                        skip (exit 77) with any other compiler
+
+Expected trace: <program>.expected, compiler-independent. Only the known-limit programs, whose
+point is that the optimiser changes the trace, may have <program>.O0.expected /
+<program>.O2.expected instead.
+
+Canonical form: the trace lines sorted stably by their thread field (so each thread's own
+sequence is kept in order, threads in name order), then demangled by c++filt.
+Exit status: 0 match, 1 mismatch or failure (with a diff or the reason), 77 skipped.
+"""
+import argparse
+import difflib
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+COMPILERS = {
+    "gcc": {"c": "gcc", "c++": "g++"},
+    "clang": {"c": "clang-14", "c++": "clang++-14"},
+}
+DIRECTIVE = re.compile(r"perfgroup-(options|cflags|exit|only):\s*(.*?)\s*(?:\*/)?\s*$")
+
+
+def directives(src):
+    d = {"options": [], "cflags": [], "exit": 0, "only": None}
+    with open(src, encoding="utf-8") as f:
+        for line in f:
+            m = DIRECTIVE.search(line)
+            if not m:
+                continue
+            key, value = m.group(1), m.group(2)
+            if key in ("options", "cflags"):
+                d[key] += shlex.split(value.replace("%S", os.path.dirname(os.path.abspath(src))))
+            elif key == "exit":
+                d["exit"] = int(value)
+            else:
+                d["only"] = value.split()
+    return d
+
+
+def canonical(text):
+    lines = [l for l in text.splitlines() if l]
+    lines.sort(key=lambda l: l.split("\t", 1)[0])  # stable: per-thread order is kept
+    out = subprocess.run(["c++filt"], input="\n".join(lines) + "\n", text=True,
+                         capture_output=True, check=True).stdout
+    return out if lines else ""
+
+
+def run(cmd, **kw):
+    print("+ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
+    return subprocess.run(cmd, **kw)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cc", required=True, choices=sorted(COMPILERS))
+    ap.add_argument("--plugin", required=True, help="plugin flag(s), shell-quoted")
+    ap.add_argument("--plugin-arg-prefix", default="-fplugin-arg-perfgroup-")
+    ap.add_argument("--opt", required=True, help="-O0, -O2, ...")
+    ap.add_argument("--runtime", required=True, help="libperfgroup.so or .a")
+    ap.add_argument("--include", action="append", default=[])
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("program")
+    a = ap.parse_args()
+
+    src = os.path.abspath(a.program)
+    d = directives(src)
+    if d["only"] and a.cc not in d["only"]:
+        print(f"SKIP: {os.path.basename(src)} is for {' '.join(d['only'])} only")
+        return 77
+    lang = "c++" if src.endswith((".cc", ".cpp", ".cxx")) else "c"
+    cc = COMPILERS[a.cc][lang]
+    os.makedirs(a.workdir, exist_ok=True)
+    obj = os.path.join(a.workdir, "prog.o")
+    exe = os.path.join(a.workdir, "prog")
+    trace = os.path.join(a.workdir, "trace.txt")
+    for f in (obj, exe, trace):
+        if os.path.exists(f):
+            os.unlink(f)
+
+    # Plugin flags at the compile step only (clang warns about -fplugin-arg-* when linking).
+    compile_cmd = ([cc, a.opt, "-g", "-pthread", "-Wall", "-Wextra", "-Werror"]
+                   + shlex.split(a.plugin)
+                   + [a.plugin_arg_prefix + o for o in d["options"]]
+                   + d["cflags"] + ["-I" + i for i in a.include] + ["-c", src, "-o", obj])
+    if run(compile_cmd).returncode:
+        print("FAIL: compile")
+        return 1
+    rt = os.path.abspath(a.runtime)
+    link_cmd = [cc, a.opt, "-pthread", obj, "-o", exe, rt]
+    if rt.endswith(".so"):
+        link_cmd.append("-Wl,-rpath," + os.path.dirname(rt))
+    if run(link_cmd).returncode:
+        print("FAIL: link")
+        return 1
+
+    env = dict(os.environ, PERFGROUP_TEXT=trace)
+    p = run([exe], env=env, timeout=60, capture_output=True, text=True)
+    sys.stdout.write(p.stdout)
+    sys.stdout.write(p.stderr)
+    if p.returncode != d["exit"]:
+        print(f"FAIL: exit status {p.returncode}, expected {d['exit']}")
+        return 1
+    got = canonical(open(trace, encoding="utf-8").read()) if os.path.exists(trace) else ""
+
+    base = os.path.splitext(src)[0]
+    expected_file = f"{base}.{a.opt.lstrip('-')}.expected"
+    if not os.path.exists(expected_file):
+        expected_file = base + ".expected"
+    want = open(expected_file, encoding="utf-8").read()
+    if got == want:
+        print(f"PASS: {os.path.basename(src)} {a.cc} {a.opt} matches {os.path.basename(expected_file)}")
+        return 0
+    sys.stdout.writelines(difflib.unified_diff(want.splitlines(True), got.splitlines(True),
+                                               expected_file, "canonical trace"))
+    print("FAIL: trace differs")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,369 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""plugin_gcc_test.py — behaviour tests of the GCC plugin that the shared corpus cannot
+express: -flto, -save-temps, -E, shared libraries, plugin options, skip rules, the site
+layout, installation, and misuse diagnostics. Every case compiles real sources with gcc and
+the real plugin, and (where it runs anything) links the real runtime and reads its text trace.
+
+    plugin_gcc_test.py --plugin build/plugin-gcc/perfgroup.so --runtime libperfgroup.so \
+        --include include --workdir DIR [--opt=-O2] [--build-dir build] CASE [FILE]
+
+Exit status: 0 pass, 1 fail (with the reason), 77 skipped.
+"""
+import argparse
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.join(HERE, "src")
+sys.path.insert(0, os.path.join(HERE, "..", "corpus"))
+from run_corpus import canonical  # noqa: E402  (one canonical form for every trace)
+
+A = None
+ENV = dict(os.environ, LC_ALL="C", LANG="C")  # plain quotes in diagnostics
+
+
+class Fail(Exception):
+    pass
+
+
+def sh(cmd, check=True, **kw):
+    print("+ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
+    p = subprocess.run(cmd, env=kw.pop("env", ENV), capture_output=True, text=True, **kw)
+    sys.stdout.write(p.stdout + p.stderr)
+    if check and p.returncode:
+        raise Fail(f"{cmd[0]} exited {p.returncode}")
+    return p
+
+
+def w(name):
+    return os.path.join(A.workdir, name)
+
+
+def plugin(*opts):
+    return ["-fplugin=" + A.plugin] + ["-fplugin-arg-perfgroup-" + o for o in opts]
+
+
+def cc(lang="c"):
+    return "g++" if lang == "c++" else "gcc"
+
+
+def compile_(srcs, out, flags=(), link=True, lang="c"):
+    cmd = [cc(lang), A.opt, "-g", "-Wall", "-Wextra", "-Werror", "-I" + A.include] + list(flags)
+    cmd += [os.path.join(SRC, s) if not (os.path.isabs(s) or s.startswith("-")) else s for s in srcs]
+    if link:
+        cmd += [A.runtime, "-Wl,-rpath," + os.path.dirname(A.runtime)]
+    else:
+        cmd += ["-c"]
+    sh(cmd + ["-o", out])
+
+
+def trace_of(exe, expect_exit=0, cwd=None):
+    t = w("trace.txt")
+    if os.path.exists(t):
+        os.unlink(t)
+    p = sh([exe], check=False, env=dict(ENV, PERFGROUP_TEXT=t), cwd=cwd)
+    if p.returncode != expect_exit:
+        raise Fail(f"{exe} exited {p.returncode}, expected {expect_exit}")
+    return canonical(open(t).read()) if os.path.exists(t) else ""
+
+
+def expect_trace(got, want):
+    want = "".join(l.strip() + "\n" for l in want.strip().splitlines()).replace(" > ", "\t> ") \
+        .replace(" < ", "\t< ").replace(" @", "\t")
+    if got != want:
+        raise Fail("trace differs:\n--- expected\n" + want + "--- got\n" + got)
+
+
+# ---- cases ----------------------------------------------------------------------------------
+
+LTO_TRACE = """
+main > app_step @app|
+main > lib_entry @lib|
+main > lib_helper @lib|
+main < lib_helper
+main > lib_helper @lib|
+main < lib_helper
+main < lib_entry
+main < app_step
+"""
+
+
+def case_lto():
+    """-flto: sites and the module constructor survive LTO streaming; calls inlined across
+    files keep their pairs. Built twice: plugin only at compile time, and also at the link
+    (lto1 then loads the plugin, which must not need C front-end symbols)."""
+    for tag, link_plugin in (("compile-only", []), ("compile-and-link", plugin())):
+        objs = []
+        for s in ("lto_main.c", "lto_lib.c"):
+            o = w(f"{tag}.{s}.o")
+            compile_([s], o, ["-flto"] + plugin(), link=False)
+            objs.append(o)
+        exe = w(f"{tag}.exe")
+        sh(["gcc", A.opt, "-flto"] + link_plugin + objs + [A.runtime, "-Wl,-rpath," + os.path.dirname(A.runtime), "-o", exe])
+        expect_trace(trace_of(exe), LTO_TRACE)
+
+
+def case_save_temps():
+    """-save-temps: cc1 runs twice (-E, then -fpreprocessed); the macro is defined in the first
+    run, the second must not define it again, and the function is instrumented."""
+    d = w("st")
+    os.makedirs(d, exist_ok=True)
+    exe = os.path.join(d, "macro")
+    sh(["gcc", A.opt, "-save-temps", "-Wall", "-Werror", "-I" + A.include] + plugin()
+       + [os.path.join(SRC, "macro.c"), A.runtime, "-Wl,-rpath," + os.path.dirname(A.runtime), "-o", exe], cwd=d)
+    i = open(os.path.join(d, "macro-macro.i") if os.path.exists(os.path.join(d, "macro-macro.i"))
+             else os.path.join(d, "macro.i")).read()
+    if '__attribute__((perf_group("st")))' not in i:
+        raise Fail("the .i file does not have PERF_GROUP expanded to the attribute")
+    expect_trace(trace_of(exe), "main > twice @st|\nmain < twice")
+
+
+def case_preprocess():
+    """-E: __PERFGROUP__ is 1 and __has_attribute(perf_group) is true with the plugin, in C and
+    C++; without the plugin neither is."""
+    probe = os.path.join(SRC, "probe.h")
+    for lang in ("c", "c++"):
+        with_p = sh([cc(lang), "-E", "-P", "-x", lang] + plugin() + [probe]).stdout
+        without = sh([cc(lang), "-E", "-P", "-x", lang, probe]).stdout
+        if "PG_MACRO=1 PG_HAS_ATTR=1" not in with_p:
+            raise Fail(f"{lang} with plugin: got {with_p!r}")
+        if "PG_MACRO=__PERFGROUP__ PG_HAS_ATTR=0" not in without:
+            raise Fail(f"{lang} without plugin: got {without!r}")
+
+
+def case_shared_lib():
+    """A shared library with its own sites: its own perfgroup_sites section and module
+    constructor (hidden bounds, not exported), and its functions are traced with their groups."""
+    lib = w("libshlib.so")
+    sh(["gcc", A.opt, "-g", "-fPIC", "-shared", "-Wall", "-Werror", "-I" + A.include] + plugin()
+       + [os.path.join(SRC, "shlib.c"), A.runtime, "-Wl,-rpath," + os.path.dirname(A.runtime), "-o", lib])
+    exe = w("shmain")
+    compile_(["shmain.c", lib, "-Wl,-rpath," + A.workdir], exe, plugin())
+    sections = sh(["readelf", "-SW", lib]).stdout
+    m = re.search(r"perfgroup_sites\s+PROGBITS\s+\S+\s+\S+\s+(\S+)\s+\S+\s+WA\s+\d+\s+\d+\s+(\d+)", sections)
+    if not m or int(m.group(1), 16) != 2 * 32 or m.group(2) != "8":
+        raise Fail("libshlib.so: expected a perfgroup_sites section of 2 x 32 bytes, aligned 8")
+    dyn = sh(["readelf", "--dyn-syms", "-W", lib]).stdout
+    for l in dyn.splitlines():  # ld may list them in .dynsym, but only as HIDDEN (unbindable)
+        if ("__start_perfgroup_sites" in l or "__stop_perfgroup_sites" in l) and " HIDDEN " not in l:
+            raise Fail("libshlib.so exports its section bounds: they must be hidden:\n" + l)
+    if "__perfgroup_register_module" not in dyn:
+        raise Fail("libshlib.so does not call __perfgroup_register_module")
+    expect_trace(trace_of(exe), """
+main > app_work @app|
+main > lib_work @lib|
+main > lib_inner @lib|
+main < lib_inner
+main < lib_work
+main < app_work
+""")
+
+
+def case_sites():
+    """The descriptors, read back by the program through the ABI: version, flags, line, the
+    two NUL-separated string pairs, a zero cache slot, and a dense 32-byte, 8-aligned array."""
+    obj = w("sites.o")
+    compile_(["sites.c"], obj, plugin("default=filegrp"), link=False)
+    sections = sh(["readelf", "-SW", obj]).stdout
+    m = re.search(r"perfgroup_sites\s+PROGBITS\s+\S+\s+\S+\s+(\S+)\s+\S+\s+WA\s+\d+\s+\d+\s+(\d+)", sections)
+    if not m or m.group(2) != "8" or int(m.group(1), 16) % 32:
+        raise Fail("perfgroup_sites: not a dense array of 32-byte, 8-aligned sites")
+    exe = w("sites")
+    sh(["gcc", A.opt, obj, A.runtime, "-Wl,-rpath," + os.path.dirname(A.runtime), "-o", exe])
+    out = sh([exe], env=ENV).stdout
+    got = sorted(l for l in out.splitlines() if l.startswith("site "))
+    F = {"GCC": 0x1, "INLINE": 0x8, "ATTR": 0x10, "FILE": 0x20}
+    want = sorted([
+        f"site v=1 flags={hex(F['GCC'] | F['ATTR'] | F['FILE'])} line=12 groups=attrgrp|filegrp where=with_attr|sites.c cache=(nil)",
+        f"site v=1 flags={hex(F['GCC'] | F['FILE'])} line=13 groups=|filegrp where=file_only|sites.c cache=(nil)",
+        f"site v=1 flags={hex(F['GCC'] | F['INLINE'] | F['FILE'])} line=14 groups=|filegrp where=in_line|sites.c cache=(nil)",
+    ])
+    if got != want:
+        raise Fail("sites differ:\n--- expected\n" + "\n".join(want) + "\n--- got\n" + "\n".join(got))
+
+
+def opts_program(opts, sys_dir="-isystem"):
+    exe = w("opts")
+    compile_(["opts.c"], exe, plugin(*opts) + [sys_dir, os.path.join(SRC, "sys")])
+    return trace_of(exe)
+
+
+def case_option_default():
+    """default=GROUP: every function of the file gets the file group, attributed ones keep
+    their attribute group too; the system header's function does not."""
+    expect_trace(opts_program(["default=core"]), """
+main > main @|core
+main > beta @|core
+main > alpha @attr|core
+main < alpha
+main < beta
+main > skipme @|core
+main < skipme
+main < main
+""")
+
+
+def case_option_map():
+    """map=FILE: first matching glob wins ('/'-less globs match the basename, others the
+    path); a file no glob matches falls back to default=."""
+    m = w("groups.map")
+    with open(m, "w") as f:
+        f.write("# comment line\n\n*/no/such/dir/*  never\n*/plugin-gcc/src/opts.c  mapped  # trailing comment\nopts.c  second\n")
+    expect_trace(opts_program(["map=" + m, "default=fallback"]), """
+main > main @|mapped
+main > beta @|mapped
+main > alpha @attr|mapped
+main < alpha
+main < beta
+main > skipme @|mapped
+main < skipme
+main < main
+""")
+    with open(m, "w") as f:
+        f.write("other.c  never\n")
+    got = opts_program(["map=" + m, "default=fallback"])
+    if "main\t> beta\t|fallback" not in got:
+        raise Fail("a file no glob matches should get the default= group:\n" + got)
+
+
+def case_option_exclude():
+    """exclude=GLOB[,GLOB]: by function name, then by file (which excludes even attributed
+    functions)."""
+    expect_trace(opts_program(["default=core", "exclude=skip*,ma?n"]), """
+main > beta @|core
+main > alpha @attr|core
+main < alpha
+main < beta
+""")
+    expect_trace(opts_program(["default=core", "exclude=*/src/opts.c"]), "")
+
+
+def case_option_system_headers():
+    """system-headers: default= also applies to functions defined in system headers."""
+    got = opts_program(["default=core", "system-headers"])
+    if "main\t> sys_helper\t|core" not in got:
+        raise Fail("sys_helper (from an -isystem header) not instrumented:\n" + got)
+    got = opts_program(["default=core"], sys_dir="-I")
+    if "main\t> sys_helper\t|core" not in got:
+        raise Fail("sys_helper from a normal -I header must be instrumented:\n" + got)
+
+
+def case_skips():
+    """naked, no_instrument_function and runtime-named functions are never instrumented; the
+    verbose note says why for each."""
+    exe = w("skips")
+    compile_(["skips.c"], exe, plugin("verbose"))
+    p = sh(["gcc", A.opt, "-I" + A.include, "-c", os.path.join(SRC, "skips.c"), "-o", w("skips.o")] + plugin("verbose"))
+    for fn, why in (("naked_fn", "naked function"), ("opted_out", "no_instrument_function attribute"),
+                    ("perfgroup_lookalike", "perfgroup runtime function"),
+                    ("__perfgroup_internal", "perfgroup runtime function")):
+        if f"note: perfgroup: '{fn}' not instrumented: {why}" not in p.stderr:
+            raise Fail(f"no note saying {fn} is skipped ({why})")
+    expect_trace(trace_of(exe), "main > kept @g|\nmain < kept")
+
+
+def case_twice():
+    """The plugin given twice is loaded once: still one pair per call."""
+    exe = w("twice")
+    compile_(["macro.c"], exe, plugin() + plugin())
+    expect_trace(trace_of(exe), "main > twice @st|\nmain < twice")
+
+
+def case_installed():
+    """`cmake --install` into a staging DESTDIR puts perfgroup.so under GCC's plugin dir; gcc
+    then finds it by its short name -fplugin=perfgroup (-iplugindir= points gcc at the staged
+    copy of that directory)."""
+    if not A.build_dir:
+        raise Fail("--build-dir is required")
+    stage = w("stage")
+    shutil.rmtree(stage, ignore_errors=True)
+    sh(["cmake", "--install", A.build_dir, "--component", "gcc-plugin"],
+       env=dict(ENV, DESTDIR=stage))
+    real_dir = sh(["gcc", "-print-file-name=plugin"]).stdout.strip()
+    staged_dir = stage + real_dir
+    if not os.path.exists(os.path.join(staged_dir, "perfgroup.so")):
+        raise Fail(f"perfgroup.so not installed into {staged_dir}")
+    exe = w("short")
+    compile_(["macro.c"], exe, ["-iplugindir=" + staged_dir, "-fplugin=perfgroup"])
+    expect_trace(trace_of(exe), "main > twice @st|\nmain < twice")
+
+
+def case_installed_real():
+    """After `cmake --install` (into GCC's real plugin dir), plain `gcc -fplugin=perfgroup`
+    works. Skipped when the plugin has not been installed on this machine."""
+    real = os.path.join(sh(["gcc", "-print-file-name=plugin"]).stdout.strip(), "perfgroup.so")
+    if not os.path.exists(real):
+        print(f"SKIP: {real} not installed (run cmake --install)")
+        return 77
+    exe = w("short-real")
+    compile_(["macro.c"], exe, ["-fplugin=perfgroup"])
+    expect_trace(trace_of(exe), "main > twice @st|\nmain < twice")
+
+
+EXPECT = re.compile(r"expect: (-|\d+): (error|warning|note): (.*?)\s*(?:\*/)?$")
+FLAGS = re.compile(r"perfgroup-flags: (.*?)\s*(?:\*/)?$")
+
+
+def case_misuse():
+    """One misuse: compile FILE with the plugin; each `expect:` line of FILE must appear as a
+    diagnostic (at that line, or without location for '-'); the compile fails iff an error is
+    expected."""
+    src = os.path.abspath(A.file)
+    d = os.path.dirname(src)
+    text = open(src).read()
+    flags, expects = [], []
+    for line in text.splitlines():
+        if m := FLAGS.search(line):
+            flags += shlex.split(m.group(1).replace("%S", d))
+        elif m := EXPECT.search(line):
+            expects.append((m.group(1), m.group(2), m.group(3).replace("%S", d)))
+    if not expects:
+        raise Fail("no expect: line in " + src)
+    lang = "c++" if src.endswith(".cc") else "c"
+    p = sh([cc(lang), A.opt, "-c", src, "-o", w("misuse.o")] + plugin() + flags, check=False)
+    for where, kind, msg in expects:
+        pat = (rf"^(?:cc1|cc1plus): {kind}: " if where == "-"
+               else rf"^{re.escape(src)}:{where}:\d+: {kind}: ") + re.escape(msg) + r"(?: \[-W[a-z-]+\])?$"
+        if not re.search(pat, p.stderr, re.M):
+            raise Fail(f"missing diagnostic: {where}: {kind}: {msg}")
+    want_fail = any(k == "error" for _, k, _ in expects)
+    if bool(p.returncode) != want_fail:
+        raise Fail(f"gcc exited {p.returncode}; expected {'failure' if want_fail else 'success'}")
+
+
+def main():
+    global A
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--plugin", required=True)
+    ap.add_argument("--runtime", required=True)
+    ap.add_argument("--include", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--opt", default="-O0")
+    ap.add_argument("--build-dir")
+    ap.add_argument("case")
+    ap.add_argument("file", nargs="?")
+    A = ap.parse_args()
+    A.plugin, A.runtime, A.include = map(os.path.abspath, (A.plugin, A.runtime, A.include))
+    os.makedirs(A.workdir, exist_ok=True)
+    fn = globals().get("case_" + A.case)
+    if not fn:
+        print("unknown case " + A.case)
+        return 1
+    try:
+        rc = fn()
+    except (Fail, subprocess.TimeoutExpired) as e:
+        print(f"FAIL: {A.case}: {e}")
+        return 1
+    if rc == 77:
+        return 77
+    print(f"PASS: {A.case} {A.opt}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,6 @@
+/* SPDX-License-Identifier: MIT */
+/* lto_lib: the second file of the -flto program (see lto_main.c). */
+#include <perfgroup.h>
+
+PERF_GROUP("lib") static int lib_helper(int x) { return x * 3; }
+PERF_GROUP("lib") int lib_entry(int x) { return lib_helper(x) + lib_helper(x + 1); }

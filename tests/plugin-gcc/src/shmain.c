@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT */
+/* shmain: the executable linked against shlib.so; one site of its own. */
+#include <perfgroup.h>
+#include <stdio.h>
+
+int lib_work(int x);
+
+PERF_GROUP("app") static int app_work(int x) { return lib_work(x) + 1; }
+
+int main(void)
+{
+    volatile int x = 1;
+    printf("%d\n", app_work(x));
+    return 0;
+}
