@@ -367,10 +367,25 @@ static int test_fork(void) {
 }
 
 /* ---- exec ---------------------------------------------------------------------------------- */
-static int exec_child(const char *out) {
-    /* the exec'd image: records like any program started with PERFGROUP_OUTPUT */
-    (void)out;
+/* Roles of this binary started with PERFGROUP_OUTPUT in the environment: the runtime's
+ * start-up (or the explicit, idempotent perfgroup__rec_init) opens the recording. */
+static int exec_parent(const char *self) {
     perfgroup__rec_init();
+    if (perfgroup__rec_mode != PGF_MODE_TRACE)
+        return 10;
+    struct perfgroup_rec_thread *w = perfgroup__rec_thread_start(0, 1, "before-exec");
+    write_intervals(w, 0, 100);
+    /* a failing exec leaves the recording open and usable */
+    execl("/nonexistent/perfgroup-test", "x", (char *)NULL);
+    write_intervals(w, 100, 100);
+    execl(self, self, "exec-child", (char *)NULL);
+    return 11;
+}
+
+static int exec_child(void) {
+    perfgroup__rec_init();
+    if (perfgroup__rec_mode != PGF_MODE_TRACE)
+        return 12;
     struct perfgroup_rec_thread *w = perfgroup__rec_thread_start(0, 1, "after-exec");
     write_intervals(w, 0, 10);
     perfgroup__rec_thread_end(w, 1);
@@ -378,31 +393,37 @@ static int exec_child(const char *out) {
     return 0;
 }
 
-static int test_exec(const char *self) {
-    char tmpl[300], first[300], second[300];
-    path_in(tmpl, sizeof tmpl, "exec.%p.pgm");
-    setenv("PERFGROUP_OUTPUT", tmpl, 1);
-    setenv("PERFGROUP_MODE", "trace", 1);
-    setenv("PERFGROUP_BUFFER", "256K", 1);
-    setenv("PERFGROUP_CHUNK", "4K", 1);
+static int run_self(const char *self, const char *role, const char *out, int as_nobody,
+                    const char *errfile) {
     pid_t pid = fork();
     CHECK(pid >= 0);
     if (pid == 0) {
-        perfgroup__rec_init();
-        struct perfgroup_rec_thread *w = perfgroup__rec_thread_start(0, 1, "before-exec");
-        write_intervals(w, 0, 100);
-        /* a failing exec leaves the recording open and usable */
-        execl("/nonexistent/perfgroup-test", "x", (char *)NULL);
-        write_intervals(w, 100, 100);
-        execl(self, self, "exec-child", (char *)NULL);
-        _exit(4);
+        if (errfile) {
+            int fd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            dup2(fd, 2);
+        }
+        if (as_nobody && getuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
+            _exit(5);
+        setenv("PERFGROUP_OUTPUT", out, 1);
+        setenv("PERFGROUP_MODE", "trace", 1);
+        setenv("PERFGROUP_BUFFER", "256K", 1);
+        setenv("PERFGROUP_CHUNK", "4K", 1);
+        execl(self, self, role, (char *)NULL);
+        _exit(6);
     }
     int st;
     CHECK_EQ(waitpid(pid, &st, 0), pid);
     CHECK(WIFEXITED(st));
     CHECK_EQ(WEXITSTATUS(st), 0);
-    snprintf(first, sizeof first, "%s/exec.%d.pgm", dir, (int)pid);
-    snprintf(second, sizeof second, "%s/exec.%d.pgm.exec1", dir, (int)pid);
+    return (int)pid;
+}
+
+static int test_exec(const char *self) {
+    char tmpl[300], first[300], second[300];
+    path_in(tmpl, sizeof tmpl, "exec.%p.pgm");
+    int pid = run_self(self, "exec-parent", tmpl, 0, NULL);
+    snprintf(first, sizeof first, "%s/exec.%d.pgm", dir, pid);
+    snprintf(second, sizeof second, "%s/exec.%d.pgm.exec1", dir, pid);
     struct readback r;
     readback(first, &r);
     CHECK_EQ(r.error, 0);
@@ -410,12 +431,13 @@ static int test_exec(const char *self) {
     CHECK(r.hdr.end_tsc != 0);
     CHECK_EQ(r.warnings, 0);
     CHECK_EQ(rb_thread(&r, 0)->intervals, 200);
+    CHECK_EQ(rb_thread(&r, 0)->gap, 0);
     readback(second, &r);
     CHECK_EQ(r.error, 0);
     CHECK_EQ(r.hdr.state, PGF_STATE_CLOSED);
     CHECK_EQ(r.hdr.pid, pid);
     CHECK_EQ(rb_thread(&r, 0)->intervals, 10);
-    unsetenv("PERFGROUP_OUTPUT");
+    CHECK_EQ(rb_thread(&r, 0)->thread_end, 1);
     return 0;
 }
 
@@ -446,52 +468,42 @@ static int test_symlink(void) {
 }
 
 /* ---- perm ---------------------------------------------------------------------------------- */
+static int perm_child(void) {
+    perfgroup__rec_init();
+    perfgroup__rec_init(); /* idempotent: no second message */
+    if (perfgroup__rec_mode != 0)
+        return 20;
+    /* the program runs on: recording calls are harmless */
+    struct perfgroup_rec_thread *w = perfgroup__rec_thread_start(0, 1, "main");
+    write_intervals(w, 0, 1000);
+    perfgroup__rec_thread_end(w, 1);
+    if (perfgroup_marker("m", "t") != -ENOENT)
+        return 21;
+    perfgroup__rec_close();
+    return 0;
+}
+
 static int test_perm(const char *self) {
-    (void)self;
     char sub[300], out[320], errf[320];
     path_in(sub, sizeof sub, "ro");
     CHECK_EQ(mkdir(sub, 0755), 0);
+    if (getuid() != 0)
+        CHECK_EQ(chmod(sub, 0555), 0);
+    CHECK_EQ(chmod(dir, 0755), 0); /* nobody may look inside, not write */
     snprintf(out, sizeof out, "%s/x.%%p.pgm", sub);
     path_in(errf, sizeof errf, "stderr.txt");
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        int fd = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(fd, 2);
-        if (getuid() == 0) { /* root ignores modes: become nobody */
-            if (setgid(65534) != 0 || setuid(65534) != 0)
-                _exit(5);
-        } else {
-            chmod(sub, 0555);
-        }
-        setenv("PERFGROUP_OUTPUT", out, 1);
-        perfgroup__rec_init();
-        perfgroup__rec_init(); /* idempotent */
-        if (perfgroup__rec_mode != 0)
-            _exit(6);
-        /* the program runs on: recording calls are harmless */
-        struct perfgroup_rec_thread *w = perfgroup__rec_thread_start(0, 1, "main");
-        write_intervals(w, 0, 1000);
-        perfgroup__rec_thread_end(w, 1);
-        if (perfgroup_marker("m", "t") != -ENOENT)
-            _exit(7);
-        perfgroup__rec_close();
-        _exit(0);
-    }
-    int st;
-    CHECK_EQ(waitpid(pid, &st, 0), pid);
-    CHECK(WIFEXITED(st));
-    CHECK_EQ(WEXITSTATUS(st), 0);
+    int pid = run_self(self, "perm-child", out, 1, errf);
     chmod(sub, 0755);
     FILE *f = fopen(errf, "r");
     CHECK(f != NULL);
-    char line[512];
+    char line[512], want[400];
+    snprintf(want, sizeof want, "perfgroup: cannot record to %s/x.%d.pgm: Permission denied", sub,
+             pid);
     int lines = 0;
     while (fgets(line, sizeof line, f)) {
         lines++;
         fputs(line, stdout);
-        CHECK(strstr(line, "perfgroup: cannot record to") != NULL);
-        CHECK(strstr(line, "Permission denied") != NULL);
+        CHECK(strstr(line, want) == line);
     }
     fclose(f);
     CHECK_EQ(lines, 1);
@@ -542,8 +554,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s TEST\n", argv[0]);
         return 2;
     }
+    if (strcmp(argv[1], "exec-parent") == 0)
+        return exec_parent(argv[0]);
     if (strcmp(argv[1], "exec-child") == 0)
-        return exec_child(NULL);
+        return exec_child();
+    if (strcmp(argv[1], "perm-child") == 0)
+        return perm_child();
     make_dir();
     int rc;
     const char *t = argv[1];
