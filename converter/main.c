@@ -127,9 +127,26 @@ int main(int argc, char **argv)
 
     FILE *out = NULL;
     char *tmp = NULL;
+    int direct = 0, to_stdout = 0;
     if (!status) {
+        struct stat st;
         if (!outpath || !strcmp(outpath, "-")) {
-            out = stdout;
+            /* stdout gets the output only once it is whole: bad input half-way prints nothing */
+            out = tmpfile();
+            to_stdout = 1;
+            if (!out) {
+                fprintf(stderr, "perfgroup-convert: cannot create a temporary file: %s\n",
+                        strerror(errno));
+                status = PGC_EXIT_USAGE;
+            }
+        } else if (stat(outpath, &st) == 0 && !S_ISREG(st.st_mode)) {
+            /* a device or pipe (/dev/null, a FIFO): write to it as it is, no temp + rename */
+            out = fopen(outpath, "w");
+            direct = 1;
+            if (!out) {
+                fprintf(stderr, "perfgroup-convert: %s: cannot open: %s\n", outpath, strerror(errno));
+                status = PGC_EXIT_USAGE;
+            }
         } else {
             size_t n = strlen(outpath) + 16;
             tmp = malloc(n);
@@ -173,8 +190,29 @@ int main(int argc, char **argv)
                     strerror(-rc));
             status = PGC_EXIT_USAGE;
         }
-        if (out != stdout) {
-            if (fflush(out) || fsync(fileno(out))) {
+        if (to_stdout) {
+            if (!status) {
+                char buf[1 << 16];
+                size_t n;
+                fflush(out);
+                rewind(out);
+                while ((n = fread(buf, 1, sizeof(buf), out)) > 0)
+                    if (fwrite(buf, 1, n, stdout) != n)
+                        break;
+                if (ferror(out) || fflush(stdout) || ferror(stdout)) {
+                    fprintf(stderr, "perfgroup-convert: stdout: write failed: %s\n", strerror(errno));
+                    status = PGC_EXIT_USAGE;
+                }
+            }
+            fclose(out);
+        } else if (direct) {
+            if ((fflush(out) || ferror(out)) && !status) {
+                fprintf(stderr, "perfgroup-convert: %s: write failed: %s\n", outpath, strerror(errno));
+                status = PGC_EXIT_USAGE;
+            }
+            fclose(out);
+        } else if (out != stdout) {
+            if (fflush(out) || ferror(out)) {
                 if (!status) {
                     fprintf(stderr, "perfgroup-convert: %s: write failed: %s\n", outpath,
                             strerror(errno));
@@ -188,8 +226,6 @@ int main(int argc, char **argv)
             }
             if (status)
                 unlink(tmp);
-        } else {
-            fflush(stdout);
         }
     }
     if (status == PGC_EXIT_BADINPUT)
