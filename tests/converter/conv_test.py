@@ -10,6 +10,7 @@
     conv_test.py faithful SCENARIO  the Gecko call tree's sample counts match the recording
     conv_test.py cut                a crash-cut recording converts, with a warning and a marker
     conv_test.py fork               a parent and its child become one profile, child offset
+    conv_test.py progress           progress line only on a terminal (or --progress)
     conv_test.py pgm FILE...        real recordings: every format converts and checks
     conv_test.py real CXX PLUGINFLAG RUNTIME INCLUDE SRC
                                     build SRC with a real plugin, record it (trace and stats
@@ -346,6 +347,26 @@ def real(cxx, plugin, runtime, include, src, variant="plain"):
                 mode, rows["parser"]["cpu_ms"], rows["parser"]["events"], rows["render"]["blocked_ms"]))
 
 
+def progress():
+    """The progress line: on a terminal by default, never on a pipe or with --no-progress."""
+    d = os.path.join(WORK, "progress")
+    os.makedirs(d, exist_ok=True)
+    src = gen("trace", os.path.join(d, "p.pgm"))[0]
+    rc, _, err = run([src, "-o", os.devnull])
+    if rc != 0 or err:
+        fail("progress: stderr is a pipe, want silence, got %r (exit %d)" % (err, rc))
+    rc, _, err = run([src, "-o", os.devnull, "--progress"])
+    if "100% (" not in err:
+        fail("progress: --progress printed %r" % err)
+    # a real terminal: util-linux script(1) runs the converter on a pty
+    cmd = "%s %s -o %s" % (CONVERT, src, os.devnull)
+    p = subprocess.run(["script", "-qec", cmd, os.devnull], capture_output=True, text=True)
+    if "perfgroup-convert: 100% (" not in p.stdout:
+        fail("progress: nothing on a terminal: %r" % p.stdout)
+    else:
+        print("ok progress on a terminal: %r" % p.stdout.strip().split("\r")[-1])
+
+
 def main(argv):
     os.makedirs(WORK, exist_ok=True)
     cmd, rest = argv[0], argv[1:]
@@ -361,6 +382,8 @@ def main(argv):
         fork()
     elif cmd == "pgm":
         pgm(rest)
+    elif cmd == "progress":
+        progress()
     elif cmd == "real":
         real(*rest)
     else:
