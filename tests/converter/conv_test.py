@@ -10,6 +10,9 @@
     conv_test.py faithful SCENARIO  the Gecko call tree's sample counts match the recording
     conv_test.py cut                a crash-cut recording converts, with a warning and a marker
     conv_test.py fork               a parent and its child become one profile, child offset
+    conv_test.py corpus CC PLUGINFLAG RUNTIME INCLUDE SRC
+                                    a tests/corpus program recorded (trace) and converted;
+                                    golden/corpus/<program>.json holds the deterministic part
     conv_test.py progress           progress line only on a terminal (or --progress)
     conv_test.py pgm FILE...        real recordings: every format converts and checks
     conv_test.py real CXX PLUGINFLAG RUNTIME INCLUDE SRC
@@ -367,6 +370,87 @@ def progress():
         print("ok progress on a terminal: %r" % p.stdout.strip().split("\r")[-1])
 
 
+def corpus(cc, plugin, runtime, include, src):
+    """A corpus program (tests/corpus/) built with a real plugin at -O0 and recorded in trace
+    mode; the deterministic projection of the converter's outputs (per group: activations and
+    events; per interval marker: name and function, counted; user markers) must equal
+    golden/corpus/<program>.json, one file for both compilers."""
+    sys.path.insert(0, os.path.join(HERE, "..", "corpus"))
+    import run_corpus
+    name = os.path.splitext(os.path.basename(src))[0]
+    d = os.path.join(WORK, "corpus-%s-%s" % (cc, name))
+    os.makedirs(d, exist_ok=True)
+    for f in os.listdir(d):
+        os.unlink(os.path.join(d, f))
+    dr = run_corpus.directives(src)
+    if dr["only"] and cc not in dr["only"]:
+        print("SKIP: %s is for %s only" % (name, dr["only"]))
+        sys.exit(77)
+    lang = "c++" if src.endswith((".cc", ".cpp", ".cxx")) else "c"
+    comp = run_corpus.COMPILERS[cc][lang]
+    obj, exe = os.path.join(d, "prog.o"), os.path.join(d, "prog")
+    cmd = ([comp, "-O0", "-g", "-pthread", plugin] + ["-fplugin-arg-perfgroup-" + o for o in dr["options"]]
+           + dr["cflags"] + ["-I" + include, "-c", src, "-o", obj])
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode:
+        fail("compile: %s\n%s" % (" ".join(cmd), p.stderr))
+        return
+    p = subprocess.run([comp, "-pthread", obj, "-o", exe, runtime, "-Wl,-rpath," + os.path.dirname(runtime)],
+                       capture_output=True, text=True)
+    if p.returncode:
+        fail("link: " + p.stderr)
+        return
+    pgm = os.path.join(d, "rec.pgm")
+    env = dict(os.environ, PERFGROUP_OUTPUT=pgm, PERFGROUP_MODE="trace")
+    p = subprocess.run([exe], env=env, capture_output=True, text=True, timeout=60)
+    if p.returncode != dr["exit"]:
+        fail("run: exit %d, want %d: %s" % (p.returncode, dr["exit"], p.stderr))
+        return
+    gecko, chrome = os.path.join(d, "out.json"), os.path.join(d, "out.chrome.json")
+    for args in (["-o", gecko], ["--format", "chrome", "-o", chrome]):
+        rc, _, err = run([pgm, "--no-progress"] + args)
+        if rc:
+            fail("convert %s: exit %d: %s" % (args, rc, err))
+            return
+    check_json(gecko)
+    check_json(chrome)
+    rc, out, err = run([pgm, "--summary", "--json", "--no-progress"])
+    if rc:
+        fail("summary: exit %d: %s" % (rc, err))
+        return
+    summ = json.loads(out)
+    proj = {"groups": {r["group"]: {"activations": r["activations"], "events": r["events"]}
+                       for r in summ["overall"]["groups"]},
+            "intervals": {}, "markers": {}}
+    prof = json.load(open(gecko))
+    for t in prof["threads"]:
+        st = t["stringTable"]
+        for m in t["markers"]["data"]:
+            data = m[5] or {}
+            if data.get("type") == "PerfgroupInterval":
+                k = "%s: %s" % (st[m[0]], st[data["function"]])
+                proj["intervals"][k] = proj["intervals"].get(k, 0) + 1
+            elif data.get("type") == "PerfgroupMarker":
+                proj["markers"][st[m[0]]] = proj["markers"].get(st[m[0]], 0) + 1
+    text = json.dumps(proj, indent=1, sort_keys=True) + "\n"
+    g = os.path.join(GOLDEN, "corpus", name + ".json")
+    if os.environ.get("PGC_UPDATE"):
+        os.makedirs(os.path.dirname(g), exist_ok=True)
+        with open(g, "w") as f:
+            f.write(text)
+        return
+    if not os.path.exists(g):
+        fail("no golden file %s (PGC_UPDATE=1, then review)" % g)
+        return
+    want = open(g).read()
+    if want != text:
+        import difflib
+        fail("%s differs:\n%s" % (g, "".join(difflib.unified_diff(
+            want.splitlines(True), text.splitlines(True), g, "got"))))
+    else:
+        print("ok %s: %d groups, %d interval kinds" % (name, len(proj["groups"]), len(proj["intervals"])))
+
+
 def main(argv):
     os.makedirs(WORK, exist_ok=True)
     cmd, rest = argv[0], argv[1:]
@@ -382,6 +466,8 @@ def main(argv):
         fork()
     elif cmd == "pgm":
         pgm(rest)
+    elif cmd == "corpus":
+        corpus(*rest)
     elif cmd == "progress":
         progress()
     elif cmd == "real":
