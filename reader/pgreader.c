@@ -703,7 +703,12 @@ static int decode_fields(struct cur *c, struct pgr_record *rec, uint32_t n, uint
         TRY(mp_u64(c, &rec->u.overhead.commit_ns, "commit_ns"));
         TRY(mp_u64(c, &rec->u.overhead.commits, "commits"));
         TRY(mp_u64(c, &rec->u.overhead.slow_paths, "slow_paths"));
-        return mp_u64(c, &rec->u.overhead.resyncs, "resyncs");
+        TRY(mp_u64(c, &rec->u.overhead.resyncs, "resyncs"));
+        if (n > 5) {
+            *used = 6;
+            return mp_u64(c, &rec->u.overhead.dropped, "dropped");
+        }
+        return 0;
     case PGF_REC_THREAD_END:
         return mp_u64(c, &rec->u.thread_end.end_tsc, "end_tsc");
     }

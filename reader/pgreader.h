@@ -146,6 +146,7 @@ struct pgr_record {
         } dropped;
         struct {
             uint64_t commit_ns, commits, slow_paths, resyncs;
+            uint64_t dropped;         /* 0 when absent (files before this field) */
         } overhead;
         struct {
             uint64_t end_tsc;

@@ -231,7 +231,8 @@ static int32_t take_chunk(struct writer *w) {
     c->kind = PGF_CHUNK_FREE;
     c->state = 0;
     g.owner[idx] = w;
-    /* pre-fault: one store per page past the header (the chunk is ours and invisible) */
+    /* pre-fault: one store per page past the header (the chunk is ours and invisible).
+     * MADV_POPULATE_WRITE measured no faster here (docs/benchmarks.md). */
     volatile uint8_t *p = (volatile uint8_t *)c;
     for (uint32_t off = 4096; off < g.chunk_size; off += 4096)
         p[off] = 0;
@@ -940,7 +941,7 @@ struct perfgroup_rec_thread *perfgroup__rec_thread_start(uint32_t thread_index, 
     if (g.hdr)
         attach(w); /* writes the THREAD definition now */
     pthread_mutex_unlock(&g.mu);
-    if (!tls_writer)
+    if (!tls_writer || tls_writer->lazy) /* markers follow the core's writer once it exists */
         tls_writer = w;
     return &w->hot;
 }
@@ -1047,21 +1048,23 @@ void perfgroup__rec_marker(struct perfgroup_rec_thread *hw, uint32_t name_string
 }
 
 void perfgroup__rec_overhead(struct perfgroup_rec_thread *hw, uint64_t commit_ns,
-                             uint64_t commits, uint64_t slow_paths, uint64_t resyncs) {
+                             uint64_t commits, uint64_t slow_paths, uint64_t resyncs,
+                             uint64_t dropped) {
     struct writer *w = (struct writer *)hw;
     if (!w)
         return;
-    uint32_t max = 1 + 1 + 4 * 9;
+    uint32_t max = 1 + 1 + 5 * 9;
     if (room(w, max))
         return;
     struct span s = { w->hot.pos, w->hot.pos + max };
     msgpack_packer pk = { &s, span_write };
-    msgpack_pack_array(&pk, 5);
+    msgpack_pack_array(&pk, 6);
     msgpack_pack_uint8(&pk, PGF_REC_OVERHEAD);
     msgpack_pack_uint64(&pk, commit_ns);
     msgpack_pack_uint64(&pk, commits);
     msgpack_pack_uint64(&pk, slow_paths);
     msgpack_pack_uint64(&pk, resyncs);
+    msgpack_pack_uint64(&pk, dropped);
     publish(w, s.p, w->hot.chunk->last_tsc);
 }
 

@@ -8,7 +8,8 @@
  *      chunk header field 56 is `records_before` (was `reserved`), `dropped_before` counts
  *      only records lost for want of a chunk, PGF_REC_INTERVAL has one exact 29-byte
  *      encoding (PGF_INTERVAL_SIZE), publishing order and recycling order are specified,
- *      string ids start at 1, file naming (%p, fork, exec) is specified below.
+ *      string ids start at 1, file naming (%p, fork, exec) is specified below,
+ *      PGF_REC_OVERHEAD gained `dropped` (6th element).
  *
  * Layout (all integers little-endian; every offset is from the start of the file):
  *
@@ -178,7 +179,9 @@ struct pgf_chunk_header {
  *   PGF_REC_MARKER   [kind, name_string_id, text, start_tsc, end_tsc]  end == start: instant
  *   PGF_REC_DROPPED  [kind, records, bytes, chunks]        this thread lost these since the
  *                    previous PGF_REC_DROPPED (to recycling of its chunks, or a full buffer)
- *   PGF_REC_OVERHEAD [kind, commit_ns, commits, slow_paths, resyncs]  runtime's own cost
+ *   PGF_REC_OVERHEAD [kind, commit_ns, commits, slow_paths, resyncs, dropped]  runtime's own
+                      cost; dropped = enter/exit pairs the hooks could not count (site not
+                      yet resolvable without blocking, shadow stack full)
  *                    since the previous PGF_REC_OVERHEAD
  *   PGF_REC_THREAD_END [kind, end_tsc]
  */

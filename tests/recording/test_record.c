@@ -89,7 +89,7 @@ static int test_counts(void) {
     uint64_t t = perfgroup_marker_begin();
     CHECK_EQ(perfgroup_marker("load", "page 1"), 0);
     CHECK_EQ(perfgroup_marker_end("load", "done", t), 0);
-    perfgroup__rec_overhead(w, 1, 2, 3, 4);
+    perfgroup__rec_overhead(w, 1, 2, 3, 4, 5);
     perfgroup__rec_thread_end(w, 12345);
     CHECK_EQ(perfgroup_record_close(), 0);
     CHECK_EQ(perfgroup__rec_mode, 0);
