@@ -833,6 +833,7 @@ static void overhead_marker(struct gthread *t, const struct pgr_record *r)
     pl_u64(&pl, "commits", r->u.overhead.commits);
     pl_u64(&pl, "slowPaths", r->u.overhead.slow_paths);
     pl_u64(&pl, "resyncs", r->u.overhead.resyncs);
+    pl_u64(&pl, "dropped", r->u.overhead.dropped);
     pl_end(&pl);
     marker_row(t, intern_str(t, "Runtime overhead", 16), t->last_ns, 0, 0, CAT_OTHER, &pl);
 }
@@ -1184,7 +1185,8 @@ static void write_schema(struct pgc_out *o)
         "\"data\":[{\"key\":\"commit\",\"label\":\"Time in commits\",\"format\":\"milliseconds\"},"
         "{\"key\":\"commits\",\"label\":\"Commits\",\"format\":\"integer\"},"
         "{\"key\":\"slowPaths\",\"label\":\"Slow paths\",\"format\":\"integer\"},"
-        "{\"key\":\"resyncs\",\"label\":\"Clock resyncs\",\"format\":\"integer\"}]}]");
+        "{\"key\":\"resyncs\",\"label\":\"Clock resyncs\",\"format\":\"integer\"},"
+        "{\"key\":\"dropped\",\"label\":\"Pairs not counted\",\"format\":\"integer\"}]}]");
 }
 
 static void write_categories(struct gecko *g)
