@@ -91,17 +91,24 @@ static void text_table(struct summary *S, const char *title, struct row *rows, u
         return;
     snprintf(b, sizeof(b), "\n%s — CPU %.3f ms in %" PRIu64 " events\n", title, ms(total_cpu), events);
     perfgroup__out_str(o, b);
-    snprintf(b, sizeof(b), "%-24s %11s %6s %11s %11s %9s %8s %10s  %s\n", "group", "cpu ms", "cpu%",
-             "wall ms", "blocked ms", "activ.", "events", "longest", "jank >1 >2 >4 >8 >16 >32 >64 >128 >256 >512 ms");
+    int hn = snprintf(b, sizeof(b), "%-24s %11s %6s %11s %11s %9s %8s %10s |jank:", "group", "cpu ms",
+                      "cpu%", "wall ms", "blocked ms", "activ.", "events", "longest");
+    for (int j = 0; j < JANK && hn > 0 && (size_t)hn < sizeof(b) - 16; j++) {
+        char lab[8];
+        snprintf(lab, sizeof(lab), ">%d", 1 << j);
+        hn += snprintf(b + hn, sizeof(b) - (size_t)hn, "%6s", lab);
+    }
     perfgroup__out_str(o, b);
+    PGC_LIT(o, " ms\n");
     for (uint32_t i = 0; i < k; i++) {
         const struct row *r = &s[i];
         double pct = total_cpu ? 100.0 * (double)r->cpu_ns / (double)total_cpu : 0;
         int n0 = snprintf(b, sizeof(b), "%-24.24s %11.3f %6.1f %11.3f %11.3f %9" PRIu64 " %8" PRIu64
-                          " %10.3f ", r->name, ms(r->cpu_ns), pct, ms(r->wall_ns), ms(r->blocked_ns),
+                          " %10.3f", r->name, ms(r->cpu_ns), pct, ms(r->wall_ns), ms(r->blocked_ns),
                           r->activations, r->events, ms(r->longest_ns));
+        n0 += snprintf(b + n0, sizeof(b) - (size_t)n0, "%7s", "");
         for (int j = 0; j < JANK && n0 > 0 && (size_t)n0 < sizeof(b) - 24; j++)
-            n0 += snprintf(b + n0, sizeof(b) - (size_t)n0, " %" PRIu64, r->jank[j]);
+            n0 += snprintf(b + n0, sizeof(b) - (size_t)n0, "%6" PRIu64, r->jank[j]);
         perfgroup__out_str(o, b);
         PGC_LIT(o, "\n");
     }
