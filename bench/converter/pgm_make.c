@@ -6,7 +6,10 @@
  * synthetic time per iteration, on the recorder's clock), until the file holds SIZE_MB of
  * records. The buffer is sized so nothing is recycled.
  *
- *   pgm_make OUT.pgm SIZE_MB stats|trace
+ *   pgm_make OUT.pgm SIZE_MB stats|trace [BUFFER_MB]
+ *
+ * With BUFFER_MB smaller than SIZE_MB the recorder recycles its oldest chunks (the converter's
+ * recycling test uses this).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -53,14 +56,16 @@ static void *run(void *arg)
 
 int main(int argc, char **argv)
 {
-    if (argc != 4) {
-        fprintf(stderr, "usage: pgm_make OUT.pgm SIZE_MB stats|trace\n");
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: pgm_make OUT.pgm SIZE_MB stats|trace [BUFFER_MB]\n");
         return 1;
     }
     uint64_t mb = strtoull(argv[2], NULL, 10);
     trace = strcmp(argv[3], "trace") == 0;
     per_thread_bytes = mb * 1000000ull / THREADS;
     uint64_t buffer = mb * 1000000ull * 11 / 10 + (4u << 20);
+    if (argc == 5)
+        buffer = strtoull(argv[4], NULL, 10) << 20;
     if (perfgroup_record_open(argv[1], trace ? PERFGROUP_RECORD_TRACE : PERFGROUP_RECORD_STATS,
                               buffer, 65536) != 0) {
         fprintf(stderr, "pgm_make: cannot open %s\n", argv[1]);

@@ -13,6 +13,7 @@
     conv_test.py corpus CC PLUGINFLAG RUNTIME INCLUDE SRC
                                     a tests/corpus program recorded (trace) and converted;
                                     golden/corpus/<program>.json holds the deterministic part
+    conv_test.py recycled PGM_MAKE  a real recording that recycled chunks shows the drops
     conv_test.py progress           progress line only on a terminal (or --progress)
     conv_test.py pgm FILE...        real recordings: every format converts and checks
     conv_test.py real CXX PLUGINFLAG RUNTIME INCLUDE SRC
@@ -451,6 +452,33 @@ def corpus(cc, plugin, runtime, include, src):
         print("ok %s: %d groups, %d interval kinds" % (name, len(proj["groups"]), len(proj["intervals"])))
 
 
+def recycled(make):
+    """A real recording whose buffer (2 MiB) is far smaller than what was written (20 MB):
+    the recorder recycled chunks; the profile must say where records were dropped."""
+    d = os.path.join(WORK, "recycled")
+    os.makedirs(d, exist_ok=True)
+    src = os.path.join(d, "r.pgm")
+    if os.path.exists(src):
+        os.unlink(src)
+    subprocess.run([make, src, "20", "trace", "2"], check=True)
+    out = os.path.join(d, "r.json")
+    rc, _, err = run([src, "-o", out, "--no-progress"])
+    if rc != 0:
+        fail("recycled: exit %d: %s" % (rc, err))
+        return
+    check_json(out)
+    p = json.load(open(out))
+    drops = [m[5] for t in p["threads"] for m in t["markers"]["data"]
+             if t["stringTable"][m[0]] == "Records dropped"]
+    if not drops or not all(x["records"] > 0 for x in drops):
+        fail("recycled: no 'Records dropped' marker with a count")
+    rc, text, err = run([src, "--summary", "--no-progress"])
+    if rc != 0 or "records dropped" not in text.splitlines()[0]:
+        fail("recycled: the summary does not say records were dropped: %r" % text[:200])
+    else:
+        print("ok recycled: %d drop markers; %s" % (len(drops), text.splitlines()[0]))
+
+
 def main(argv):
     os.makedirs(WORK, exist_ok=True)
     cmd, rest = argv[0], argv[1:]
@@ -468,6 +496,8 @@ def main(argv):
         pgm(rest)
     elif cmd == "corpus":
         corpus(*rest)
+    elif cmd == "recycled":
+        recycled(rest[0])
     elif cmd == "progress":
         progress()
     elif cmd == "real":
