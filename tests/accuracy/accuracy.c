@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/accuracy/accuracy.c — what perfgroup charges, against ground truth the program
+ * measures itself (the thread CPU clock read around every piece of work), read through the
+ * public snapshot API. Built with the real plugins (GCC and Clang) at -O2.
+ *
+ * Phases (each one snapshot diff):
+ *   main    per event: A (1 u: 0.5 u own + a 0.5 u call of B), B (1.5 u more, called by the
+ *           loop), C (4 u over 8 levels of recursion): charged 1:2:4. Checks per-group CPU
+ *           share vs true share, A->B charges both, recursion charged once, top vs thread CPU.
+ *   modal   A does 1 u, spins a nested loop of 3 events of N (2 u each), does 1 u: A must be
+ *           charged 2 u and nothing of the 6 u.
+ *   sleep   S does 0.25 u and nanosleep(2 ms) alone in an event: CPU, wall and blocked time.
+ *   mixed   S (sleeping) and C (4 u) in one event: reported, not checked (see docs).
+ *   jank    J does 0.6 .. 41.6 ms in an event: histogram vs the buckets the true times fall in.
+ *
+ * Usage: accuracy [--bound POINTS] [--load] [--unit US] [--events N]
+ *   --bound  tolerance for shares / nested / blocked / top-vs-thread, in percentage points
+ *   --load   fork a process that spins on the other core for the whole run
+ * Prints markdown tables; exit 0 when every check holds, 1 otherwise.
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "perfgroup.h"
+
+#define NOINLINE __attribute__((noinline))
+
+static double bound = 10.0;   /* percentage points */
+static uint64_t unit_ns = 150000;
+static int nevents = 400;
+static int failures;
+static double iters_per_ns;
+static volatile uint64_t sink;
+
+PERF_GROUP_NONE static uint64_t clk(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+#define CPU() clk(CLOCK_THREAD_CPUTIME_ID)
+#define WALL() clk(CLOCK_MONOTONIC)
+
+PERF_GROUP_NONE NOINLINE static void burn_iters(uint64_t n)
+{
+    uint64_t x = sink;
+    for (uint64_t i = 0; i < n; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        __asm__ __volatile__("" : "+r"(x));
+    }
+    sink = x;
+}
+
+PERF_GROUP_NONE static void burn_ns(uint64_t ns) { burn_iters((uint64_t)(ns * iters_per_ns)); }
+
+/* Iterations per ns of thread CPU time: the fastest of 7 short trials. */
+PERF_GROUP_NONE static void calibrate(void)
+{
+    const uint64_t n = 2000000;
+    uint64_t best = UINT64_MAX;
+    for (int k = 0; k < 7; k++) {
+        uint64_t t0 = CPU();
+        burn_iters(n);
+        uint64_t t = CPU() - t0;
+        if (t < best)
+            best = t;
+    }
+    iters_per_ns = (double)n / (double)best;
+}
+
+/* ---- Ground truth ---------------------------------------------------------------------- */
+static struct {
+    uint64_t a, b, c, event;          /* main */
+    uint64_t a_own, nested, modal;    /* modal */
+    uint64_t s_cpu, s_wall, sleep_ev; /* sleep */
+    uint64_t m_s_cpu, m_c, mixed_ev;  /* mixed */
+} tru;
+static uint64_t jank_truth[64];
+static int jank_n;
+
+/* ---- The instrumented workload ------------------------------------------------------- */
+NOINLINE PERF_GROUP("B") void b_work(uint64_t ns) { burn_ns(ns); }
+
+NOINLINE PERF_GROUP("A") void a_work(void)
+{
+    burn_ns(unit_ns / 2);
+    uint64_t t0 = CPU();
+    b_work(unit_ns / 2);       /* A calls B: both charged */
+    tru.b += CPU() - t0;
+}
+
+NOINLINE PERF_GROUP("C") void c_rec(int depth, uint64_t ns)
+{
+    burn_ns(ns);
+    if (depth > 1)
+        c_rec(depth - 1, ns);  /* recursion: C charged once */
+    __asm__ __volatile__("" ::: "memory");
+}
+
+NOINLINE PERF_GROUP("N") void n_work(uint64_t ns) { burn_ns(ns); }
+
+NOINLINE PERF_GROUP("A") void a_modal(void)
+{
+    uint64_t t0 = CPU();
+    burn_ns(unit_ns);
+    tru.a_own += CPU() - t0;
+    perfgroup_nested_loop_begin();
+    for (int i = 0; i < 3; i++) {
+        perfgroup_event_begin("nested");
+        uint64_t n0 = CPU();
+        n_work(2 * unit_ns);
+        tru.nested += CPU() - n0;
+        perfgroup_event_end();
+    }
+    perfgroup_nested_loop_end();
+    t0 = CPU();
+    burn_ns(unit_ns);
+    tru.a_own += CPU() - t0;
+}
+
+NOINLINE PERF_GROUP("S") void s_block(void)
+{
+    burn_ns(unit_ns / 4);
+    struct timespec ts = {0, 2000000};
+    nanosleep(&ts, NULL);
+}
+
+NOINLINE PERF_GROUP("J") void j_work(uint64_t ns) { burn_ns(ns); }
+
+/* ---- Reading the snapshots ------------------------------------------------------------- */
+static struct perfgroup_snapshot *snap_prev;
+
+/* The diff since the previous call (the caller frees it). */
+static struct perfgroup_snapshot *phase_diff(void)
+{
+    struct perfgroup_snapshot *now = perfgroup_snapshot_take();
+    struct perfgroup_snapshot *d = perfgroup_snapshot_diff(now, snap_prev);
+    perfgroup_snapshot_free(snap_prev);
+    snap_prev = now;
+    if (!now || !d) {
+        fprintf(stderr, "accuracy: snapshot failed\n");
+        exit(2);
+    }
+    return d;
+}
+
+static const struct perfgroup_stats *group(const struct perfgroup_snapshot *s, const char *name)
+{
+    static const struct perfgroup_stats zero;
+    const struct perfgroup_stats *g = perfgroup_snapshot_find(s, name);
+    return g ? g : &zero;
+}
+
+static void check(int ok, const char *what)
+{
+    if (!ok) {
+        failures++;
+        printf("FAIL: %s\n", what);
+    }
+}
+
+static double pct(double x, double of) { return of > 0 ? 100.0 * x / of : 0; }
+static double ms(uint64_t ns) { return (double)ns / 1e6; }
+
+/* ---- Phases ------------------------------------------------------------------------------ */
+static void phase_main(void)
+{
+    for (int e = 0; e < nevents; e++) {
+        uint64_t e0 = CPU();
+        perfgroup_event_begin("main");
+        uint64_t t0 = CPU();
+        a_work();
+        uint64_t t1 = CPU();
+        b_work(3 * unit_ns / 2);
+        uint64_t t2 = CPU();
+        c_rec(8, 4 * unit_ns / 8);
+        uint64_t t3 = CPU();
+        perfgroup_event_end();
+        tru.event += CPU() - e0;
+        tru.a += t1 - t0;
+        tru.b += t2 - t1;
+        tru.c += t3 - t2;
+    }
+    struct perfgroup_snapshot *d = phase_diff();
+    const struct perfgroup_stats *top = group(d, "top");
+    const char *names[3] = {"A", "B", "C"};
+    uint64_t truth[3] = {tru.a, tru.b, tru.c};
+    printf("### main: %d events of A (1 u, calls B 0.5 u), B (1.5 u more), C (4 u, 8-deep recursion); u = %.0f us\n\n",
+           nevents, unit_ns / 1e3);
+    printf("| group | true CPU ms | measured CPU ms | true share %% | measured share %% | error (points) | measured wall ms | activations | events | discarded |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|\n");
+    uint64_t sum_meas = 0, sum_true = 0;
+    for (int i = 0; i < 3; i++) {
+        const struct perfgroup_stats *g = group(d, names[i]);
+        double ts = pct((double)truth[i], (double)tru.event);
+        double ms_ = pct((double)g->cpu_ns, (double)top->cpu_ns);
+        printf("| %s | %.2f | %.2f | %.2f | %.2f | %+.2f | %.2f | %llu | %llu | %llu |\n", names[i], ms(truth[i]),
+               ms(g->cpu_ns), ts, ms_, ms_ - ts, ms(g->wall_ns), (unsigned long long)g->activations,
+               (unsigned long long)g->events, (unsigned long long)g->discarded);
+        char what[96];
+        snprintf(what, sizeof what, "main: %s share off by %+.2f points (bound %.1f)", names[i], ms_ - ts, bound);
+        check(fabs(ms_ - ts) <= bound, what);
+        sum_meas += g->cpu_ns;
+        sum_true += truth[i];
+    }
+    printf("| top | %.2f (thread CPU) | %.2f | 100 | 100 | %+.2f %% of thread CPU | %.2f | %llu | %llu | %llu |\n\n",
+           ms(tru.event), ms(top->cpu_ns), pct((double)top->cpu_ns - (double)tru.event, (double)tru.event), ms(top->wall_ns),
+           (unsigned long long)top->activations, (unsigned long long)top->events,
+           (unsigned long long)top->discarded);
+    printf("Per event: thread CPU %.1f us, top %.1f us, Σ A+B+C measured %.1f us vs true %.1f us "
+           "(A includes the B it calls; Σ − A∩B covers %.1f %% of thread CPU)\n\n",
+           tru.event / 1e3 / nevents, top->cpu_ns / 1e3 / nevents, sum_meas / 1e3 / nevents,
+           sum_true / 1e3 / nevents,
+           pct((double)sum_meas - (double)unit_ns / 2 * nevents, (double)tru.event));
+    check(fabs(pct((double)top->cpu_ns - (double)tru.event, (double)tru.event)) <= bound,
+          "main: top CPU vs thread CPU");
+    const struct perfgroup_stats *c = group(d, "C"), *b = group(d, "B"), *a = group(d, "A");
+    check(c->activations + c->discarded == (uint64_t)nevents, "main: recursion in C charged once per event");
+    check(b->activations + b->discarded == 2 * (uint64_t)nevents, "main: B charged when A calls it and when called alone");
+    check(a->events == (uint64_t)nevents && b->events == (uint64_t)nevents && c->events == (uint64_t)nevents,
+          "main: A, B, C executed in every event");
+    perfgroup_snapshot_free(d);
+}
+
+static void phase_modal(void)
+{
+    int n = nevents / 8 > 0 ? nevents / 8 : 1;
+    for (int e = 0; e < n; e++) {
+        uint64_t e0 = CPU();
+        perfgroup_event_begin("modal");
+        a_modal();
+        perfgroup_event_end();
+        tru.modal += CPU() - e0;
+    }
+    struct perfgroup_snapshot *d = phase_diff();
+    const struct perfgroup_stats *a = group(d, "A"), *nn = group(d, "N");
+    double leak = (double)a->cpu_ns - (double)tru.a_own;
+    printf("### modal: %d events; A runs 1 u, a nested loop of 3 events of N (2 u each), 1 u\n\n", n);
+    printf("| | true ms | measured ms |\n|---|---|---|\n");
+    printf("| A (own work only) | %.3f | %.3f |\n", ms(tru.a_own), ms(a->cpu_ns));
+    printf("| N (nested events) | %.3f | %.3f |\n\n", ms(tru.nested), ms(nn->cpu_ns));
+    printf("Nested-loop time charged to A: %+.1f us per event = %+.3f %% of the nested loop's %.0f us "
+           "(A − A's own work)\n\n", leak / 1e3 / n, pct(leak, (double)tru.nested), tru.nested / 1e3 / n);
+    char what[96];
+    snprintf(what, sizeof what, "modal: nested time charged to A %+.2f %% of it (bound %.1f)", pct(leak, (double)tru.nested), bound);
+    check(fabs(pct(leak, (double)tru.nested)) <= bound, what);
+    check(fabs(pct((double)nn->cpu_ns - (double)tru.nested, (double)tru.nested)) <= bound,
+          "modal: nested events charge N");
+    perfgroup_snapshot_free(d);
+}
+
+static void phase_sleep(void)
+{
+    int n = nevents / 8 > 0 ? nevents / 8 : 1;
+    for (int e = 0; e < n; e++) {
+        perfgroup_event_begin("sleep");
+        uint64_t c0 = CPU(), w0 = WALL();
+        s_block();
+        tru.s_wall += WALL() - w0;
+        tru.s_cpu += CPU() - c0;
+        perfgroup_event_end();
+    }
+    struct perfgroup_snapshot *d = phase_diff();
+    const struct perfgroup_stats *s = group(d, "S");
+    uint64_t blocked = tru.s_wall - tru.s_cpu;
+    printf("### sleep: %d events of S alone: 0.25 u of work, nanosleep(2 ms)\n\n", n);
+    printf("| S | true ms | measured ms | error %% of wall |\n|---|---|---|---|\n");
+    printf("| CPU | %.3f | %.3f | %+.2f |\n", ms(tru.s_cpu), ms(s->cpu_ns),
+           pct((double)s->cpu_ns - (double)tru.s_cpu, (double)tru.s_wall));
+    printf("| wall | %.3f | %.3f | %+.2f |\n", ms(tru.s_wall), ms(s->wall_ns),
+           pct((double)s->wall_ns - (double)tru.s_wall, (double)tru.s_wall));
+    printf("| blocked | %.3f | %.3f | %+.2f |\n\n", ms(blocked), ms(s->blocked_ns),
+           pct((double)s->blocked_ns - (double)blocked, (double)tru.s_wall));
+    check(fabs(pct((double)s->blocked_ns - (double)blocked, (double)tru.s_wall)) <= bound, "sleep: blocked time");
+    check(fabs(pct((double)s->cpu_ns - (double)tru.s_cpu, (double)tru.s_wall)) <= bound, "sleep: CPU time");
+    perfgroup_snapshot_free(d);
+
+    /* S and C in one event: event CPU is shared by stopwatch (wall) time — by design. */
+    for (int e = 0; e < n; e++) {
+        perfgroup_event_begin("mixed");
+        uint64_t c0 = CPU();
+        s_block();
+        uint64_t c1 = CPU();
+        c_rec(4, unit_ns);
+        uint64_t c2 = CPU();
+        perfgroup_event_end();
+        tru.m_s_cpu += c1 - c0;
+        tru.m_c += c2 - c1;
+    }
+    d = phase_diff();
+    const struct perfgroup_stats *s2 = group(d, "S"), *c = group(d, "C");
+    printf("### mixed: %d events of S (sleeps 2 ms) then C (4 u) — reported, not checked\n\n", n);
+    printf("| group | true CPU ms | measured CPU ms | measured blocked ms |\n|---|---|---|---|\n");
+    printf("| S | %.3f | %.3f | %.3f |\n", ms(tru.m_s_cpu), ms(s2->cpu_ns), ms(s2->blocked_ns));
+    printf("| C | %.3f | %.3f | %.3f |\n\n", ms(tru.m_c), ms(c->cpu_ns), ms(c->blocked_ns));
+    perfgroup_snapshot_free(d);
+}
+
+static const double jank_ms[] = {0.6, 1.3, 2.6, 5.2, 10.4, 20.8, 41.6};
+#define NJ (sizeof jank_ms / sizeof jank_ms[0])
+
+static void phase_jank(void)
+{
+    const int reps = 3;
+    for (int r = 0; r < reps; r++)
+        for (size_t k = 0; k < NJ; k++) {
+            perfgroup_event_begin("jank");
+            uint64_t t0 = CPU();
+            j_work((uint64_t)(jank_ms[k] * 1e6));
+            jank_truth[jank_n++] = CPU() - t0;
+            perfgroup_event_end();
+        }
+    struct perfgroup_snapshot *d = phase_diff();
+    const struct perfgroup_stats *j = group(d, "J");
+    uint64_t expect[PERFGROUP_JANK_BUCKETS] = {0};
+    int clear = 1;
+    double closest = 1e9;
+    for (int i = 0; i < jank_n; i++)
+        for (int b = 0; b < PERFGROUP_JANK_BUCKETS; b++) {
+            double edge = (double)(1000000ull << b);
+            if ((double)jank_truth[i] > edge)
+                expect[b]++;
+            double dist = fabs((double)jank_truth[i] - edge) / edge;
+            if (dist < closest)
+                closest = dist;
+            if (dist < 0.10) /* within 10 % of an edge: the check below would not be fair */
+                clear = 0;
+        }
+    printf("### jank: %d events of J at %g .. %g ms (%d each); bucket i counts events > 2^i ms\n\n",
+           jank_n, jank_ms[0], jank_ms[NJ - 1], reps);
+    printf("| bucket | > 1 | > 2 | > 4 | > 8 | > 16 | > 32 | > 64 |\n|---|---|---|---|---|---|---|---|\n");
+    printf("| expected (true CPU) |");
+    for (int b = 0; b < 7; b++)
+        printf(" %llu |", (unsigned long long)expect[b]);
+    printf("\n| measured |");
+    for (int b = 0; b < 7; b++)
+        printf(" %llu |", (unsigned long long)j->jank[b]);
+    printf("\n\nClosest true time to a bucket edge: %.1f %% away; max %.3f ms, min %.3f ms\n\n",
+           closest * 100, ms(j->max_event_ns), ms(j->min_event_ns));
+    printf("J measures discarded (CPU migration, by design): %llu\n\n", (unsigned long long)j->discarded);
+    if (clear && j->discarded == 0)
+        check(memcmp(expect, j->jank, sizeof expect) == 0, "jank: histogram differs from the true buckets");
+    else if (clear) {
+        /* A discarded measure leaves its event with less time: it may be missing from any
+         * bucket it belonged to, never added to one. */
+        int ok = 1;
+        for (int b = 0; b < PERFGROUP_JANK_BUCKETS; b++)
+            ok &= j->jank[b] <= expect[b] && expect[b] - j->jank[b] <= j->discarded;
+        check(ok, "jank: histogram differs from the true buckets by more than the discarded measures");
+    } else
+        printf("(an event fell within 10 %% of an edge: histogram reported, not checked)\n\n");
+    check(j->events == (uint64_t)jank_n, "jank: J executed in every event");
+    perfgroup_snapshot_free(d);
+}
+
+int main(int argc, char **argv)
+{
+    int load = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--bound") && i + 1 < argc)
+            bound = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--load"))
+            load = 1;
+        else if (!strcmp(argv[i], "--unit") && i + 1 < argc)
+            unit_ns = (uint64_t)(atof(argv[++i]) * 1e3);
+        else if (!strcmp(argv[i], "--events") && i + 1 < argc)
+            nevents = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: %s [--bound POINTS] [--load] [--unit US] [--events N]\n", argv[0]);
+            return 2;
+        }
+    }
+    pid_t spinner = 0;
+    if (load) {
+        spinner = fork();
+        if (spinner == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            for (;;)
+                __asm__ __volatile__("");
+        }
+    }
+    calibrate();
+    snap_prev = perfgroup_snapshot_take();
+    printf("## accuracy: %s, %s, bound ±%.1f points\n\n",
+#if defined(__clang__)
+           "clang " __clang_version__,
+#else
+           "gcc " __VERSION__,
+#endif
+           load ? "other core loaded (a spinning process)" : "no extra load", bound);
+    phase_main();
+    phase_modal();
+    phase_sleep();
+    phase_jank();
+    if (spinner > 0) {
+        kill(spinner, SIGKILL);
+        waitpid(spinner, NULL, 0);
+    }
+    perfgroup_snapshot_free(snap_prev);
+    printf("%s: %d check(s) failed\n", failures ? "FAIL" : "PASS", failures);
+    return failures ? 1 : 0;
+}
