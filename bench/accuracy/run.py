@@ -49,18 +49,19 @@ def main():
                     with open(os.path.join(a.full, tag + ".md"), "w") as f:
                         f.write(p.stdout)
             worst = lambda k: max((s[k] for s in runs), key=abs)
-            rows.append((cc, load, bound, worst("A"), worst("B"), worst("C"), worst("top"),
+            rows.append((cc, load, bound, worst("A"), worst("B"), worst("C"),
+                         max((abs(s[k] - s["d" + k]) for s in runs for k in "ABC")), worst("top"),
                          worst("nested_pct"), worst("nested_us"), worst("blocked"),
                          sum(int(s["jank_exact"]) for s in runs), len(runs),
                          int(sum(s["discarded"] for s in runs)), sum(int(s["failures"]) == 0 for s in runs)))
     out = [f"Run of {start:%Y-%m-%d %H:%M} UTC, load average {load0:.2f} at start; {a.runs} runs per row, "
            "worst error over the runs (signed).", "",
-           "| compiler | other core | target | share error A / B / C (points) | top − thread CPU (%) | "
+           "| compiler | other core | target | share error A / B / C (points) | measured − design from true clocks (max, points) | top − thread CPU (%) | "
            "nested loop charged to A (% of it; µs/event) | blocked error (% of wall) | jank exact | "
            "discarded | runs within target |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
-    for (cc, load, bound, ea, eb, ec, top, npct, nus, blk, jex, nr, disc, ok) in rows:
-        out.append(f"| {cc} | {'spinning' if load else 'idle'} | ±{bound:g} | {ea:+.2f} / {eb:+.2f} / {ec:+.2f} | "
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (cc, load, bound, ea, eb, ec, dmax, top, npct, nus, blk, jex, nr, disc, ok) in rows:
+        out.append(f"| {cc} | {'spinning' if load else 'idle'} | ±{bound:g} | {ea:+.2f} / {eb:+.2f} / {ec:+.2f} | {dmax:.2f} | "
                    f"{top:+.2f} | {npct:+.2f} %; {nus:+.1f} µs | {blk:+.2f} | {jex}/{nr} | {disc} | {ok}/{nr} |")
     text = "\n".join(out) + "\n"
     print(text)
