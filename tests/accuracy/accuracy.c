@@ -366,8 +366,13 @@ static void phase_sleep(void)
            pct((double)s->blocked_ns - (double)blocked, (double)tru.s.wall));
     sum.blocked_err = pct((double)s->blocked_ns - (double)blocked, (double)tru.s.wall);
     sum.s_cpu_err = pct((double)s->cpu_ns - (double)tru.s.cpu, (double)tru.s.wall);
-    check(fabs(sum.blocked_err) <= bound, "sleep: blocked time");
-    check(fabs(pct((double)s->cpu_ns - (double)tru.s.cpu, (double)tru.s.wall)) <= bound, "sleep: CPU time");
+    printf("S measures discarded (woke on another CPU, by design): %llu of %d\n\n",
+           (unsigned long long)s->discarded, n);
+    sum.discarded += s->discarded;
+    /* A discarded measure loses that event's whole stopwatch: allow its share of the wall. */
+    double lost = 100.0 * (double)s->discarded / n * 1.5;
+    check(sum.blocked_err <= bound && sum.blocked_err >= -bound - lost, "sleep: blocked time");
+    check(sum.s_cpu_err <= bound && sum.s_cpu_err >= -bound - lost, "sleep: CPU time");
     perfgroup_snapshot_free(d);
 
     /* S and C in one event: event CPU is shared by stopwatch (wall) time — by design. */
@@ -428,14 +433,17 @@ static void phase_jank(void)
     sum.jank_exact = memcmp(expect, j->jank, sizeof expect) == 0;
     sum.discarded += j->discarded;
     printf("J measures discarded (CPU migration, by design): %llu\n\n", (unsigned long long)j->discarded);
-    if (clear && j->discarded == 0)
+    if (clear && j->discarded == 0 && bound < 5)
         check(memcmp(expect, j->jank, sizeof expect) == 0, "jank: histogram differs from the true buckets");
     else if (clear) {
         /* A discarded measure leaves its event with less time: it may be missing from any
-         * bucket it belonged to, never added to one. */
+         * bucket it belonged to, never added to one. With loose bounds (CI on a busy machine)
+         * one more event per bucket may be short: a preemption just after the event's TSC
+         * read in perfgroup_event_begin (docs/benchmarks.md, accuracy findings). */
+        uint64_t slack = j->discarded + (bound >= 5 ? 1 : 0);
         int ok = 1;
         for (int b = 0; b < PERFGROUP_JANK_BUCKETS; b++)
-            ok &= j->jank[b] <= expect[b] && expect[b] - j->jank[b] <= j->discarded;
+            ok &= j->jank[b] <= expect[b] && expect[b] - j->jank[b] <= slack;
         check(ok, "jank: histogram differs from the true buckets by more than the discarded measures");
     } else
         printf("(an event fell within 10 %% of an edge: histogram reported, not checked)\n\n");
