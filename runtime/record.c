@@ -941,28 +941,36 @@ void perfgroup__rec_init(void) {
                *c = getenv("PERFGROUP_CHUNK");
     unsigned mode = PGF_MODE_STATS;
     uint64_t buffer = DEFAULT_BUFFER, chunk = DEFAULT_CHUNK;
-    const char *bad = NULL;
+    char bad[256] = "";
     if (m && *m) {
         if (strcmp(m, "trace") == 0)
             mode = PGF_MODE_TRACE;
         else if (strcmp(m, "stats") != 0)
-            bad = "PERFGROUP_MODE (stats or trace)";
+            snprintf(bad, sizeof bad, "PERFGROUP_MODE=%.40s: expected stats or trace", m);
     }
     if (b && *b && !(buffer = parse_size(b)))
-        bad = "PERFGROUP_BUFFER (e.g. 256M)";
-    if (c && *c && (!(chunk = parse_size(c)) || chunk > MAX_CHUNK))
-        bad = "PERFGROUP_CHUNK (a power of 2, 4K..16M)";
+        snprintf(bad, sizeof bad, "PERFGROUP_BUFFER=%.40s: expected a size like 256M", b);
+    if (c && *c && !(chunk = parse_size(c)))
+        snprintf(bad, sizeof bad, "PERFGROUP_CHUNK=%.40s: expected a size like 64K", c);
     char path[PATH_MAX];
-    int rc = bad ? -EINVAL : open_recording(out, mode, buffer, (uint32_t)chunk, path, sizeof path);
+    int rc = -EINVAL;
+    if (!bad[0] && chunk <= MAX_CHUNK)
+        rc = open_recording(out, mode, buffer, (uint32_t)chunk, path, sizeof path);
+    if (rc == -EINVAL && !bad[0])
+        snprintf(bad, sizeof bad,
+                 "PERFGROUP_CHUNK=%.40s, PERFGROUP_BUFFER=%.40s: the chunk must be a power of 2 "
+                 "from 4K to 16M and the buffer hold 4K + 2 chunks",
+                 c && *c ? c : "64K", b && *b ? b : "256M");
     if (rc) {
         if (lock())
             return;
-        if (bad)
-            report("bad setting", bad, EINVAL);
-        else if (rc == -EINVAL)
-            report("bad PERFGROUP_BUFFER/PERFGROUP_CHUNK (buffer must hold 2 chunks)", NULL, EINVAL);
-        else
+        if (bad[0]) {
+            if (!g.reported)
+                fprintf(stderr, "perfgroup: %s; running unrecorded\n", bad);
+            g.reported = 1;
+        } else {
             report("cannot record to", path, -rc);
+        }
         unlock();
     }
 }

@@ -13,6 +13,7 @@
  *   symlink    a symlink planted at the output path is replaced, never followed
  *   perm       an unwritable path is reported once; the program runs on unrecorded
  *   api        perfgroup_record_open/close and markers; bad arguments
+ *   badenv     bad PERFGROUP_MODE / _BUFFER / _CHUNK: one line on stderr, no file, runs on
  *   full       more writers than chunks: the ones without a chunk drop everything, counted
  *   signal     a signal handler records intervals while its thread writes cold records
  *              (events, markers, chunk switches): no deadlock, no mixed record, every
@@ -410,9 +411,9 @@ static int run_self(const char *self, const char *role, const char *out, int as_
         if (as_nobody && getuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
             _exit(5);
         setenv("PERFGROUP_OUTPUT", out, 1);
-        setenv("PERFGROUP_MODE", "trace", 1);
-        setenv("PERFGROUP_BUFFER", "256K", 1);
-        setenv("PERFGROUP_CHUNK", "4K", 1);
+        setenv("PERFGROUP_MODE", "trace", 0); /* a test may have set its own */
+        setenv("PERFGROUP_BUFFER", "256K", 0);
+        setenv("PERFGROUP_CHUNK", "4K", 0);
         execl(self, self, role, (char *)NULL);
         _exit(6);
     }
@@ -512,6 +513,43 @@ static int test_perm(const char *self) {
     }
     fclose(f);
     CHECK_EQ(lines, 1);
+    return 0;
+}
+
+/* ---- badenv -------------------------------------------------------------------------------- */
+static int test_badenv(const char *self) {
+    static const char *cases[][4] = {
+        /* variable, value, expected message */
+        { "PERFGROUP_MODE", "bogus",
+          "perfgroup: PERFGROUP_MODE=bogus: expected stats or trace; running unrecorded" },
+        { "PERFGROUP_BUFFER", "12Q",
+          "perfgroup: PERFGROUP_BUFFER=12Q: expected a size like 256M; running unrecorded" },
+        { "PERFGROUP_CHUNK", "3000",
+          "perfgroup: PERFGROUP_CHUNK=3000, PERFGROUP_BUFFER=256K: the chunk must be a power "
+          "of 2 from 4K to 16M and the buffer hold 4K + 2 chunks; running unrecorded" },
+        { "PERFGROUP_BUFFER", "8K",
+          "perfgroup: PERFGROUP_CHUNK=4K, PERFGROUP_BUFFER=8K: the chunk must be a power of 2 "
+          "from 4K to 16M and the buffer hold 4K + 2 chunks; running unrecorded" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[300], errf[300], line[512];
+        snprintf(out, sizeof out, "%s/bad%zu.pgm", dir, i);
+        path_in(errf, sizeof errf, "stderr.txt");
+        setenv(cases[i][0], cases[i][1], 1);
+        run_self(self, "perm-child", out, 0, errf); /* perm-child: expects no recording */
+        unsetenv(cases[i][0]);
+        FILE *f = fopen(errf, "r");
+        CHECK(f != NULL);
+        int lines = 0;
+        while (fgets(line, sizeof line, f)) {
+            lines++;
+            fputs(line, stdout);
+            CHECK(strstr(line, cases[i][2]) == line);
+        }
+        fclose(f);
+        CHECK_EQ(lines, 1);
+        CHECK(access(out, F_OK) != 0);
+    }
     return 0;
 }
 
@@ -670,6 +708,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(t, "api")) rc = test_api();
     else if (!strcmp(t, "signal")) rc = test_signal();
     else if (!strcmp(t, "full")) rc = test_full();
+    else if (!strcmp(t, "badenv")) rc = test_badenv(argv[0]);
     else {
         fprintf(stderr, "unknown test %s\n", t);
         rc = 2;
