@@ -66,6 +66,7 @@ struct writer {
     int is_defs, lazy, dead;
     int32_t cur, reserved;            /* chunk indexes, -1 = none */
     uint8_t *chunk_end;               /* end of the current chunk */
+    uint64_t last_clock;              /* clock of its last PGF_REC_CLOCK */
     uint64_t records_before;          /* records committed in earlier chunks */
     uint64_t dropped_total;           /* records that found no chunk */
     uint64_t lost_records, lost_bytes, lost_chunks; /* for the next DROPPED (g.mu) */
@@ -341,6 +342,20 @@ static void count_drop(struct writer *w) {
     __atomic_fetch_add(&g.hdr->records_dropped, 1, __ATOMIC_RELAXED);
 }
 
+/* A PGF_REC_CLOCK record (at most CLOCK_MAX bytes) of the calling thread, now. */
+#define CLOCK_MAX (1 + 1 + 4 * 9)
+static uint64_t pack_clock(struct writer *w, msgpack_packer *pk) {
+    uint64_t t = now_tsc();
+    msgpack_pack_array(pk, 5);
+    msgpack_pack_uint8(pk, PGF_REC_CLOCK);
+    msgpack_pack_uint64(pk, t);
+    msgpack_pack_int64(pk, ns_of(CLOCK_REALTIME));
+    msgpack_pack_int64(pk, ns_of(CLOCK_MONOTONIC));
+    msgpack_pack_uint64(pk, (uint64_t)ns_of(CLOCK_THREAD_CPUTIME_ID));
+    w->last_clock = t;
+    return t;
+}
+
 /* The slow path proper (g.mu held). */
 static int reserve_locked(struct writer *w, uint32_t need) {
     if (w->dead)
@@ -382,13 +397,7 @@ static int reserve_locked(struct writer *w, uint32_t need) {
         uint8_t rec[96];
         struct span s = { rec, rec + sizeof rec };
         msgpack_packer pk = { &s, span_write };
-        uint64_t t = now_tsc();
-        msgpack_pack_array(&pk, 5);
-        msgpack_pack_uint8(&pk, PGF_REC_CLOCK);
-        msgpack_pack_uint64(&pk, t);
-        msgpack_pack_int64(&pk, ns_of(CLOCK_REALTIME));
-        msgpack_pack_int64(&pk, ns_of(CLOCK_MONOTONIC));
-        msgpack_pack_uint64(&pk, (uint64_t)ns_of(CLOCK_THREAD_CPUTIME_ID));
+        uint64_t t = pack_clock(w, &pk);
         uint8_t *mid = s.p;
         if (w->lost_records || w->lost_chunks) {
             msgpack_pack_array(&pk, 4);
@@ -1093,11 +1102,17 @@ void perfgroup__rec_event(struct perfgroup_rec_thread *hw, uint32_t name_string_
         return;
     if (ngroups > 4096)
         ngroups = 4096;
-    uint32_t max = 1 + 1 + 5 + 9 + 9 + 9 + 5 + 5 + ngroups * (1 + 5 + 9 + 9 + 9);
+    uint32_t max = CLOCK_MAX + 1 + 1 + 5 + 9 + 9 + 9 + 5 + 5 + ngroups * (1 + 5 + 9 + 9 + 9);
     if (cold_begin(w, max))
         return;
     struct span s = { w->hot.pos, w->hot.pos + max };
     msgpack_packer pk = { &s, span_write };
+    /* a clock pair at least once a second of events, besides the one opening each chunk */
+    uint64_t hz = estimate_hz();
+    if (hz && end_tsc - w->last_clock > hz && end_tsc > w->last_clock) {
+        uint64_t t = pack_clock(w, &pk);
+        publish(w, s.p, t);
+    }
     msgpack_pack_array(&pk, 7);
     msgpack_pack_uint8(&pk, PGF_REC_EVENT);
     msgpack_pack_uint32(&pk, name_string_id);

@@ -14,6 +14,7 @@
  *   perm       an unwritable path is reported once; the program runs on unrecorded
  *   api        perfgroup_record_open/close and markers; bad arguments
  *   badenv     bad PERFGROUP_MODE / _BUFFER / _CHUNK: one line on stderr, no file, runs on
+ *   clock      a clock pair at each chunk start, and again at an event a second later
  *   full       more writers than chunks: the ones without a chunk drop everything, counted
  *   signal     a signal handler records intervals while its thread writes cold records
  *              (events, markers, chunk switches): no deadlock, no mixed record, every
@@ -38,6 +39,7 @@
 #include "perfgroup.h"
 #include "readback.h"
 #include "record.h"
+#include "clock.h"
 
 static char dir[256];
 
@@ -592,6 +594,48 @@ static int test_api(void) {
     return 0;
 }
 
+/* ---- clock --------------------------------------------------------------------------------- */
+static int test_clock(void) {
+    char path[300];
+    path_in(path, sizeof path, "clock.pgm");
+    perfgroup__clock_init(); /* the core's clock, as the runtime's constructor sets it up */
+    CHECK_EQ(perfgroup_record_open(path, PERFGROUP_RECORD_STATS, 1 << 20, 4096), 0);
+    struct perfgroup_rec_thread *w = perfgroup__rec_thread_start(0, 1, "main");
+    uint32_t ev = perfgroup__rec_string("ev");
+    struct perfgroup_rec_group_share sh = { 1, 10, 10, 1 };
+    uint64_t t0 = pg_clock_now();
+    perfgroup__rec_event(w, ev, t0, pg_clock_now(), 1, 0, &sh, 1);
+    usleep(1100 * 1000); /* real time: more than a second of the real clock */
+    uint64_t t1 = pg_clock_now();
+    perfgroup__rec_event(w, ev, t1, pg_clock_now(), 1, 0, &sh, 1);
+    perfgroup__rec_event(w, ev, pg_clock_now(), pg_clock_now(), 1, 0, &sh, 1);
+    perfgroup__rec_thread_end(w, pg_clock_now());
+    CHECK_EQ(perfgroup_record_close(), 0);
+
+    pgr_reader *r = pgr_open(path);
+    struct pgr_record rec;
+    uint64_t clocks = 0, prev_tsc = 0;
+    int64_t prev_rt = 0;
+    while (pgr_next(r, &rec) > 0) {
+        if (rec.kind != PGF_REC_CLOCK)
+            continue;
+        clocks++;
+        CHECK(rec.u.clock.tsc > prev_tsc);
+        CHECK(rec.u.clock.realtime_ns > prev_rt);
+        if (clocks == 2) { /* the periodic one: after the sleep, before the second event */
+            CHECK(rec.u.clock.tsc >= t1);
+            CHECK(rec.u.clock.realtime_ns - prev_rt >= 1000000000);
+        }
+        prev_tsc = rec.u.clock.tsc;
+        prev_rt = rec.u.clock.realtime_ns;
+    }
+    CHECK(pgr_error(r) == NULL);
+    CHECK_EQ(clocks, 2); /* chunk start, then one a second later; not one per event */
+    CHECK(pgr_header(r)->tsc_hz > 0);
+    pgr_close(r);
+    return 0;
+}
+
 /* ---- full ---------------------------------------------------------------------------------- */
 static int test_full(void) {
     char path[300];
@@ -708,6 +752,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(t, "api")) rc = test_api();
     else if (!strcmp(t, "signal")) rc = test_signal();
     else if (!strcmp(t, "full")) rc = test_full();
+    else if (!strcmp(t, "clock")) rc = test_clock();
     else if (!strcmp(t, "badenv")) rc = test_badenv(argv[0]);
     else {
         fprintf(stderr, "unknown test %s\n", t);
