@@ -859,8 +859,13 @@ static void atfork_child(void) {
         uint8_t *old = g.map;
         size_t old_size = g.map_size;
         unsigned mode = g.mode;
-        /* the other threads do not exist here: forget their writers */
+        /* the other threads do not exist here: forget their writers (unlinked, so that a
+         * thread_end for one of them, e.g. this thread's other writer, touches nothing) */
         struct writer *me = tls_writer;
+        for (struct writer *w = g.live, *nx; w; w = nx) {
+            nx = w->next;
+            w->prev = w->next = NULL;
+        }
         g.live = NULL;
         if (me) {
             me->prev = me->next = NULL;
