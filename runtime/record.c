@@ -865,15 +865,15 @@ static void atfork_child(void) {
         for (struct writer *w = g.live, *nx; w; w = nx) {
             nx = w->next;
             w->prev = w->next = NULL;
+            /* every chunk is in the parent's mapping, unmapped below: slow path first */
+            __atomic_store_n(&w->hot.end, NULL, __ATOMIC_RELAXED);
+            w->hot.chunk = NULL;
+            w->hot.pos = w->hot.data = NULL;
         }
         g.live = NULL;
         if (me) {
             me->prev = me->next = NULL;
             g.live = me;
-            /* its chunk is in the parent's mapping, unmapped below: slow path first */
-            __atomic_store_n(&me->hot.end, NULL, __ATOMIC_RELAXED);
-            me->hot.chunk = NULL;
-            me->hot.pos = me->hot.data = NULL;
         }
         close(g.fd);
         g.fd = -1;
