@@ -138,7 +138,8 @@ def case_preprocess():
 
 def case_shared_lib():
     """A shared library with its own sites: its own perfgroup_sites section and module
-    constructor (hidden bounds, not exported), and its functions are traced with their groups."""
+    constructor (hidden bounds, not exported); the runtime resolved both of its sites before
+    main (registered), and its functions are traced with their groups."""
     lib = w("libshlib.so")
     sh(["gcc", A.opt, "-g", "-fPIC", "-shared", "-Wall", "-Werror", "-I" + A.include] + plugin()
        + [os.path.join(SRC, "shlib.c"), A.runtime, "-Wl,-rpath," + os.path.dirname(A.runtime), "-o", lib])
@@ -154,6 +155,9 @@ def case_shared_lib():
             raise Fail("libshlib.so exports its section bounds: they must be hidden:\n" + l)
     if "__perfgroup_register_module" not in dyn:
         raise Fail("libshlib.so does not call __perfgroup_register_module")
+    out = sh([exe], env=ENV).stdout
+    if "library sites resolved before main: 2" not in out:
+        raise Fail("the runtime did not see the library's 2 sites registered before main")
     expect_trace(trace_of(exe), """
 main > app_work @app|
 main > lib_work @lib|
@@ -165,23 +169,33 @@ main < app_work
 
 
 def case_sites():
-    """The descriptors, read back by the program through the ABI: version, flags, line, the
-    two NUL-separated string pairs, a zero cache slot, and a dense 32-byte, 8-aligned array."""
+    """The descriptors: a dense 32-byte, 8-aligned array with version 1 and a zero cache slot as
+    emitted; read back by the program through the ABI: flags, line, the two NUL-separated
+    string pairs, and a cache slot the runtime filled at registration."""
     obj = w("sites.o")
     compile_(["sites.c"], obj, plugin("default=filegrp"), link=False)
     sections = sh(["readelf", "-SW", obj]).stdout
     m = re.search(r"perfgroup_sites\s+PROGBITS\s+\S+\s+\S+\s+(\S+)\s+\S+\s+WA\s+\d+\s+\d+\s+(\d+)", sections)
     if not m or m.group(2) != "8" or int(m.group(1), 16) % 32:
         raise Fail("perfgroup_sites: not a dense array of 32-byte, 8-aligned sites")
+    raw = w("sites.bin")  # the section as emitted: version 1 first, cache slot 0 last
+    sh(["objcopy", "-O", "binary", "--only-section=perfgroup_sites", obj, raw])
+    data = open(raw, "rb").read()
+    for off in range(0, len(data), 32):
+        if data[off:off + 2] != b"\x01\x00" or data[off + 24:off + 32] != bytes(8):
+            raise Fail(f"site at offset {off}: version or cache slot wrong as emitted")
     exe = w("sites")
     sh(["gcc", A.opt, obj, A.runtime, "-Wl,-rpath," + os.path.dirname(A.runtime), "-o", exe])
     out = sh([exe], env=ENV).stdout
     got = sorted(l for l in out.splitlines() if l.startswith("site "))
     F = {"GCC": 0x1, "INLINE": 0x8, "ATTR": 0x10, "FILE": 0x20}
+    src_lines = open(os.path.join(SRC, "sites.c")).read().splitlines()
+    line = {fn: 1 + next(i for i, l in enumerate(src_lines) if f" {fn}(int x)" in l)
+            for fn in ("with_attr", "file_only", "in_line")}
     want = sorted([
-        f"site v=1 flags={hex(F['GCC'] | F['ATTR'] | F['FILE'])} line=12 groups=attrgrp|filegrp where=with_attr|sites.c cache=(nil)",
-        f"site v=1 flags={hex(F['GCC'] | F['FILE'])} line=13 groups=|filegrp where=file_only|sites.c cache=(nil)",
-        f"site v=1 flags={hex(F['GCC'] | F['INLINE'] | F['FILE'])} line=14 groups=|filegrp where=in_line|sites.c cache=(nil)",
+        f"site v=1 flags={hex(F['GCC'] | F['ATTR'] | F['FILE'])} line={line['with_attr']} groups=attrgrp|filegrp where=with_attr|sites.c cache=resolved",
+        f"site v=1 flags={hex(F['GCC'] | F['FILE'])} line={line['file_only']} groups=|filegrp where=file_only|sites.c cache=resolved",
+        f"site v=1 flags={hex(F['GCC'] | F['INLINE'] | F['FILE'])} line={line['in_line']} groups=|filegrp where=in_line|sites.c cache=resolved",
     ])
     if got != want:
         raise Fail("sites differ:\n--- expected\n" + "\n".join(want) + "\n--- got\n" + "\n".join(got))
