@@ -752,6 +752,59 @@ int perfgroup_event_end(void)
     return 0;
 }
 
+/* Charge, or restart, the stopwatches of the live frames [0, depth) of iteration `iter`.
+ * Only nested-loop calls walk the shadow stack: the hooks never do. */
+static void bank_frames(struct pg_thread *t, uint32_t depth, uint64_t iter, uint64_t tsc)
+{
+    uint32_t cpu = pg_cpu_now();
+    for (uint32_t i = 0; i < depth; i++) {
+        struct pg_frame *f = &t->stack[i];
+        if (!f->mask || f->iter != iter)
+            continue;
+        uint64_t delta = tsc - f->tsc;
+        int ok = cpu == f->cpu && (int64_t)delta >= 0;
+        for (unsigned j = 0; j < f->fn->ngroups; j++) {
+            if (!(f->mask & (1u << j)))
+                continue;
+            struct pg_gstate *s = &t->g[f->fn->gid[j]];
+            if (ok)
+                s->recent += delta; /* no activation yet: the stopwatch goes on after */
+            else
+                s->discarded++;
+            if (s->stamp != t->event_stamp) {
+                s->stamp = t->event_stamp;
+                if (t->nexec == t->exec_cap)
+                    perfgroup__grow_exec(t);
+                if (t->nexec < t->exec_cap)
+                    t->exec[t->nexec++] = f->fn->gid[j];
+            }
+        }
+    }
+}
+
+static void restart_frames(struct pg_thread *t, uint32_t depth, uint64_t old_iter, uint64_t tsc)
+{
+    uint32_t cpu = pg_cpu_now();
+    for (uint32_t i = 0; i < depth && i < t->depth; i++) {
+        struct pg_frame *f = &t->stack[i];
+        if (!f->mask || f->iter != old_iter)
+            continue;
+        f->iter = t->iter;
+        f->tsc = tsc;
+        f->cpu = cpu;
+        for (unsigned j = 0; j < f->fn->ngroups; j++)
+            if (f->mask & (1u << j))
+                t->g[f->fn->gid[j]].running = t->iter;
+    }
+}
+
+/*
+ * A nested loop: the stopwatches running now are charged up to here (into the outer event,
+ * committed now as its first part) and then become stale, so nothing the nested loop runs
+ * is charged to them; at the nested loop's end they restart for the outer event's second
+ * part. The groups that were running are charged their own time before and after the
+ * nested loop and nothing for the nested part.
+ */
 void perfgroup_nested_loop_begin(void)
 {
     struct pg_thread *t = self();
@@ -763,9 +816,12 @@ void perfgroup_nested_loop_begin(void)
         n->name = t->event_name;
         n->open = t->event_open;
         n->implicit_frame = t->implicit_frame;
+        n->depth = t->depth;
+        n->iter = t->iter;
     }
     t->nest_depth++;
     if (t->event_open != PG_EV_NONE) {
+        bank_frames(t, t->depth, t->iter, tsc);
         t->event_flags |= PGF_EVENT_F_NESTED;
         event_close(t, tsc); /* the outer event up to here; commit() bumps the iteration */
     } else {
@@ -789,6 +845,7 @@ void perfgroup_nested_loop_end(void)
             t->event_flags |= PGF_EVENT_F_NESTED;
             if (n->open == PG_EV_IMPLICIT)
                 t->implicit_frame = n->implicit_frame;
+            restart_frames(t, n->depth, n->iter, t->event_begin_tsc);
         }
     }
     perfgroup__alerts_deliver(t);

@@ -100,6 +100,8 @@ struct pg_nest {          /* an event suspended by a nested loop */
     const char *name;
     uint32_t open;        /* PG_EV_* */
     uint32_t implicit_frame;
+    uint32_t depth;       /* frames live when the nested loop began */
+    uint64_t iter;        /* their iteration */
 };
 
 enum { PG_EV_NONE = 0, PG_EV_EXPLICIT = 1, PG_EV_IMPLICIT = 2 };

@@ -303,10 +303,7 @@ PG_HIDDEN void perfgroup__alerts_deliver(struct pg_thread *t)
                 arg = alerts[i].arg;
             }
         pthread_mutex_unlock(&alert_lock);
-        if (cb) {
-            t->in_runtime = 1; /* the callback's own instrumented calls are not charged */
-            cb(&t->alerts[k], arg);
-            t->in_runtime = 0;
-        }
+        if (cb)
+            cb(&t->alerts[k], arg); /* user code, outside any event: charged like any call */
     }
 }

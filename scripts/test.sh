@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# perfgroup — the README's second command: install what is missing, build everything, run
+# the whole test suite: the main build (both plugins, every test), then the runtime,
+# recording and converter tests again under ASan+UBSan and under TSan. Ends with ctest's
+# summary of the main build. Exit status: non-zero if any test failed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+
+scripts/deps.sh
+
+san_labels='^(runtime|recording|converter)$'
+for san in "address;undefined" thread; do
+  dir=build-san-${san%%;*}
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DPERFGROUP_SANITIZE="$san" \
+        -DPERFGROUP_GCC_PLUGIN=OFF -DPERFGROUP_CLANG_PLUGIN=OFF -DPERFGROUP_BENCH=OFF >/dev/null
+  cmake --build "$dir" -j"$jobs" >/dev/null
+  echo "== sanitizer build ($san): runtime, recording and converter tests"
+  if ! ctest --test-dir "$dir" -L "$san_labels" -j"$jobs" --output-on-failure >"$dir/ctest.log" 2>&1; then
+    cat "$dir/ctest.log"
+    exit 1
+  fi
+  grep -E 'tests passed|tests failed' "$dir/ctest.log"
+done
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$jobs"
+echo "== main build: every test"
+ctest --test-dir build -j"$jobs" --output-on-failure -LE '^slow$' "$@"
