@@ -257,6 +257,28 @@ main < beta
     expect_trace(opts_program(["default=core", "exclude=*/src/opts.c"]), "")
 
 
+def case_exclude_cxx():
+    """exclude= on C++: a qualified-name glob (net::*) and a mangled-name glob (_Z6helperi)."""
+    exe = w("cxx_names")
+    compile_(["cxx_names.cc"], exe, plugin("default=core", "exclude=net::*,_Z6helper*"), lang="c++")
+    expect_trace(trace_of(exe), "main > main @|core\nmain < main")
+    compile_(["cxx_names.cc"], exe, plugin("default=core", "exclude=net::s*"), lang="c++")
+    got = trace_of(exe)
+    if "net::parse(int)" not in got or "net::send(int)" in got:
+        raise Fail("exclude=net::s* should drop net::send only:\n" + got)
+
+
+def case_c_frame_unwinding():
+    """A C++ exception unwinding through an instrumented C frame: with -fexceptions the C
+    frame's exit hook runs; without it (the C default) it is skipped — the documented limit."""
+    for cflags, c_exit in (("-fexceptions", "main < c_middle\n"), ("-fno-exceptions", "")):
+        obj = w("unwind_c.o")
+        compile_(["unwind_c.c"], obj, plugin() + [cflags], link=False)
+        exe = w("unwind")
+        compile_(["unwind_main.cc", obj], exe, plugin(), lang="c++")
+        expect_trace(trace_of(exe), "main > c_middle @c|\nmain > thrower() @cxx|\nmain < thrower()\n" + c_exit)
+
+
 def case_option_system_headers():
     """system-headers: default= also applies to functions defined in system headers."""
     got = opts_program(["default=core", "system-headers"])
