@@ -279,6 +279,19 @@ def case_c_frame_unwinding():
         expect_trace(trace_of(exe), "main > c_middle @c|\nmain > thrower() @cxx|\nmain < thrower()\n" + c_exit)
 
 
+def case_spellings():
+    """__attribute__((perf_group)), [[gnu::perf_group]] and [[perfgroup::group]], in C2x and C++."""
+    cxx_copy = w("spellings.cc")
+    shutil.copyfile(os.path.join(SRC, "spellings.c"), cxx_copy)
+    for lang, src, flags in (("c", "spellings.c", ["-std=c2x"]), ("c++", cxx_copy, [])):
+        exe = w("spellings-" + lang)
+        compile_([src], exe, plugin() + flags, lang=lang)
+        n = (lambda f: f"{f}(int)") if lang == "c++" else (lambda f: f)
+        expect_trace(trace_of(exe), "".join(
+            f"main > {n(f)} @{g}|\nmain < {n(f)}\n"
+            for f, g in (("by_gnu", "gnu"), ("by_std_gnu", "std_gnu"), ("by_scoped", "scoped"))))
+
+
 def case_option_system_headers():
     """system-headers: default= also applies to functions defined in system headers."""
     got = opts_program(["default=core", "system-headers"])
