@@ -344,10 +344,13 @@ def case_installed():
 
 def case_installed_real():
     """After `cmake --install` (into GCC's real plugin dir), plain `gcc -fplugin=perfgroup`
-    works. Skipped when the plugin has not been installed on this machine."""
+    works. Skipped when this build's plugin is not the one installed on this machine."""
     real = os.path.join(sh(["gcc", "-print-file-name=plugin"]).stdout.strip(), "perfgroup.so")
     if not os.path.exists(real):
         print(f"SKIP: {real} not installed (run cmake --install)")
+        return 77
+    if open(real, "rb").read() != open(A.plugin, "rb").read():
+        print(f"SKIP: {real} is not this build's plugin (run cmake --install to test it)")
         return 77
     exe = w("short-real")
     compile_(["macro.c"], exe, ["-fplugin=perfgroup"])
