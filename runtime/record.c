@@ -65,6 +65,8 @@ struct writer {
     uint32_t index, tid;
     int is_defs, lazy, dead;
     int32_t cur, reserved;            /* chunk indexes, -1 = none */
+    int32_t last_full;                /* its newest FULL chunk, -1 = none */
+    uint32_t open_committed;          /* current chunk's bytes after its opening records */
     uint8_t *chunk_end;               /* end of the current chunk */
     uint64_t last_clock;              /* clock of its last PGF_REC_CLOCK */
     uint64_t records_before;          /* records committed in earlier chunks */
@@ -216,7 +218,19 @@ static int32_t take_chunk(struct writer *w) {
         idx = g.free_stack[--g.nfree];
         c = chunk_at(idx);
     } else if (g.nheap) {
+        /* The oldest FULL chunk, unless it still holds its owner's newest records (the
+         * owner, descheduled for long, has not written into its next chunk yet): a
+         * thread's newest whole records survive recycling whatever its pace. */
         idx = heap_pop();
+        struct writer *ow = g.owner[idx];
+        if (g.nheap && ow && ow->gen == g.gen && ow->last_full == (int32_t)idx &&
+            (ow->cur < 0 || __atomic_load_n(&chunk_at((uint32_t)ow->cur)->committed,
+                                            __ATOMIC_ACQUIRE) == ow->open_committed)) {
+            uint32_t keep = idx;
+            uint64_t keep_seq = chunk_at(keep)->seq;
+            idx = heap_pop();
+            heap_push(keep_seq, keep);
+        }
         c = chunk_at(idx);
         __atomic_store_n(&c->magic, 0, __ATOMIC_RELEASE);
         struct writer *o = g.owner[idx];
@@ -271,8 +285,10 @@ static void finish_chunk(struct writer *w) {
     struct pgf_chunk_header *c = w->hot.chunk;
     w->records_before += c->record_count;
     __atomic_store_n(&c->state, PGF_CSTATE_FULL, __ATOMIC_RELEASE);
-    if (!w->is_defs)
+    if (!w->is_defs) {
         heap_push(c->seq, (uint32_t)w->cur);
+        w->last_full = w->cur;
+    }
     w->cur = -1;
     w->hot.chunk = NULL;
     w->hot.pos = w->hot.data = NULL;
@@ -326,7 +342,7 @@ static void unlock(void) {
 /* Forget any chunk of an older recording. */
 static void attach(struct writer *w) {
     w->gen = g.gen;
-    w->cur = w->reserved = -1;
+    w->cur = w->reserved = w->last_full = -1;
     w->records_before = w->dropped_total = 0;
     w->lost_records = w->lost_bytes = w->lost_chunks = 0;
     w->hot.chunk = NULL;
@@ -410,6 +426,7 @@ static int reserve_locked(struct writer *w, uint32_t need) {
         emit(w, rec, (uint32_t)(mid - rec), t);
         if (s.p != mid)
             emit(w, mid, (uint32_t)(s.p - mid), t);
+        w->open_committed = (uint32_t)(w->hot.pos - w->hot.data);
         uint64_t hz = estimate_hz();
         if (hz)
             __atomic_store_n(&g.hdr->tsc_hz, hz, __ATOMIC_RELAXED);
@@ -1023,13 +1040,13 @@ void perfgroup__rec_exec_failed(void) {
 struct perfgroup_rec_thread *perfgroup__rec_thread_start(uint32_t thread_index, uint32_t tid,
                                                          const char *name) {
     /* out of memory: a writer that never attaches, so the hot path needs no NULL check */
-    static struct writer dead = { .dead = 1, .cur = -1, .reserved = -1 };
+    static struct writer dead = { .dead = 1, .cur = -1, .reserved = -1, .last_full = -1 };
     struct writer *w = calloc(1, sizeof *w);
     if (!w)
         return &dead.hot;
     w->index = thread_index;
     w->tid = tid;
-    w->cur = w->reserved = -1;
+    w->cur = w->reserved = w->last_full = -1;
     snprintf(w->name, sizeof w->name, "%s", name ? name : "");
     if (lock()) {
         free(w);

@@ -296,6 +296,11 @@ static int kill_once(unsigned run, unsigned seed) {
             continue;
         CHECK_EQ(t->gap, 0);
         /* the newest whole record is the last returned call or the one in flight */
+        if (t->last + 1 < done) /* say enough to tell recycling from a torn write */
+            fprintf(stderr, "thread %u: last %lu, done %lu, %lu intervals, newest seq %lu, "
+                    "%lu chunks recycled\n", i, (unsigned long)t->last, (unsigned long)done,
+                    (unsigned long)t->intervals, (unsigned long)t->newest_seq,
+                    (unsigned long)r.hdr.chunks_recycled);
         CHECK(t->last + 1 >= done);
         CHECK(t->last + 1 <= done + 1);
         /* surviving records are a suffix: the lost ones are accounted for */
