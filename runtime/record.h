@@ -21,10 +21,13 @@
 #include "perfgroup/format.h"
 
 /* 0 = off, PGF_MODE_STATS or PGF_MODE_TRACE (perfgroup/format.h). Set by perfgroup__rec_init
- * or perfgroup_record_open, drops to 0 at perfgroup__rec_close. Read on the hot path: the
- * recorder stores it with __atomic (relaxed); read it with
- * __atomic_load_n(&perfgroup__rec_mode, __ATOMIC_RELAXED) (a plain mov) so TSan is quiet. */
+ * or perfgroup_record_open, drops to 0 at perfgroup__rec_close, at any time and from any
+ * thread (perfgroup_record_open/close). Read it with perfgroup__rec_mode_now(): a relaxed
+ * atomic load, the same mov as a plain read, and no data race. */
 extern int perfgroup__rec_mode;
+static inline int perfgroup__rec_mode_now(void) {
+    return __atomic_load_n(&perfgroup__rec_mode, __ATOMIC_RELAXED);
+}
 
 /*
  * A thread's writer. Only its thread touches it, except `end`, which the recorder lowers
@@ -49,6 +52,11 @@ int perfgroup__rec_reserve(struct perfgroup_rec_thread *w, uint32_t need);
  * PERFGROUP_OUTPUT / PERFGROUP_MODE / PERFGROUP_BUFFER / PERFGROUP_CHUNK. Both idempotent. */
 void perfgroup__rec_init(void);
 void perfgroup__rec_close(void);
+
+/* Around exec (rec_exec.c wraps the exec family): begin marks the file CLOSED with its
+ * end_tsc; failed (the exec returned) marks it RECORDING again. */
+void perfgroup__rec_exec_begin(void);
+void perfgroup__rec_exec_failed(void);
 
 /* Definitions: written once, into chunks that are never recycled. Kept in memory too, so a
  * recording opened later, or a fork()ed child's file, gets them all. */
