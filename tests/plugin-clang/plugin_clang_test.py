@@ -222,6 +222,21 @@ def case_available_externally():
                  "main > twice @ae|\nmain < twice")
 
 
+def case_lambdas():
+    """Lambda names in sites are g++'s: the trace below is the GCC plugin's at -O0 (at -O2 g++
+    folds these implicitly constexpr lambdas away, the corpus's limit_constexpr)."""
+    expect_trace(trace_of(build([src("lambdas.cc")], w("lambdas"), plugin())), """
+main > main::{lambda(int)#1}::operator()(int) const @l|
+main < main::{lambda(int)#1}::operator()(int) const
+main > main::{lambda(double)#2}::operator()(double) const @l|
+main < main::{lambda(double)#2}::operator()(double) const
+main > main::{lambda(int)#3}::operator()(int) const @l|
+main > main::{lambda(int)#3}::operator()(int) const::{lambda(int)#1}::operator()(int) const @l|
+main < main::{lambda(int)#3}::operator()(int) const::{lambda(int)#1}::operator()(int) const
+main < main::{lambda(int)#3}::operator()(int) const
+""")
+
+
 def case_musttail():
     """The exit hook of a function ending in a musttail call runs before the callee."""
     expect_trace(trace_of(build([src("musttail.c")], w("musttail"), plugin())), """
