@@ -229,7 +229,6 @@ public:
     }
 
     void instrument(Function &F, const Want &w);
-    bool emittedAny() const { return Sites > 0; }
     void emitModuleConstructor();
 
 private:
@@ -240,7 +239,6 @@ private:
     StructType *SiteTy;
     FunctionCallee Enter, Exit;
     StringMap<Constant *> Strings;
-    unsigned Sites = 0;
 
     FunctionCallee hook(StringRef name, FunctionType *t)
     {
@@ -291,7 +289,6 @@ GlobalVariable *Instrumenter::site(Function &F, const Want &w, StringRef fname)
     /* Keep every site until the linker: the constructor's __start_/__stop_ references need the
      * section to exist, and the runtime wants to know a function even if no call survived. */
     appendToCompilerUsed(M, {gv});
-    Sites++;
     return gv;
 }
 
@@ -465,7 +462,6 @@ static bool runOnModule(Module &M)
         for (Function &F : M)
             if (F.getName().startswith("_Z") || F.getName() == "__gxx_personality_v0") cxx = true;
 
-    Instrumenter ins(M, cxx);
     std::vector<std::pair<Function *, Want>> work;
     for (Function &F : M) {
         Want w;
@@ -489,9 +485,12 @@ static bool runOnModule(Module &M)
         }
         if (!whySkip(F, w)) work.emplace_back(&F, w);
     }
+    if (work.empty()) /* declare no hook in a module that calls none */
+        return haveTable || !annotated.empty();
+    Instrumenter ins(M, cxx);
     for (auto &fw : work) ins.instrument(*fw.first, fw.second);
-    if (ins.emittedAny()) ins.emitModuleConstructor();
-    return haveTable || !annotated.empty() || ins.emittedAny();
+    ins.emitModuleConstructor();
+    return true;
 }
 
 struct PerfGroupPass : PassInfoMixin<PerfGroupPass> {
