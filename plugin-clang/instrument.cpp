@@ -408,11 +408,12 @@ void Instrumenter::emitModuleConstructor()
 
     auto bound = [&](const char *name) {
         GlobalVariable *g = M.getNamedGlobal(name);
-        if (!g) {
+        if (!g)
             g = new GlobalVariable(M, Type::getInt8Ty(Ctx), false, GlobalValue::ExternalLinkage,
                                    nullptr, name);
-            g->setVisibility(GlobalValue::HiddenVisibility);
-        }
+        /* Hidden even when the source declared it (a module reading its own sites): bound to
+         * another module's section, registration would report someone else's sites. */
+        g->setVisibility(GlobalValue::HiddenVisibility);
         return ConstantExpr::getPointerCast(g, I8Ptr);
     };
     FunctionCallee reg = hook(PERFGROUP_MODULE_REGISTER_NAME,

@@ -279,7 +279,9 @@ main < outer(int)
 
 
 def case_shared_lib():
-    """A shared library with its own sites and its own (hidden, COMDAT) module constructor."""
+    """A shared library with its own sites and its own (hidden, COMDAT) module constructor,
+    registered before main (the library counts its resolved sites), hidden bounds even though
+    its source declares them."""
     lib = w("libshlib.so")
     sh([CC, A.opt, "-g", "-fPIC", "-shared", "-Wall", "-Werror", "-I" + A.include] + plugin()
        + [gsrc("shlib.c"), A.runtime, "-Wl,-rpath," + os.path.dirname(A.runtime), "-o", lib])
@@ -295,6 +297,8 @@ def case_shared_lib():
         raise Fail("libshlib.so does not call __perfgroup_register_module")
     o = obj(gsrc("shmain.c"), w("shmain.o"), plugin())
     exe = link([o, lib, "-Wl,-rpath," + A.workdir], w("shmain"))
+    if "library sites resolved before main: 2" not in sh([exe]).stdout:
+        raise Fail("the runtime did not see the library's 2 sites registered before main")
     expect_trace(trace_of(exe), """
 main > app_work @app|
 main > lib_work @lib|
@@ -381,8 +385,8 @@ def case_skips():
 
 def case_sites():
     """The descriptors read back through the ABI by the GCC plugin's sites.c: same fields,
-    flag CLANG instead of GCC. The cache slot is checked in the object file (0 as emitted):
-    at run time the runtime has filled it by the time sites.c reads it."""
+    flag CLANG instead of GCC. The cache slot: 0 in the object file as emitted, filled by the
+    runtime once the module constructor registered the sites."""
     exe = build([gsrc("sites.c")], w("sites"), plugin("default=filegrp"))
     o = w("sites.c.o")
     sections = sh(["readelf", "-SW", o]).stdout
@@ -400,12 +404,15 @@ def case_sites():
         if {i * 32 + 8, i * 32 + 16} - offsets:
             raise Fail(f"site {i}: groups/where are not relocated pointers")
     out = sh([exe]).stdout
-    got = sorted(re.sub(r" cache=\S+", "", l) for l in out.splitlines() if l.startswith("site "))
+    got = sorted(l for l in out.splitlines() if l.startswith("site "))
+    src_lines = open(gsrc("sites.c")).read().splitlines()
+    line = {fn: 1 + next(i for i, l in enumerate(src_lines) if f" {fn}(int x)" in l)
+            for fn in ("with_attr", "file_only", "in_line")}
     F = {"CLANG": 0x2, "INLINE": 0x8, "ATTR": 0x10, "FILE": 0x20}
-    want = sorted([
-        f"site v=1 flags={hex(F['CLANG'] | F['ATTR'] | F['FILE'])} line=12 groups=attrgrp|filegrp where=with_attr|sites.c",
-        f"site v=1 flags={hex(F['CLANG'] | F['FILE'])} line=13 groups=|filegrp where=file_only|sites.c",
-        f"site v=1 flags={hex(F['CLANG'] | F['INLINE'] | F['FILE'])} line=14 groups=|filegrp where=in_line|sites.c",
+    want = sorted([  # cache: filled by the runtime when the module constructor registered
+        f"site v=1 flags={hex(F['CLANG'] | F['ATTR'] | F['FILE'])} line={line['with_attr']} groups=attrgrp|filegrp where=with_attr|sites.c cache=resolved",
+        f"site v=1 flags={hex(F['CLANG'] | F['FILE'])} line={line['file_only']} groups=|filegrp where=file_only|sites.c cache=resolved",
+        f"site v=1 flags={hex(F['CLANG'] | F['INLINE'] | F['FILE'])} line={line['in_line']} groups=|filegrp where=in_line|sites.c cache=resolved",
     ])
     if got != want:
         raise Fail("sites differ:\n--- expected\n" + "\n".join(want) + "\n--- got\n" + "\n".join(got))
