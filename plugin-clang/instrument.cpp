@@ -484,6 +484,7 @@ static bool runOnModule(Module &M)
         } else {
             continue;
         }
+        if (w.attr.empty() && w.filegroup.empty()) continue; /* annotate("perfgroup:") */
         if (!whySkip(F, w)) work.emplace_back(&F, w);
     }
     if (work.empty()) /* declare no hook in a module that calls none */
