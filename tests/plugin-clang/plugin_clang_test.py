@@ -357,6 +357,16 @@ main < beta
     expect_trace(opts_program(["default=core", "exclude=*/src/opts.c"]), "")
 
 
+def case_option_exclude_cxx():
+    """exclude= on C++ (the GCC plugin's program and expectation): a qualified-name glob
+    (net::*) and a mangled-name glob (_Z6helper*)."""
+    exe = build([gsrc("cxx_names.cc")], w("cxx_names"), plugin("default=core", "exclude=net::*,_Z6helper*"))
+    expect_trace(trace_of(exe), "main > main @|core\nmain < main")
+    got = trace_of(build([gsrc("cxx_names.cc")], w("cxx_names"), plugin("default=core", "exclude=net::s*")))
+    if "net::parse(int)" not in got or "net::send(int)" in got:
+        raise Fail("exclude=net::s* should drop net::send only:\n" + got)
+
+
 def case_option_system_headers():
     """system-headers: default= also applies inside system headers (off by default)."""
     if "main\t> sys_helper\t|core" in opts_program(["default=core"]):
