@@ -229,7 +229,6 @@ public:
     }
 
     void instrument(Function &F, const Want &w);
-    bool emittedAny() const { return Sites > 0; }
     void emitModuleConstructor();
 
 private:
@@ -240,7 +239,6 @@ private:
     StructType *SiteTy;
     FunctionCallee Enter, Exit;
     StringMap<Constant *> Strings;
-    unsigned Sites = 0;
 
     FunctionCallee hook(StringRef name, FunctionType *t)
     {
@@ -291,7 +289,6 @@ GlobalVariable *Instrumenter::site(Function &F, const Want &w, StringRef fname)
     /* Keep every site until the linker: the constructor's __start_/__stop_ references need the
      * section to exist, and the runtime wants to know a function even if no call survived. */
     appendToCompilerUsed(M, {gv});
-    Sites++;
     return gv;
 }
 
@@ -411,11 +408,12 @@ void Instrumenter::emitModuleConstructor()
 
     auto bound = [&](const char *name) {
         GlobalVariable *g = M.getNamedGlobal(name);
-        if (!g) {
+        if (!g)
             g = new GlobalVariable(M, Type::getInt8Ty(Ctx), false, GlobalValue::ExternalLinkage,
                                    nullptr, name);
-            g->setVisibility(GlobalValue::HiddenVisibility);
-        }
+        /* Hidden even when the source declared it (a module reading its own sites): bound to
+         * another module's section, registration would report someone else's sites. */
+        g->setVisibility(GlobalValue::HiddenVisibility);
         return ConstantExpr::getPointerCast(g, I8Ptr);
     };
     FunctionCallee reg = hook(PERFGROUP_MODULE_REGISTER_NAME,
@@ -465,7 +463,6 @@ static bool runOnModule(Module &M)
         for (Function &F : M)
             if (F.getName().startswith("_Z") || F.getName() == "__gxx_personality_v0") cxx = true;
 
-    Instrumenter ins(M, cxx);
     std::vector<std::pair<Function *, Want>> work;
     for (Function &F : M) {
         Want w;
@@ -487,11 +484,15 @@ static bool runOnModule(Module &M)
         } else {
             continue;
         }
+        if (w.attr.empty() && w.filegroup.empty()) continue; /* annotate("perfgroup:") */
         if (!whySkip(F, w)) work.emplace_back(&F, w);
     }
+    if (work.empty()) /* declare no hook in a module that calls none */
+        return haveTable || !annotated.empty();
+    Instrumenter ins(M, cxx);
     for (auto &fw : work) ins.instrument(*fw.first, fw.second);
-    if (ins.emittedAny()) ins.emitModuleConstructor();
-    return haveTable || !annotated.empty() || ins.emittedAny();
+    ins.emitModuleConstructor();
+    return true;
 }
 
 struct PerfGroupPass : PassInfoMixin<PerfGroupPass> {
