@@ -764,7 +764,7 @@ static void interval_record(struct gthread *t, const struct pgr_record *r)
     uint32_t lid = level_id(t, site, r->u.interval.group_mask);
     if ((lid == UNKNOWN || trace_interval(t, lid, r->u.interval.depth, s, e)) && !t->g->out->err)
         t->g->out->err = ENOMEM;
-    if (!r->u.interval.group_mask || site == UNKNOWN || lid == UNKNOWN)
+    if (!r->u.interval.group_mask || site == UNKNOWN || lid == UNKNOWN || t->g->opt->no_interval_markers)
         return;
     /* a group interval: one marker named after the group(s) the pair acquired */
     struct level *l = &t->levels[lid];

@@ -165,6 +165,7 @@ char *perfgroup__demangle(const char *name);
 struct pgc_options {
     int64_t interval_ns;    /* sample interval (default 1 ms) */
     uint64_t max_samples;   /* per thread (default 100 M: 27 h at 1 ms); 0 = default */
+    int no_interval_markers; /* Gecko: no marker per trace interval (smaller profiles) */
     int progress;           /* print a progress line on stderr */
     int summary_json;
 };
