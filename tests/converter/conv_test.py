@@ -204,6 +204,20 @@ def faithful(scenario):
         demangled = [x for k in m for x in k if "parser::parse(char const*, unsigned long)" in x]
         if not demangled:
             fail("trace: parser::parse not demangled")
+        # --no-interval-markers: the same samples, no interval markers
+        d = os.path.dirname(outs["gecko.json"][0])
+        slim = os.path.join(d, "slim.json")
+        rc, _, err = run([os.path.join(d, "trace.pgm"), "-o", slim, "--no-interval-markers"])
+        if rc != 0:
+            fail("--no-interval-markers: exit %d: %s" % (rc, err))
+            return
+        check_json(slim)
+        if gecko_counts(slim) != c:
+            fail("--no-interval-markers changed the samples")
+        p = json.load(open(slim))
+        if any((mk[5] or {}).get("type") == "PerfgroupInterval"
+               for t in p["threads"] for mk in t["markers"]["data"]):
+            fail("--no-interval-markers: interval markers still written")
 
 
 def cut():
