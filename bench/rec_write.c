@@ -30,7 +30,12 @@
 #include "record.h"
 
 static volatile uint64_t sink;
-__attribute__((noinline, noipa)) static void leaf(void) { __asm__ __volatile__("" ::: "memory"); }
+#if defined(__clang__)
+#define NOIPA_ /* clang has no noipa; noinline and the asm barrier suffice */
+#else
+#define NOIPA_ __attribute__((noipa))
+#endif
+__attribute__((noinline)) NOIPA_ static void leaf(void) { __asm__ __volatile__("" ::: "memory"); }
 
 static double now_ns(void) {
     struct timespec ts;
@@ -54,10 +59,11 @@ interval_hand(struct perfgroup_rec_thread *w, uint32_t fid, uint8_t mask, uint8_
                  uint64_t start, uint64_t dur) {
     uint8_t *p = w->pos;
     uintptr_t end = (uintptr_t)__atomic_load_n(&w->end, __ATOMIC_RELAXED);
-    if (__builtin_expect((uintptr_t)p + PGF_INTERVAL_SIZE > end, 0)) {
+    while (__builtin_expect((uintptr_t)p + PGF_INTERVAL_SIZE > end, 0)) {
         if (perfgroup__rec_reserve(w, PGF_INTERVAL_SIZE))
             return;
         p = w->pos;
+        end = (uintptr_t)__atomic_load_n(&w->end, __ATOMIC_RELAXED);
     }
     p[0] = 0x96;
     p[1] = PGF_REC_INTERVAL;

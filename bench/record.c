@@ -34,7 +34,12 @@ static struct perfgroup_site site_a __attribute__((aligned(8))) =
     {PERFGROUP_ABI_VERSION, 0, 1, "bench\0", "leaf_a\0bench.c", 0};
 
 static volatile uint64_t sink;
-__attribute__((noinline, noipa)) static void leaf(void) { __asm__ __volatile__("" ::: "memory"); }
+#if defined(__clang__)
+#define NOIPA_ /* clang has no noipa; noinline and the asm barrier suffice */
+#else
+#define NOIPA_ __attribute__((noipa))
+#endif
+__attribute__((noinline)) NOIPA_ static void leaf(void) { __asm__ __volatile__("" ::: "memory"); }
 
 static double now_ns(void) {
     struct timespec ts;

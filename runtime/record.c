@@ -65,6 +65,7 @@ struct writer {
     uint32_t index, tid;
     int is_defs, lazy, dead;
     int32_t cur, reserved;            /* chunk indexes, -1 = none */
+    uint8_t *chunk_end;               /* end of the current chunk */
     uint64_t records_before;          /* records committed in earlier chunks */
     uint64_t dropped_total;           /* records that found no chunk */
     uint64_t lost_records, lost_bytes, lost_chunks; /* for the next DROPPED (g.mu) */
@@ -257,7 +258,9 @@ static void start_chunk(struct writer *w, int32_t idx) {
     w->cur = idx;
     w->hot.chunk = c;
     w->hot.data = w->hot.pos = (uint8_t *)c + PGF_CHUNK_HEADER_SIZE;
-    __atomic_store_n(&w->hot.end, (uint8_t *)c + g.chunk_size, __ATOMIC_RELAXED);
+    w->chunk_end = (uint8_t *)c + g.chunk_size;
+    /* `end` stays NULL until the slow path is done (perfgroup__rec_reserve, cold_end): a
+     * signal handler's record meanwhile goes to the slow path, is refused and counted */
 }
 
 /* The current chunk is done: FULL, and recyclable if it holds data. */
@@ -296,6 +299,29 @@ static void publish(struct writer *w, uint8_t *newpos, uint64_t tsc) {
 
 static void thread_def(struct writer *w);
 
+/*
+ * A signal handler may run instrumented code on a thread that is inside the recorder (in a
+ * chunk switch holding the mutex, or writing a cold record). Such a nested call must not
+ * wait for the mutex its own thread holds, nor put bytes in the middle of a record being
+ * written: lock() refuses it, and the record is dropped and counted (nested_drops, folded
+ * into the thread's drop counts at its next chunk switch).
+ */
+static __thread int in_rec;
+static __thread uint64_t nested_drops;
+
+static int lock(void) {
+    if (in_rec)
+        return -1;
+    in_rec = 1;
+    pthread_mutex_lock(&g.mu);
+    return 0;
+}
+
+static void unlock(void) {
+    pthread_mutex_unlock(&g.mu);
+    in_rec = 0;
+}
+
 /* Forget any chunk of an older recording. */
 static void attach(struct writer *w) {
     w->gen = g.gen;
@@ -330,11 +356,15 @@ static int reserve_locked(struct writer *w, uint32_t need) {
     }
     if (w->gen != g.gen)
         attach(w);
-    if (w->hot.chunk && (uintptr_t)w->hot.pos + need <= (uintptr_t)w->hot.chunk + g.chunk_size) {
-        __atomic_store_n(&w->hot.end, (uint8_t *)w->hot.chunk + g.chunk_size,
-                         __ATOMIC_RELAXED);
-        return 0;
+    if (!w->is_defs && nested_drops) {
+        /* one instruction each: a handler may count one more while this runs */
+        uint64_t n = __atomic_exchange_n(&nested_drops, 0, __ATOMIC_RELAXED);
+        w->dropped_total += n;
+        w->lost_records += n;
+        __atomic_fetch_add(&g.hdr->records_dropped, n, __ATOMIC_RELAXED);
     }
+    if (w->hot.chunk && (uintptr_t)w->hot.pos + need <= (uintptr_t)w->chunk_end)
+        return 0;
     /* 64 bytes cover the CLOCK and DROPPED records that open a data chunk */
     if (need > g.chunk_size - PGF_CHUNK_HEADER_SIZE - (w->is_defs ? 0 : 96)) {
         count_drop(w);
@@ -382,20 +412,53 @@ static int reserve_locked(struct writer *w, uint32_t need) {
 
 int perfgroup__rec_reserve(struct perfgroup_rec_thread *hw, uint32_t need) {
     struct writer *w = (struct writer *)hw;
+    if (lock()) {
+        __atomic_fetch_add(&nested_drops, 1, __ATOMIC_RELAXED);
+        return -1;
+    }
     int saved = errno;
-    pthread_mutex_lock(&g.mu);
     int rc = reserve_locked(w, need);
-    pthread_mutex_unlock(&g.mu);
+    if (rc == 0) /* open the fast path again (the caller re-checks its room) */
+        __atomic_store_n(&w->hot.end, w->chunk_end, __ATOMIC_RELAXED);
+    unlock();
     errno = saved;
     return rc;
 }
 
-/* Room for need bytes without the lock when the chunk has it (owner thread only). */
-static int room(struct writer *w, uint32_t need) {
-    uint8_t *end = __atomic_load_n(&w->hot.end, __ATOMIC_RELAXED);
-    if ((uintptr_t)w->hot.pos + need <= (uintptr_t)end)
-        return 0;
-    return perfgroup__rec_reserve(&w->hot, need);
+/* A cold record of at most `need` bytes is about to be written at w->hot.pos (owner thread
+ * only): make room (without the lock when the chunk has it), then lower `end` so that a
+ * signal handler's record lands in the slow path (and is dropped) instead of in the middle
+ * of this one. 0 = go ahead, then call cold_end; -1 = dropped. */
+static int cold_begin(struct writer *w, uint32_t need) {
+    if (in_rec) {
+        __atomic_fetch_add(&nested_drops, 1, __ATOMIC_RELAXED);
+        return -1;
+    }
+    in_rec = 1;
+    __atomic_store_n(&w->hot.end, NULL, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    /* from here no handler writes into w: check and make room */
+    if (!w->hot.chunk || w->gen != __atomic_load_n(&g.gen, __ATOMIC_RELAXED) ||
+        (uintptr_t)w->hot.pos + need > (uintptr_t)w->chunk_end) {
+        pthread_mutex_lock(&g.mu);
+        int saved = errno;
+        int rc = reserve_locked(w, need);
+        errno = saved;
+        pthread_mutex_unlock(&g.mu);
+        if (rc) {
+            in_rec = 0; /* `end` stays NULL: the next record takes the slow path */
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void cold_end(struct writer *w) {
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    /* not if the recording was closed or replaced meanwhile: then the slow path re-attaches */
+    if (w->hot.chunk && w->gen == __atomic_load_n(&g.gen, __ATOMIC_RELAXED))
+        __atomic_store_n(&w->hot.end, w->chunk_end, __ATOMIC_RELAXED);
+    in_rec = 0;
 }
 
 /* ---- definitions ------------------------------------------------------------------------ */
@@ -424,7 +487,8 @@ static void defs_put(size_t from, size_t to) {
     } while (0)
 
 void perfgroup__rec_group(uint32_t group_id, const char *name, int kind, int active) {
-    pthread_mutex_lock(&g.mu);
+    if (lock())
+        return;
     DEF_BEGIN();
     msgpack_pack_array(pk, 5);
     msgpack_pack_uint8(pk, PGF_REC_GROUP);
@@ -436,12 +500,13 @@ void perfgroup__rec_group(uint32_t group_id, const char *name, int kind, int act
     else
         msgpack_pack_false(pk);
     DEF_END();
-    pthread_mutex_unlock(&g.mu);
+    unlock();
 }
 
 void perfgroup__rec_function(uint32_t function_id, const char *function, const char *file,
                              uint32_t line, const uint32_t *group_ids, unsigned ngroups) {
-    pthread_mutex_lock(&g.mu);
+    if (lock())
+        return;
     DEF_BEGIN();
     msgpack_pack_array(pk, 6);
     msgpack_pack_uint8(pk, PGF_REC_SITE);
@@ -455,7 +520,7 @@ void perfgroup__rec_function(uint32_t function_id, const char *function, const c
     for (unsigned i = 0; i < ngroups; i++)
         msgpack_pack_uint32(pk, group_ids[i]);
     DEF_END();
-    pthread_mutex_unlock(&g.mu);
+    unlock();
 }
 
 static uint32_t hash_str(const char *s) {
@@ -469,7 +534,8 @@ uint32_t perfgroup__rec_string(const char *text) {
     if (!text)
         text = "";
     uint32_t h = hash_str(text), id = 0;
-    pthread_mutex_lock(&g.mu);
+    if (lock())
+        return 0;
     if (g.str_count * 2 >= g.str_cap) {
         uint32_t nc = g.str_cap ? g.str_cap * 2 : 64;
         struct str_ent *ns = calloc(nc, sizeof *ns);
@@ -506,7 +572,7 @@ uint32_t perfgroup__rec_string(const char *text) {
         DEF_END();
     }
 out:
-    pthread_mutex_unlock(&g.mu);
+    unlock();
     return id;
 }
 
@@ -725,7 +791,7 @@ static int open_locked(const char *tmpl, unsigned mode, uint64_t buffer, uint32_
     g.heap = heap;
     g.nheap = 0;
     g.owner = owner;
-    g.gen++;
+    __atomic_fetch_add(&g.gen, 1, __ATOMIC_RELAXED);
     g.defs.is_defs = 1;
     attach(&g.defs);
     process_def();
@@ -773,7 +839,7 @@ static void close_locked(void) {
     g.free_stack = NULL;
     g.heap = NULL;
     g.owner = NULL;
-    g.gen++;
+    __atomic_fetch_add(&g.gen, 1, __ATOMIC_RELAXED);
 }
 
 /* fork(): the parent keeps its file; the child records into its own. */
@@ -790,6 +856,10 @@ static void atfork_child(void) {
         if (me) {
             me->prev = me->next = NULL;
             g.live = me;
+            /* its chunk is in the parent's mapping, unmapped below: slow path first */
+            __atomic_store_n(&me->hot.end, NULL, __ATOMIC_RELAXED);
+            me->hot.chunk = NULL;
+            me->hot.pos = me->hot.data = NULL;
         }
         close(g.fd);
         g.fd = -1;
@@ -803,7 +873,7 @@ static void atfork_child(void) {
             __atomic_store_n(&perfgroup__rec_mode, 0, __ATOMIC_RELAXED);
             g.reported = 0;
             report("cannot record the forked child to", path, -rc);
-            g.gen++;
+            __atomic_fetch_add(&g.gen, 1, __ATOMIC_RELAXED);
         }
         munmap(old, old_size);
     }
@@ -815,7 +885,8 @@ static void rec_fini(void) { perfgroup__rec_close(); }
 
 static int open_recording(const char *tmpl, unsigned mode, uint64_t buffer, uint32_t chunk,
                           char *path, size_t pathcap) {
-    pthread_mutex_lock(&g.mu);
+    if (lock())
+        return -EDEADLK;
     int rc;
     snprintf(path, pathcap, "%s", tmpl);
     if (g.hdr) {
@@ -833,7 +904,7 @@ static int open_recording(const char *tmpl, unsigned mode, uint64_t buffer, uint
                 g.atfork_done = 1;
         }
     }
-    pthread_mutex_unlock(&g.mu);
+    unlock();
     return rc;
 }
 
@@ -858,10 +929,11 @@ static uint64_t parse_size(const char *s) {
 }
 
 void perfgroup__rec_init(void) {
-    pthread_mutex_lock(&g.mu);
+    if (lock())
+        return;
     int first = !g.env_read;
     g.env_read = 1;
-    pthread_mutex_unlock(&g.mu);
+    unlock();
     const char *out = getenv("PERFGROUP_OUTPUT");
     if (!first || !out || !*out)
         return;
@@ -883,41 +955,45 @@ void perfgroup__rec_init(void) {
     char path[PATH_MAX];
     int rc = bad ? -EINVAL : open_recording(out, mode, buffer, (uint32_t)chunk, path, sizeof path);
     if (rc) {
-        pthread_mutex_lock(&g.mu);
+        if (lock())
+            return;
         if (bad)
             report("bad setting", bad, EINVAL);
         else if (rc == -EINVAL)
             report("bad PERFGROUP_BUFFER/PERFGROUP_CHUNK (buffer must hold 2 chunks)", NULL, EINVAL);
         else
             report("cannot record to", path, -rc);
-        pthread_mutex_unlock(&g.mu);
+        unlock();
     }
 }
 
 void perfgroup__rec_close(void) {
-    pthread_mutex_lock(&g.mu);
+    if (lock())
+        return;
     close_locked();
-    pthread_mutex_unlock(&g.mu);
+    unlock();
 }
 
 /* Called around exec (rec_exec.c): a successful exec closes the file cleanly; a failed one
  * reopens it (same generation, same chunks). */
 void perfgroup__rec_exec_begin(void) {
-    pthread_mutex_lock(&g.mu);
+    if (lock())
+        return;
     if (g.hdr) {
         g.hdr->end_tsc = now_tsc();
         __atomic_store_n(&g.hdr->state, PGF_STATE_CLOSED, __ATOMIC_RELEASE);
     }
-    pthread_mutex_unlock(&g.mu);
+    unlock();
 }
 
 void perfgroup__rec_exec_failed(void) {
-    pthread_mutex_lock(&g.mu);
+    if (lock())
+        return;
     if (g.hdr) {
         g.hdr->end_tsc = 0;
         __atomic_store_n(&g.hdr->state, PGF_STATE_RECORDING, __ATOMIC_RELEASE);
     }
-    pthread_mutex_unlock(&g.mu);
+    unlock();
 }
 
 /* ---- threads ------------------------------------------------------------------------------ */
@@ -933,14 +1009,17 @@ struct perfgroup_rec_thread *perfgroup__rec_thread_start(uint32_t thread_index, 
     w->tid = tid;
     w->cur = w->reserved = -1;
     snprintf(w->name, sizeof w->name, "%s", name ? name : "");
-    pthread_mutex_lock(&g.mu);
+    if (lock()) {
+        free(w);
+        return &dead.hot;
+    }
     w->next = g.live;
     if (g.live)
         g.live->prev = w;
     g.live = w;
     if (g.hdr)
         attach(w); /* writes the THREAD definition now */
-    pthread_mutex_unlock(&g.mu);
+    unlock();
     if (!tls_writer || tls_writer->lazy) /* markers follow the core's writer once it exists */
         tls_writer = w;
     return &w->hot;
@@ -950,11 +1029,12 @@ void perfgroup__rec_thread_name(struct perfgroup_rec_thread *hw, const char *nam
     struct writer *w = (struct writer *)hw;
     if (!w)
         return;
-    pthread_mutex_lock(&g.mu);
+    if (lock())
+        return;
     snprintf(w->name, sizeof w->name, "%s", name ? name : "");
     if (g.hdr && w->gen == g.gen)
         thread_def(w);
-    pthread_mutex_unlock(&g.mu);
+    unlock();
 }
 
 void perfgroup__rec_thread_end(struct perfgroup_rec_thread *hw, uint64_t tsc) {
@@ -962,7 +1042,8 @@ void perfgroup__rec_thread_end(struct perfgroup_rec_thread *hw, uint64_t tsc) {
     if (!w || w->dead)
         return;
     int saved = errno;
-    pthread_mutex_lock(&g.mu);
+    if (lock())
+        return;
     if (g.hdr && w->gen == g.gen) {
         uint8_t rec[16];
         struct span s = { rec, rec + sizeof rec };
@@ -987,7 +1068,7 @@ void perfgroup__rec_thread_end(struct perfgroup_rec_thread *hw, uint64_t tsc) {
         g.live = w->next;
     if (w->next)
         w->next->prev = w->prev;
-    pthread_mutex_unlock(&g.mu);
+    unlock();
     if (tls_writer == w)
         tls_writer = NULL;
     free(w);
@@ -1005,7 +1086,7 @@ void perfgroup__rec_event(struct perfgroup_rec_thread *hw, uint32_t name_string_
     if (ngroups > 4096)
         ngroups = 4096;
     uint32_t max = 1 + 1 + 5 + 9 + 9 + 9 + 5 + 5 + ngroups * (1 + 5 + 9 + 9 + 9);
-    if (room(w, max))
+    if (cold_begin(w, max))
         return;
     struct span s = { w->hot.pos, w->hot.pos + max };
     msgpack_packer pk = { &s, span_write };
@@ -1025,6 +1106,7 @@ void perfgroup__rec_event(struct perfgroup_rec_thread *hw, uint32_t name_string_
         msgpack_pack_uint64(&pk, groups[i].activations);
     }
     publish(w, s.p, end_tsc);
+    cold_end(w);
 }
 
 void perfgroup__rec_marker(struct perfgroup_rec_thread *hw, uint32_t name_string_id,
@@ -1034,7 +1116,7 @@ void perfgroup__rec_marker(struct perfgroup_rec_thread *hw, uint32_t name_string
         return;
     uint32_t tl = (uint32_t)clip(text, MAX_TEXT);
     uint32_t max = 1 + 1 + 5 + 5 + tl + 9 + 9;
-    if (room(w, max))
+    if (cold_begin(w, max))
         return;
     struct span s = { w->hot.pos, w->hot.pos + max };
     msgpack_packer pk = { &s, span_write };
@@ -1045,6 +1127,7 @@ void perfgroup__rec_marker(struct perfgroup_rec_thread *hw, uint32_t name_string
     msgpack_pack_uint64(&pk, start_tsc);
     msgpack_pack_uint64(&pk, end_tsc);
     publish(w, s.p, end_tsc);
+    cold_end(w);
 }
 
 void perfgroup__rec_overhead(struct perfgroup_rec_thread *hw, uint64_t commit_ns,
@@ -1054,7 +1137,7 @@ void perfgroup__rec_overhead(struct perfgroup_rec_thread *hw, uint64_t commit_ns
     if (!w)
         return;
     uint32_t max = 1 + 1 + 5 * 9;
-    if (room(w, max))
+    if (cold_begin(w, max))
         return;
     struct span s = { w->hot.pos, w->hot.pos + max };
     msgpack_packer pk = { &s, span_write };
@@ -1066,6 +1149,7 @@ void perfgroup__rec_overhead(struct perfgroup_rec_thread *hw, uint64_t commit_ns
     msgpack_pack_uint64(&pk, resyncs);
     msgpack_pack_uint64(&pk, dropped);
     publish(w, s.p, w->hot.chunk->last_tsc);
+    cold_end(w);
 }
 
 /* ---- public API --------------------------------------------------------------------------- */
@@ -1082,10 +1166,11 @@ int perfgroup_record_open(const char *path, int mode, uint64_t buffer_bytes,
 }
 
 int perfgroup_record_close(void) {
-    pthread_mutex_lock(&g.mu);
+    if (lock())
+        return -EDEADLK;
     int rc = g.hdr ? 0 : -ENOENT;
     close_locked();
-    pthread_mutex_unlock(&g.mu);
+    unlock();
     return rc;
 }
 

@@ -21,10 +21,13 @@
 #include "perfgroup/format.h"
 
 /* 0 = off, PGF_MODE_STATS or PGF_MODE_TRACE (perfgroup/format.h). Set by perfgroup__rec_init
- * or perfgroup_record_open, drops to 0 at perfgroup__rec_close. Read on the hot path: the
- * recorder stores it with __atomic (relaxed); read it with
- * __atomic_load_n(&perfgroup__rec_mode, __ATOMIC_RELAXED) (a plain mov) so TSan is quiet. */
+ * or perfgroup_record_open, drops to 0 at perfgroup__rec_close, at any time and from any
+ * thread (perfgroup_record_open/close). Read it with perfgroup__rec_mode_now(): a relaxed
+ * atomic load, the same mov as a plain read, and no data race. */
 extern int perfgroup__rec_mode;
+static inline int perfgroup__rec_mode_now(void) {
+    return __atomic_load_n(&perfgroup__rec_mode, __ATOMIC_RELAXED);
+}
 
 /*
  * A thread's writer. Only its thread touches it, except `end`, which the recorder lowers
@@ -39,7 +42,8 @@ struct perfgroup_rec_thread {
 };
 
 /* The slow path: make room for `need` bytes (switch chunks, attach to a new recording).
- * 0 = room at w->pos; -1 = the record is dropped (counted when recording is on). */
+ * 0 = room was made at w->pos, but re-check it (a signal handler may have used it);
+ * -1 = the record is dropped (counted when recording is on). */
 int perfgroup__rec_reserve(struct perfgroup_rec_thread *w, uint32_t need);
 
 /* Process start (from the runtime's constructor, after perfgroup__clock_init: the recorder
@@ -108,10 +112,12 @@ perfgroup__rec_interval(struct perfgroup_rec_thread *w, uint32_t function_id,
                         uint64_t duration) {
     uint8_t *p = w->pos;
     uintptr_t end = (uintptr_t)__atomic_load_n(&w->end, __ATOMIC_RELAXED);
-    if (__builtin_expect((uintptr_t)p + PGF_INTERVAL_SIZE > end, 0)) {
+    while (__builtin_expect((uintptr_t)p + PGF_INTERVAL_SIZE > end, 0)) {
+        /* again after the slow path: a signal handler may have used the room it made */
         if (perfgroup__rec_reserve(w, PGF_INTERVAL_SIZE))
             return;
         p = w->pos;
+        end = (uintptr_t)__atomic_load_n(&w->end, __ATOMIC_RELAXED);
     }
     msgpack_packer pk = { &p, perfgroup__rec_put_ };
     msgpack_pack_array(&pk, 6);

@@ -46,7 +46,8 @@
  * last_tsc, then stores the new `committed` with release ordering. A reader loads
  * `committed` with acquire ordering and never looks past it: it never sees a torn record.
  * So in a WRITING chunk of a killed writer record_count may exceed the whole records by one;
- * in a FULL chunk it is exact. Records never span chunks.
+ * in a FULL chunk it is exact (unless instrumented code in a signal handler nested a record
+ * inside another on the same thread: docs/file-format.md). Records never span chunks.
  *
  * Exact accounting per thread: chunk.records_before + chunk.record_count of a thread's newest
  * chunk is every record it committed; records_before + record_count - (records in its
@@ -180,9 +181,9 @@ struct pgf_chunk_header {
  *   PGF_REC_DROPPED  [kind, records, bytes, chunks]        this thread lost these since the
  *                    previous PGF_REC_DROPPED (to recycling of its chunks, or a full buffer)
  *   PGF_REC_OVERHEAD [kind, commit_ns, commits, slow_paths, resyncs, dropped]  runtime's own
-                      cost; dropped = enter/exit pairs the hooks could not count (site not
-                      yet resolvable without blocking, shadow stack full)
- *                    since the previous PGF_REC_OVERHEAD
+ *                    cost since the previous PGF_REC_OVERHEAD; dropped = enter/exit pairs
+ *                    the hooks could not count (site not resolvable without blocking,
+ *                    shadow stack full)
  *   PGF_REC_THREAD_END [kind, end_tsc]
  */
 enum pgf_record_kind {

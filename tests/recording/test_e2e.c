@@ -9,6 +9,8 @@
  *   stats    the same loop in stats mode: events only, no interval
  *   threads  16 threads through the hooks: every thread's records complete
  *   fork     a recording process forks: the child's own file has the definitions
+ *   toggle   4 threads run the hooks while the main thread opens and closes 10 recordings
+ *            (perfgroup_record_open/close): every file reads back whole, intervals right
  *   kill [N] N times: fork a child that records from 4 threads, SIGKILL it at a random
  *            moment, read its file: no error, and per thread every completed iteration's
  *            event is there, at most the one in flight is missing
@@ -340,6 +342,48 @@ static int case_kill(int runs) {
     return 0;
 }
 
+static volatile int toggle_stop;
+
+static void *toggle_thread(void *arg) {
+    (void)arg;
+    while (!__atomic_load_n(&toggle_stop, __ATOMIC_RELAXED))
+        one_iteration();
+    return NULL;
+}
+
+static int case_toggle(void) {
+    /* the environment's recording first, closed; then 10 of our own */
+    CHECK_EQ(perfgroup_record_close(), 0);
+    out_path(getpid());
+    unlink(path);
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ(pthread_create(&th[i], NULL, toggle_thread, NULL), 0);
+    char files[10][600];
+    for (int k = 0; k < 10; k++) {
+        snprintf(files[k], sizeof files[k], "%s.toggle%d", path, k);
+        CHECK_EQ(perfgroup_record_open(files[k], PERFGROUP_RECORD_TRACE, 16u << 20, 0), 0);
+        usleep(5000);
+        CHECK_EQ(perfgroup_record_close(), 0);
+        usleep(2000);
+    }
+    __atomic_store_n(&toggle_stop, 1, __ATOMIC_RELAXED);
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    uint64_t total = 0;
+    for (int k = 0; k < 10; k++) {
+        struct tally t;
+        tally(files[k], &t, 1);
+        CHECK_EQ(t.bad_interval, 0);
+        CHECK_EQ(t.kinds[PGF_REC_SITE], 2);
+        total += t.kinds[PGF_REC_EVENT];
+        unlink(files[k]);
+    }
+    fprintf(stderr, "toggle: 10 recordings, %llu events\n", (unsigned long long)total);
+    CHECK(total > 0);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2)
         return 2;
@@ -348,6 +392,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[1], "stats")) rc = case_stats();
     else if (!strcmp(argv[1], "threads")) rc = case_threads();
     else if (!strcmp(argv[1], "fork")) rc = case_fork();
+    else if (!strcmp(argv[1], "toggle")) rc = case_toggle();
     else if (!strcmp(argv[1], "kill")) rc = case_kill(argc > 2 ? atoi(argv[2]) : 50);
     if (rc == 0) {
         out_path(getpid());

@@ -13,6 +13,10 @@
  *   symlink    a symlink planted at the output path is replaced, never followed
  *   perm       an unwritable path is reported once; the program runs on unrecorded
  *   api        perfgroup_record_open/close and markers; bad arguments
+ *   full       more writers than chunks: the ones without a chunk drop everything, counted
+ *   signal     a signal handler records intervals while its thread writes cold records
+ *              (events, markers, chunk switches): no deadlock, no mixed record, every
+ *              handler record read back or counted as dropped
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,6 +28,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -549,6 +554,97 @@ static int test_api(void) {
     return 0;
 }
 
+/* ---- full ---------------------------------------------------------------------------------- */
+static int test_full(void) {
+    char path[300];
+    path_in(path, sizeof path, "full.pgm");
+    /* header + 3 chunks: DEFS, and two data chunks that writer A holds (current + next) */
+    CHECK_EQ(perfgroup_record_open(path, PERFGROUP_RECORD_TRACE, 4096 + 3 * 4096, 4096), 0);
+    define_some();
+    struct perfgroup_rec_thread *a = perfgroup__rec_thread_start(1, 1, "a");
+    struct perfgroup_rec_thread *b = perfgroup__rec_thread_start(2, 2, "b");
+    struct perfgroup_rec_thread *c = perfgroup__rec_thread_start(3, 3, "c");
+    const uint64_t n = 1000;
+    for (uint64_t i = 0; i < n; i++) {
+        perfgroup__rec_interval(a, 1, 1, 0, i, 1);
+        perfgroup__rec_interval(b, 1, 1, 0, i, 1);
+        perfgroup__rec_interval(c, 1, 1, 0, i, 1);
+    }
+    perfgroup__rec_thread_end(b, 1);
+    perfgroup__rec_thread_end(c, 1);
+    perfgroup__rec_thread_end(a, 1);
+    CHECK_EQ(perfgroup_record_close(), 0);
+    struct readback r;
+    readback(path, &r);
+    CHECK_EQ(r.error, 0);
+    CHECK_EQ(r.kinds[PGF_REC_THREAD], 3);  /* definitions of all three survive */
+    struct rb_thread *ta = rb_thread(&r, 1);
+    CHECK_EQ(ta->gap, 0);
+    CHECK_EQ(ta->last, n - 1);
+    CHECK_EQ(ta->thread_end, 1);
+    CHECK_EQ(r.nthreads, 1);               /* b and c never had a chunk */
+    /* exact: a's recycled records + b's and c's 1000 intervals and THREAD_END each */
+    CHECK_EQ(r.hdr.records_dropped, (ta->committed_total - ta->records) + 2 * (n + 1));
+    return 0;
+}
+
+/* ---- signal ------------------------------------------------------------------------------ */
+static struct perfgroup_rec_thread *sig_w;
+static volatile uint64_t sig_count;
+
+static void on_alarm(int sig) {
+    (void)sig;
+    uint64_t i = sig_count;
+    perfgroup__rec_interval(sig_w, 2, 1, 0, i, 1); /* function 2: the handler's */
+    sig_count = i + 1;
+}
+
+static int test_signal(void) {
+    char path[300];
+    path_in(path, sizeof path, "signal.pgm");
+    /* 4 KiB chunks: the loop below switches chunks often, under the mutex */
+    CHECK_EQ(perfgroup_record_open(path, PERFGROUP_RECORD_TRACE, 64u << 20, 4096), 0);
+    define_some();
+    sig_w = perfgroup__rec_thread_start(0, 1, "main");
+    uint32_t ev = perfgroup__rec_string("ev");
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sa.sa_flags = SA_RESTART;
+    CHECK_EQ(sigaction(SIGALRM, &sa, NULL), 0);
+    struct itimerval it = { { 0, 20 }, { 0, 20 } }; /* every 20 us */
+    CHECK_EQ(setitimer(ITIMER_REAL, &it, NULL), 0);
+    const uint64_t n = 200000;
+    for (uint64_t i = 0; i < n; i++) {
+        if (i & 1)
+            write_event(sig_w, ev, i);
+        else
+            perfgroup__rec_marker(sig_w, ev, "text", i, i);
+    }
+    struct itimerval off = { { 0, 0 }, { 0, 0 } };
+    setitimer(ITIMER_REAL, &off, NULL);
+    uint64_t handled = sig_count;
+    perfgroup__rec_thread_end(sig_w, 1);
+    CHECK_EQ(perfgroup_record_close(), 0);
+
+    struct readback r;
+    readback(path, &r);
+    CHECK_EQ(r.error, 0);
+    CHECK_EQ(r.warnings, 0);
+    struct rb_thread *t = rb_thread(&r, 0);
+    CHECK_EQ(t->events, n / 2);
+    CHECK_EQ(t->markers, n / 2);
+    fprintf(stderr, "signal: %llu handler records, %llu read back, %llu dropped\n",
+            (unsigned long long)handled, (unsigned long long)t->intervals,
+            (unsigned long long)r.hdr.records_dropped);
+    CHECK(handled > 100);
+    /* every handler record is whole and in order, or was counted as dropped */
+    CHECK_EQ(t->intervals + r.hdr.records_dropped, handled);
+    CHECK(t->last < handled);
+    CHECK_EQ(t->committed_total, t->records);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s TEST\n", argv[0]);
@@ -572,6 +668,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(t, "symlink")) rc = test_symlink();
     else if (!strcmp(t, "perm")) rc = test_perm(argv[0]);
     else if (!strcmp(t, "api")) rc = test_api();
+    else if (!strcmp(t, "signal")) rc = test_signal();
+    else if (!strcmp(t, "full")) rc = test_full();
     else {
         fprintf(stderr, "unknown test %s\n", t);
         rc = 2;
