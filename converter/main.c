@@ -232,6 +232,9 @@ int main(int argc, char **argv)
                 unlink(tmp);
         }
     }
+    if (!status)
+        for (size_t i = 0; i < nopen; i++)
+            perfgroup__file_warnings(&files[i]);
     if (status == PGC_EXIT_BADINPUT)
         fprintf(stderr, "perfgroup-convert: %s\n", err.set ? err.msg : "bad input");
     for (size_t i = 0; i < nopen; i++)

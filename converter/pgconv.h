@@ -137,9 +137,11 @@ struct pgc_file {
 };
 
 /* Opens and validates a recording and reads all its definitions. Returns 0, or -1 with err
- * set to "<path>: byte <off>: <what>" (bad input: exit 2). Prints the reader's warnings. */
+ * set to "<path>: byte <off>: <what>" (bad input: exit 2). */
 int perfgroup__file_open(struct pgc_file *f, const char *path, struct pgc_error *err);
 void perfgroup__file_close(struct pgc_file *f);
+/* Prints the reader's warnings and what a cut recording lost (call after success). */
+void perfgroup__file_warnings(const struct pgc_file *f);
 
 /* Streams the data records, thread by thread (ascending index), oldest first. begin/end
  * bracket each thread (index into f->threads); rec gets every record. Callbacks return 0 to
