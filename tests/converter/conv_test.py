@@ -125,10 +125,17 @@ def bad(kind):
     src = os.path.join(d, "in.pgm")
     with open(src, "wb") as f:
         f.write(gen_pgm.bad(kind))
-    for args, out in ((["-o", os.path.join(d, "out.json")], "out.json"),
-                      (["--format", "chrome", "-o", os.path.join(d, "out.json")], "out.json"),
-                      (["--summary"], None)):
-        rc, stdout, err = run([src] + args + ["--no-progress"])
+    # a crash-cut recording first (it alone would convert, with warnings), then the bad one:
+    # still one line, and only about the bad file
+    cutdir = os.path.join(WORK, "bad-%s-cut" % kind)  # per test: ctest -j runs them at once
+    os.makedirs(cutdir, exist_ok=True)
+    cut = gen("cut", os.path.join(cutdir, "cut.pgm"))[0]
+    for inputs, args in (([src], ["-o", os.path.join(d, "out.json")]),
+                         ([src], ["--format", "chrome", "-o", os.path.join(d, "out.json")]),
+                         ([src], ["--summary"]),
+                         ([cut, src], ["-o", os.path.join(d, "out.json")]),
+                         ([cut, src], ["--summary", "--json"])):
+        rc, stdout, err = run(inputs + args + ["--no-progress"])
         lines = err.splitlines()
         if rc != 2:
             fail("%s %s: exit %d, want 2" % (kind, args, rc))
