@@ -68,9 +68,10 @@ def check_json(path):
     return not probs
 
 
-def convert_all(scenario):
-    """Every output of one scenario: {suffix: (path, text)}."""
-    d = os.path.join(WORK, scenario)
+def convert_all(scenario, test):
+    """Every output of one scenario: {suffix: (path, text)}. Each test has its own directory:
+    ctest -j runs tests of the same scenario at once."""
+    d = os.path.join(WORK, "%s-%s" % (test, scenario))
     os.makedirs(d, exist_ok=True)
     inputs = gen(scenario, os.path.join(d, scenario + ".pgm"))
     rel = [os.path.basename(p) for p in inputs]  # names in outputs stay machine-independent
@@ -97,7 +98,7 @@ def convert_all(scenario):
 
 
 def golden(scenario):
-    outs = convert_all(scenario)
+    outs = convert_all(scenario, "golden")
     os.makedirs(GOLDEN, exist_ok=True)
     for suffix, (path, text, _) in outs.items():
         g = os.path.join(GOLDEN, "%s.%s" % (scenario, suffix))
@@ -188,7 +189,7 @@ def near(got, want, tol, what):
 
 
 def faithful(scenario):
-    outs = convert_all(scenario)
+    outs = convert_all(scenario, "faithful")
     c = gecko_counts(outs["gecko.json"][0])
     if scenario == "stats":
         # 1 ms samples: parser 40 x 2 ms CPU, render 40 x 1 ms + 55 ms, the rest of the
@@ -250,7 +251,7 @@ def cut():
 
 
 def fork():
-    outs = convert_all("fork")
+    outs = convert_all("fork", "fork")
     p = json.load(open(outs["gecko.json"][0]))
     if len(p["processes"]) != 1:
         fail("fork: want 1 sub-process, got %d" % len(p["processes"]))
