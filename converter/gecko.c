@@ -585,6 +585,12 @@ static int trace_interval(struct gthread *t, uint32_t lid, uint32_t depth, int64
 }
 
 /* ---- Stats-mode samples -------------------------------------------------------------- */
+/* double -> u64 without the undefined conversion of values beyond the range */
+static uint64_t to_u64(double v)
+{
+    return v > 0 ? (v < 1.8e19 ? (uint64_t)v : (uint64_t)1.8e19) : 0;
+}
+
 static void stats_event(struct gthread *t, const struct pgr_record *r, int64_t b, int64_t e,
                         uint32_t name_frame_loc)
 {
@@ -607,7 +613,7 @@ static void stats_event(struct gthread *t, const struct pgr_record *r, int64_t b
         uint32_t gi = perfgroup__group_index(t->f, r->u.event.groups[i].group_id);
         if (gi >= ng || t->f->groups[gi].kind == 0)
             continue;
-        t->acc[gi] += (uint64_t)((double)r->u.event.groups[i].cpu_ns * scale);
+        t->acc[gi] += to_u64((double)r->u.event.groups[i].cpu_ns * scale);
         uint64_t k = t->acc[gi] / (uint64_t)iv;
         t->acc[gi] -= k * (uint64_t)iv;
         if (k > 1000000)
@@ -616,7 +622,8 @@ static void stats_event(struct gthread *t, const struct pgr_record *r, int64_t b
         idx[nk++] = gi;
         k_total += k;
     }
-    uint64_t rest = cpu > (uint64_t)((double)sum * scale) ? cpu - (uint64_t)((double)sum * scale) : 0;
+    uint64_t scaled = to_u64((double)sum * scale);
+    uint64_t rest = cpu > scaled ? cpu - scaled : 0;
     t->acc[ng] += rest;
     uint64_t krest = t->acc[ng] / (uint64_t)iv;
     t->acc[ng] -= krest * (uint64_t)iv;
