@@ -337,6 +337,14 @@ def real(cxx, plugin, runtime, include, src, variant="plain"):
         names = [t["name"] for t in prof["threads"]]
         if "rt-worker" not in names or "GeckoMain" not in names:
             fail("%s: thread names %r" % (mode, names))
+        # one track per OS thread: the marker written before the core saw the main thread
+        # ("start", a lazy thread index in the file) is on the main thread's track
+        tids = [t["tid"] for t in prof["threads"]]
+        if len(tids) != len(set(tids)):
+            fail("%s: two tracks for one tid: %r" % (mode, tids))
+        main = [t for t in prof["threads"] if t["name"] == "GeckoMain"][0]
+        if "start" not in [main["stringTable"][m[0]] for m in main["markers"]["data"]]:
+            fail("%s: the 'start' marker is not on the main thread" % mode)
         cats = [c["name"] for c in prof["meta"]["categories"]]
         if "parser" not in cats or "render" not in cats:
             fail("%s: categories %r" % (mode, cats))
