@@ -65,7 +65,10 @@ struct writer {
     uint32_t index, tid;
     int is_defs, lazy, dead;
     int32_t cur, reserved;            /* chunk indexes, -1 = none */
+    int32_t last_full;                /* its newest FULL chunk, -1 = none */
+    uint32_t open_committed;          /* current chunk's bytes after its opening records */
     uint8_t *chunk_end;               /* end of the current chunk */
+    uint64_t last_clock;              /* clock of its last PGF_REC_CLOCK */
     uint64_t records_before;          /* records committed in earlier chunks */
     uint64_t dropped_total;           /* records that found no chunk */
     uint64_t lost_records, lost_bytes, lost_chunks; /* for the next DROPPED (g.mu) */
@@ -215,7 +218,19 @@ static int32_t take_chunk(struct writer *w) {
         idx = g.free_stack[--g.nfree];
         c = chunk_at(idx);
     } else if (g.nheap) {
+        /* The oldest FULL chunk, unless it still holds its owner's newest records (the
+         * owner, descheduled for long, has not written into its next chunk yet): a
+         * thread's newest whole records survive recycling whatever its pace. */
         idx = heap_pop();
+        struct writer *ow = g.owner[idx];
+        if (g.nheap && ow && ow->gen == g.gen && ow->last_full == (int32_t)idx &&
+            (ow->cur < 0 || __atomic_load_n(&chunk_at((uint32_t)ow->cur)->committed,
+                                            __ATOMIC_ACQUIRE) == ow->open_committed)) {
+            uint32_t keep = idx;
+            uint64_t keep_seq = chunk_at(keep)->seq;
+            idx = heap_pop();
+            heap_push(keep_seq, keep);
+        }
         c = chunk_at(idx);
         __atomic_store_n(&c->magic, 0, __ATOMIC_RELEASE);
         struct writer *o = g.owner[idx];
@@ -270,8 +285,10 @@ static void finish_chunk(struct writer *w) {
     struct pgf_chunk_header *c = w->hot.chunk;
     w->records_before += c->record_count;
     __atomic_store_n(&c->state, PGF_CSTATE_FULL, __ATOMIC_RELEASE);
-    if (!w->is_defs)
+    if (!w->is_defs) {
         heap_push(c->seq, (uint32_t)w->cur);
+        w->last_full = w->cur;
+    }
     w->cur = -1;
     w->hot.chunk = NULL;
     w->hot.pos = w->hot.data = NULL;
@@ -325,7 +342,7 @@ static void unlock(void) {
 /* Forget any chunk of an older recording. */
 static void attach(struct writer *w) {
     w->gen = g.gen;
-    w->cur = w->reserved = -1;
+    w->cur = w->reserved = w->last_full = -1;
     w->records_before = w->dropped_total = 0;
     w->lost_records = w->lost_bytes = w->lost_chunks = 0;
     w->hot.chunk = NULL;
@@ -339,6 +356,20 @@ static void count_drop(struct writer *w) {
     w->dropped_total++;
     w->lost_records++;
     __atomic_fetch_add(&g.hdr->records_dropped, 1, __ATOMIC_RELAXED);
+}
+
+/* A PGF_REC_CLOCK record (at most CLOCK_MAX bytes) of the calling thread, now. */
+#define CLOCK_MAX (1 + 1 + 4 * 9)
+static uint64_t pack_clock(struct writer *w, msgpack_packer *pk) {
+    uint64_t t = now_tsc();
+    msgpack_pack_array(pk, 5);
+    msgpack_pack_uint8(pk, PGF_REC_CLOCK);
+    msgpack_pack_uint64(pk, t);
+    msgpack_pack_int64(pk, ns_of(CLOCK_REALTIME));
+    msgpack_pack_int64(pk, ns_of(CLOCK_MONOTONIC));
+    msgpack_pack_uint64(pk, (uint64_t)ns_of(CLOCK_THREAD_CPUTIME_ID));
+    w->last_clock = t;
+    return t;
 }
 
 /* The slow path proper (g.mu held). */
@@ -382,13 +413,7 @@ static int reserve_locked(struct writer *w, uint32_t need) {
         uint8_t rec[96];
         struct span s = { rec, rec + sizeof rec };
         msgpack_packer pk = { &s, span_write };
-        uint64_t t = now_tsc();
-        msgpack_pack_array(&pk, 5);
-        msgpack_pack_uint8(&pk, PGF_REC_CLOCK);
-        msgpack_pack_uint64(&pk, t);
-        msgpack_pack_int64(&pk, ns_of(CLOCK_REALTIME));
-        msgpack_pack_int64(&pk, ns_of(CLOCK_MONOTONIC));
-        msgpack_pack_uint64(&pk, (uint64_t)ns_of(CLOCK_THREAD_CPUTIME_ID));
+        uint64_t t = pack_clock(w, &pk);
         uint8_t *mid = s.p;
         if (w->lost_records || w->lost_chunks) {
             msgpack_pack_array(&pk, 4);
@@ -401,6 +426,7 @@ static int reserve_locked(struct writer *w, uint32_t need) {
         emit(w, rec, (uint32_t)(mid - rec), t);
         if (s.p != mid)
             emit(w, mid, (uint32_t)(s.p - mid), t);
+        w->open_committed = (uint32_t)(w->hot.pos - w->hot.data);
         uint64_t hz = estimate_hz();
         if (hz)
             __atomic_store_n(&g.hdr->tsc_hz, hz, __ATOMIC_RELAXED);
@@ -850,16 +876,21 @@ static void atfork_child(void) {
         uint8_t *old = g.map;
         size_t old_size = g.map_size;
         unsigned mode = g.mode;
-        /* the other threads do not exist here: forget their writers */
+        /* the other threads do not exist here: forget their writers (unlinked, so that a
+         * thread_end for one of them, e.g. this thread's other writer, touches nothing) */
         struct writer *me = tls_writer;
+        for (struct writer *w = g.live, *nx; w; w = nx) {
+            nx = w->next;
+            w->prev = w->next = NULL;
+            /* every chunk is in the parent's mapping, unmapped below: slow path first */
+            __atomic_store_n(&w->hot.end, NULL, __ATOMIC_RELAXED);
+            w->hot.chunk = NULL;
+            w->hot.pos = w->hot.data = NULL;
+        }
         g.live = NULL;
         if (me) {
             me->prev = me->next = NULL;
             g.live = me;
-            /* its chunk is in the parent's mapping, unmapped below: slow path first */
-            __atomic_store_n(&me->hot.end, NULL, __ATOMIC_RELAXED);
-            me->hot.chunk = NULL;
-            me->hot.pos = me->hot.data = NULL;
         }
         close(g.fd);
         g.fd = -1;
@@ -941,28 +972,36 @@ void perfgroup__rec_init(void) {
                *c = getenv("PERFGROUP_CHUNK");
     unsigned mode = PGF_MODE_STATS;
     uint64_t buffer = DEFAULT_BUFFER, chunk = DEFAULT_CHUNK;
-    const char *bad = NULL;
+    char bad[256] = "";
     if (m && *m) {
         if (strcmp(m, "trace") == 0)
             mode = PGF_MODE_TRACE;
         else if (strcmp(m, "stats") != 0)
-            bad = "PERFGROUP_MODE (stats or trace)";
+            snprintf(bad, sizeof bad, "PERFGROUP_MODE=%.40s: expected stats or trace", m);
     }
     if (b && *b && !(buffer = parse_size(b)))
-        bad = "PERFGROUP_BUFFER (e.g. 256M)";
-    if (c && *c && (!(chunk = parse_size(c)) || chunk > MAX_CHUNK))
-        bad = "PERFGROUP_CHUNK (a power of 2, 4K..16M)";
+        snprintf(bad, sizeof bad, "PERFGROUP_BUFFER=%.40s: expected a size like 256M", b);
+    if (c && *c && !(chunk = parse_size(c)))
+        snprintf(bad, sizeof bad, "PERFGROUP_CHUNK=%.40s: expected a size like 64K", c);
     char path[PATH_MAX];
-    int rc = bad ? -EINVAL : open_recording(out, mode, buffer, (uint32_t)chunk, path, sizeof path);
+    int rc = -EINVAL;
+    if (!bad[0] && chunk <= MAX_CHUNK)
+        rc = open_recording(out, mode, buffer, (uint32_t)chunk, path, sizeof path);
+    if (rc == -EINVAL && !bad[0])
+        snprintf(bad, sizeof bad,
+                 "PERFGROUP_CHUNK=%.40s, PERFGROUP_BUFFER=%.40s: the chunk must be a power of 2 "
+                 "from 4K to 16M and the buffer hold 4K + 2 chunks",
+                 c && *c ? c : "64K", b && *b ? b : "256M");
     if (rc) {
         if (lock())
             return;
-        if (bad)
-            report("bad setting", bad, EINVAL);
-        else if (rc == -EINVAL)
-            report("bad PERFGROUP_BUFFER/PERFGROUP_CHUNK (buffer must hold 2 chunks)", NULL, EINVAL);
-        else
+        if (bad[0]) {
+            if (!g.reported)
+                fprintf(stderr, "perfgroup: %s; running unrecorded\n", bad);
+            g.reported = 1;
+        } else {
             report("cannot record to", path, -rc);
+        }
         unlock();
     }
 }
@@ -1001,13 +1040,13 @@ void perfgroup__rec_exec_failed(void) {
 struct perfgroup_rec_thread *perfgroup__rec_thread_start(uint32_t thread_index, uint32_t tid,
                                                          const char *name) {
     /* out of memory: a writer that never attaches, so the hot path needs no NULL check */
-    static struct writer dead = { .dead = 1, .cur = -1, .reserved = -1 };
+    static struct writer dead = { .dead = 1, .cur = -1, .reserved = -1, .last_full = -1 };
     struct writer *w = calloc(1, sizeof *w);
     if (!w)
         return &dead.hot;
     w->index = thread_index;
     w->tid = tid;
-    w->cur = w->reserved = -1;
+    w->cur = w->reserved = w->last_full = -1;
     snprintf(w->name, sizeof w->name, "%s", name ? name : "");
     if (lock()) {
         free(w);
@@ -1085,11 +1124,17 @@ void perfgroup__rec_event(struct perfgroup_rec_thread *hw, uint32_t name_string_
         return;
     if (ngroups > 4096)
         ngroups = 4096;
-    uint32_t max = 1 + 1 + 5 + 9 + 9 + 9 + 5 + 5 + ngroups * (1 + 5 + 9 + 9 + 9);
+    uint32_t max = CLOCK_MAX + 1 + 1 + 5 + 9 + 9 + 9 + 5 + 5 + ngroups * (1 + 5 + 9 + 9 + 9);
     if (cold_begin(w, max))
         return;
     struct span s = { w->hot.pos, w->hot.pos + max };
     msgpack_packer pk = { &s, span_write };
+    /* a clock pair at least once a second of events, besides the one opening each chunk */
+    uint64_t hz = estimate_hz();
+    if (hz && end_tsc - w->last_clock > hz && end_tsc > w->last_clock) {
+        uint64_t t = pack_clock(w, &pk);
+        publish(w, s.p, t);
+    }
     msgpack_pack_array(&pk, 7);
     msgpack_pack_uint8(&pk, PGF_REC_EVENT);
     msgpack_pack_uint32(&pk, name_string_id);

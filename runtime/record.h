@@ -53,6 +53,11 @@ int perfgroup__rec_reserve(struct perfgroup_rec_thread *w, uint32_t need);
 void perfgroup__rec_init(void);
 void perfgroup__rec_close(void);
 
+/* Around exec (rec_exec.c wraps the exec family): begin marks the file CLOSED with its
+ * end_tsc; failed (the exec returned) marks it RECORDING again. */
+void perfgroup__rec_exec_begin(void);
+void perfgroup__rec_exec_failed(void);
+
 /* Definitions: written once, into chunks that are never recycled. Kept in memory too, so a
  * recording opened later, or a fork()ed child's file, gets them all. */
 void perfgroup__rec_group(uint32_t group_id, const char *name, int kind, int active);

@@ -167,7 +167,8 @@ struct pgf_chunk_header {
  *
  * Data (a thread's DATA chunks):
  *   PGF_REC_CLOCK    [kind, tsc, realtime_ns, monotonic_ns, thread_cpu_ns]
- *                    first record of every data chunk, and periodically
+ *                    first record of every data chunk, and periodically (before an EVENT
+ *                    ending more than a second after the thread's last PGF_REC_CLOCK)
  *   PGF_REC_EVENT    [kind, name_string_id, begin_tsc, end_tsc, cpu_ns, flags,
  *                     [[group_id, cycles, cpu_ns, activations], ...]]
  *                    flags: PGF_EVENT_F_*; cpu_ns of an implicit event is estimated

@@ -13,6 +13,8 @@
  *   symlink    a symlink planted at the output path is replaced, never followed
  *   perm       an unwritable path is reported once; the program runs on unrecorded
  *   api        perfgroup_record_open/close and markers; bad arguments
+ *   badenv     bad PERFGROUP_MODE / _BUFFER / _CHUNK: one line on stderr, no file, runs on
+ *   clock      a clock pair at each chunk start, and again at an event a second later
  *   full       more writers than chunks: the ones without a chunk drop everything, counted
  *   signal     a signal handler records intervals while its thread writes cold records
  *              (events, markers, chunk switches): no deadlock, no mixed record, every
@@ -37,6 +39,7 @@
 #include "perfgroup.h"
 #include "readback.h"
 #include "record.h"
+#include "clock.h"
 
 static char dir[256];
 
@@ -293,6 +296,11 @@ static int kill_once(unsigned run, unsigned seed) {
             continue;
         CHECK_EQ(t->gap, 0);
         /* the newest whole record is the last returned call or the one in flight */
+        if (t->last + 1 < done) /* say enough to tell recycling from a torn write */
+            fprintf(stderr, "thread %u: last %lu, done %lu, %lu intervals, newest seq %lu, "
+                    "%lu chunks recycled\n", i, (unsigned long)t->last, (unsigned long)done,
+                    (unsigned long)t->intervals, (unsigned long)t->newest_seq,
+                    (unsigned long)r.hdr.chunks_recycled);
         CHECK(t->last + 1 >= done);
         CHECK(t->last + 1 <= done + 1);
         /* surviving records are a suffix: the lost ones are accounted for */
@@ -410,9 +418,9 @@ static int run_self(const char *self, const char *role, const char *out, int as_
         if (as_nobody && getuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
             _exit(5);
         setenv("PERFGROUP_OUTPUT", out, 1);
-        setenv("PERFGROUP_MODE", "trace", 1);
-        setenv("PERFGROUP_BUFFER", "256K", 1);
-        setenv("PERFGROUP_CHUNK", "4K", 1);
+        setenv("PERFGROUP_MODE", "trace", 0); /* a test may have set its own */
+        setenv("PERFGROUP_BUFFER", "256K", 0);
+        setenv("PERFGROUP_CHUNK", "4K", 0);
         execl(self, self, role, (char *)NULL);
         _exit(6);
     }
@@ -515,6 +523,43 @@ static int test_perm(const char *self) {
     return 0;
 }
 
+/* ---- badenv -------------------------------------------------------------------------------- */
+static int test_badenv(const char *self) {
+    static const char *cases[][4] = {
+        /* variable, value, expected message */
+        { "PERFGROUP_MODE", "bogus",
+          "perfgroup: PERFGROUP_MODE=bogus: expected stats or trace; running unrecorded" },
+        { "PERFGROUP_BUFFER", "12Q",
+          "perfgroup: PERFGROUP_BUFFER=12Q: expected a size like 256M; running unrecorded" },
+        { "PERFGROUP_CHUNK", "3000",
+          "perfgroup: PERFGROUP_CHUNK=3000, PERFGROUP_BUFFER=256K: the chunk must be a power "
+          "of 2 from 4K to 16M and the buffer hold 4K + 2 chunks; running unrecorded" },
+        { "PERFGROUP_BUFFER", "8K",
+          "perfgroup: PERFGROUP_CHUNK=4K, PERFGROUP_BUFFER=8K: the chunk must be a power of 2 "
+          "from 4K to 16M and the buffer hold 4K + 2 chunks; running unrecorded" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[300], errf[300], line[512];
+        snprintf(out, sizeof out, "%s/bad%zu.pgm", dir, i);
+        path_in(errf, sizeof errf, "stderr.txt");
+        setenv(cases[i][0], cases[i][1], 1);
+        run_self(self, "perm-child", out, 0, errf); /* perm-child: expects no recording */
+        unsetenv(cases[i][0]);
+        FILE *f = fopen(errf, "r");
+        CHECK(f != NULL);
+        int lines = 0;
+        while (fgets(line, sizeof line, f)) {
+            lines++;
+            fputs(line, stdout);
+            CHECK(strstr(line, cases[i][2]) == line);
+        }
+        fclose(f);
+        CHECK_EQ(lines, 1);
+        CHECK(access(out, F_OK) != 0);
+    }
+    return 0;
+}
+
 /* ---- api ----------------------------------------------------------------------------------- */
 static int test_api(void) {
     char path[300];
@@ -551,6 +596,48 @@ static int test_api(void) {
     CHECK_EQ(r.kinds[PGF_REC_GROUP], 1);
     CHECK_EQ(r.kinds[PGF_REC_STRING], 3); /* instant, interval, again */
     CHECK_EQ(r.kinds[PGF_REC_MARKER], 1);
+    return 0;
+}
+
+/* ---- clock --------------------------------------------------------------------------------- */
+static int test_clock(void) {
+    char path[300];
+    path_in(path, sizeof path, "clock.pgm");
+    perfgroup__clock_init(); /* the core's clock, as the runtime's constructor sets it up */
+    CHECK_EQ(perfgroup_record_open(path, PERFGROUP_RECORD_STATS, 1 << 20, 4096), 0);
+    struct perfgroup_rec_thread *w = perfgroup__rec_thread_start(0, 1, "main");
+    uint32_t ev = perfgroup__rec_string("ev");
+    struct perfgroup_rec_group_share sh = { 1, 10, 10, 1 };
+    uint64_t t0 = pg_clock_now();
+    perfgroup__rec_event(w, ev, t0, pg_clock_now(), 1, 0, &sh, 1);
+    usleep(1100 * 1000); /* real time: more than a second of the real clock */
+    uint64_t t1 = pg_clock_now();
+    perfgroup__rec_event(w, ev, t1, pg_clock_now(), 1, 0, &sh, 1);
+    perfgroup__rec_event(w, ev, pg_clock_now(), pg_clock_now(), 1, 0, &sh, 1);
+    perfgroup__rec_thread_end(w, pg_clock_now());
+    CHECK_EQ(perfgroup_record_close(), 0);
+
+    pgr_reader *r = pgr_open(path);
+    struct pgr_record rec;
+    uint64_t clocks = 0, prev_tsc = 0;
+    int64_t prev_rt = 0;
+    while (pgr_next(r, &rec) > 0) {
+        if (rec.kind != PGF_REC_CLOCK)
+            continue;
+        clocks++;
+        CHECK(rec.u.clock.tsc > prev_tsc);
+        CHECK(rec.u.clock.realtime_ns > prev_rt);
+        if (clocks == 2) { /* the periodic one: after the sleep, before the second event */
+            CHECK(rec.u.clock.tsc >= t1);
+            CHECK(rec.u.clock.realtime_ns - prev_rt >= 1000000000);
+        }
+        prev_tsc = rec.u.clock.tsc;
+        prev_rt = rec.u.clock.realtime_ns;
+    }
+    CHECK(pgr_error(r) == NULL);
+    CHECK_EQ(clocks, 2); /* chunk start, then one a second later; not one per event */
+    CHECK(pgr_header(r)->tsc_hz > 0);
+    pgr_close(r);
     return 0;
 }
 
@@ -670,6 +757,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(t, "api")) rc = test_api();
     else if (!strcmp(t, "signal")) rc = test_signal();
     else if (!strcmp(t, "full")) rc = test_full();
+    else if (!strcmp(t, "clock")) rc = test_clock();
+    else if (!strcmp(t, "badenv")) rc = test_badenv(argv[0]);
     else {
         fprintf(stderr, "unknown test %s\n", t);
         rc = 2;
