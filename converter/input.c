@@ -295,8 +295,9 @@ int perfgroup__file_open(struct pgc_file *f, const char *path, struct pgc_error 
     return 0;
 }
 
-/* Warnings go to stderr as they are: "perfgroup-convert: warning: <file>: byte N: <what>". */
-static void print_warnings(const struct pgc_file *f)
+/* Warnings go to stderr, after a successful conversion only (bad input gets one line):
+ * "perfgroup-convert: warning: <file>: byte N: <what>". */
+void perfgroup__file_warnings(const struct pgc_file *f)
 {
     for (size_t i = 0; i < pgr_warning_count(f->r); i++) {
         const struct pgr_error *w = pgr_warning(f->r, i);
@@ -367,7 +368,6 @@ int perfgroup__file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, v
         if ((rc = cb->end_thread(ctx, idx)))
             return rc;
     }
-    print_warnings(f);
     return 0;
 }
 
@@ -377,6 +377,12 @@ uint32_t perfgroup__group_index(const struct pgc_file *f, uint32_t id)
     if (id < PGC_DIRECT_IDS && f->group_direct)
         return f->group_direct[id];
     return perfgroup__map_get(&f->group_ids, id, &v) ? v : UINT32_MAX;
+}
+
+uint32_t perfgroup__thread_slot(const struct pgc_file *f, uint32_t thread_index)
+{
+    uint32_t v;
+    return perfgroup__map_get(&f->thread_ids, thread_index, &v) ? v : UINT32_MAX;
 }
 
 uint32_t perfgroup__site_index(const struct pgc_file *f, uint32_t id)

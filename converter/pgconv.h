@@ -137,9 +137,11 @@ struct pgc_file {
 };
 
 /* Opens and validates a recording and reads all its definitions. Returns 0, or -1 with err
- * set to "<path>: byte <off>: <what>" (bad input: exit 2). Prints the reader's warnings. */
+ * set to "<path>: byte <off>: <what>" (bad input: exit 2). */
 int perfgroup__file_open(struct pgc_file *f, const char *path, struct pgc_error *err);
 void perfgroup__file_close(struct pgc_file *f);
+/* Prints the reader's warnings and what a cut recording lost (call after success). */
+void perfgroup__file_warnings(const struct pgc_file *f);
 
 /* Streams the data records, thread by thread (ascending index), oldest first. begin/end
  * bracket each thread (index into f->threads); rec gets every record. Callbacks return 0 to
@@ -155,6 +157,8 @@ int perfgroup__file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, v
 /* Index of a definition by id, UINT32_MAX if undefined. */
 uint32_t perfgroup__group_index(const struct pgc_file *f, uint32_t id);
 uint32_t perfgroup__site_index(const struct pgc_file *f, uint32_t id);
+/* Index into f->threads of a recorded thread index, UINT32_MAX if undefined. */
+uint32_t perfgroup__thread_slot(const struct pgc_file *f, uint32_t thread_index);
 /* Text of a string id, NULL if undefined (id 0 = no name). */
 const char *perfgroup__string(const struct pgc_file *f, uint32_t id);
 
@@ -165,6 +169,7 @@ char *perfgroup__demangle(const char *name);
 struct pgc_options {
     int64_t interval_ns;    /* sample interval (default 1 ms) */
     uint64_t max_samples;   /* per thread (default 100 M: 27 h at 1 ms); 0 = default */
+    int no_interval_markers; /* Gecko: no marker per trace interval (smaller profiles) */
     int progress;           /* print a progress line on stderr */
     int summary_json;
 };

@@ -29,6 +29,8 @@ struct summary {
     struct pgc_file *f;
     struct pgc_clock clk;
     struct row *rows;      /* current thread, one per group of f */
+    struct row *proc;      /* current process, one per group of f */
+    uint64_t proc_cpu, proc_events;
     uint64_t thread_cpu, thread_events;
     struct row *all;       /* overall, by group name */
     uint32_t nall;
@@ -221,8 +223,11 @@ static int end_thread(void *ctx, uint32_t ti)
             v = S->nall++;
         }
         add_row(&S->all[v], &S->rows[i]);
+        add_row(&S->proc[i], &S->rows[i]);
     }
     S->all_cpu += S->thread_cpu;
+    S->proc_cpu += S->thread_cpu;
+    S->proc_events += S->thread_events;
     S->all_events += S->thread_events;
     if (S->opt->summary_json) {
         PGC_SEP(o, S->nthreads_out, "\n{\"tid\":");
@@ -236,13 +241,14 @@ static int end_thread(void *ctx, uint32_t ti)
         PGC_LIT(o, ",");
         json_rows(S, S->rows, S->f->ngroups, S->thread_cpu);
         PGC_LIT(o, "}");
-    } else {
+    } else if (S->thread_events) { /* a thread with no event (markers only) has no rows */
         char title[600];
         snprintf(title, sizeof(title), "%s (pid %u) thread %s (tid %u)", S->f->program, S->f->pid,
                  th->name, th->tid);
         text_table(S, title, S->rows, S->f->ngroups, S->thread_cpu, S->thread_events);
     }
-    S->nthreads_out++;
+    if (S->opt->summary_json || S->thread_events)
+        S->nthreads_out++;
     return o->err ? -1 : 0;
 }
 
@@ -264,7 +270,13 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
         struct pgc_file *f = &files[i];
         S.f = f;
         S.rows = calloc(f->ngroups + 1, sizeof(*S.rows));
-        if (!S.rows) {
+        S.proc = calloc(f->ngroups + 1, sizeof(*S.proc));
+        S.proc_cpu = S.proc_events = 0;
+        for (uint32_t g = 0; S.proc && g < f->ngroups; g++)
+            S.proc[g].name = f->groups[g].name;
+        if (!S.rows || !S.proc) {
+            free(S.rows);
+            free(S.proc);
             rc = -ENOMEM;
             break;
         }
@@ -299,10 +311,25 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
             PGC_LIT(out, "\n");
         }
         rc = perfgroup__file_stream(f, &cb, &S, err);
-        if (opt->summary_json)
-            PGC_LIT(out, "]}");
+        /* the process as a whole (all its threads) */
+        if (opt->summary_json) {
+            PGC_LIT(out, "],\"cpu_ms\":");
+            perfgroup__out_fixed(out, (int64_t)S.proc_cpu, 1000000);
+            PGC_LIT(out, ",\"events\":");
+            perfgroup__out_u64(out, S.proc_events);
+            PGC_LIT(out, ",");
+            json_rows(&S, S.proc, f->ngroups, S.proc_cpu);
+            PGC_LIT(out, "}");
+        } else if (!rc && S.nthreads_out > 1) {
+            char title[600];
+            snprintf(title, sizeof(title), "%s (pid %u), all %d threads", f->program, f->pid,
+                     S.nthreads_out);
+            text_table(&S, title, S.proc, f->ngroups, S.proc_cpu, S.proc_events);
+        }
         free(S.rows);
+        free(S.proc);
         S.rows = NULL;
+        S.proc = NULL;
     }
     if (!rc) {
         if (opt->summary_json) {

@@ -258,6 +258,22 @@ void perfgroup__out_double(struct pgc_out *o, double v)
     perfgroup__out_raw(o, b, (size_t)n);
 }
 
+/* Times are kept within +-2^61 ns (73 years) and durations within 2^61 ns, so any sum or
+ * difference of two of them fits in int64_t: a damaged timestamp gives a wrong time, never
+ * undefined arithmetic. */
+#define NS_LIMIT ((double)(1ll << 61))
+
+static int64_t clamp_ns(double v)
+{
+    if (v != v)
+        return 0;
+    if (v > NS_LIMIT)
+        return 1ll << 61;
+    if (v < -NS_LIMIT)
+        return -(1ll << 61);
+    return (int64_t)v;
+}
+
 /* ---- Clock --------------------------------------------------------------------------- */
 void perfgroup__clock_init(struct pgc_clock *c, const struct pgc_file *f)
 {
@@ -275,21 +291,18 @@ void perfgroup__clock_update(struct pgc_clock *c, const struct pgc_file *f,
     if (r->kind != PGF_REC_CLOCK || r->u.clock.monotonic_ns == 0 || f->hdr.clock == PGF_CLOCK_MONOTONIC)
         return;
     c->ref_tsc = r->u.clock.tsc;
-    c->ref_ns = r->u.clock.monotonic_ns - f->start_monotonic_ns;
+    c->ref_ns = clamp_ns((double)r->u.clock.monotonic_ns - (double)f->start_monotonic_ns);
 }
 
 int64_t perfgroup__clock_ns(const struct pgc_clock *c, uint64_t tsc)
 {
     double d = (double)(int64_t)(tsc - c->ref_tsc) * c->ns_per_tick;
-    if (d > 9e18 || d < -9e18)
-        d = 0; /* garbage in: keep the arithmetic defined */
-    return c->ref_ns + (int64_t)d;
+    return clamp_ns((double)c->ref_ns + d);
 }
 
 int64_t perfgroup__ticks_ns(const struct pgc_clock *c, uint64_t ticks)
 {
-    double d = (double)ticks * c->ns_per_tick;
-    return d > 9e18 ? INT64_MAX / 4 : (int64_t)d;
+    return clamp_ns((double)ticks * c->ns_per_tick);
 }
 
 /* ---- Demangling ---------------------------------------------------------------------- */

@@ -68,9 +68,10 @@ def check_json(path):
     return not probs
 
 
-def convert_all(scenario):
-    """Every output of one scenario: {suffix: (path, text)}."""
-    d = os.path.join(WORK, scenario)
+def convert_all(scenario, test):
+    """Every output of one scenario: {suffix: (path, text)}. Each test has its own directory:
+    ctest -j runs tests of the same scenario at once."""
+    d = os.path.join(WORK, "%s-%s" % (test, scenario))
     os.makedirs(d, exist_ok=True)
     inputs = gen(scenario, os.path.join(d, scenario + ".pgm"))
     rel = [os.path.basename(p) for p in inputs]  # names in outputs stay machine-independent
@@ -97,7 +98,7 @@ def convert_all(scenario):
 
 
 def golden(scenario):
-    outs = convert_all(scenario)
+    outs = convert_all(scenario, "golden")
     os.makedirs(GOLDEN, exist_ok=True)
     for suffix, (path, text, _) in outs.items():
         g = os.path.join(GOLDEN, "%s.%s" % (scenario, suffix))
@@ -125,10 +126,17 @@ def bad(kind):
     src = os.path.join(d, "in.pgm")
     with open(src, "wb") as f:
         f.write(gen_pgm.bad(kind))
-    for args, out in ((["-o", os.path.join(d, "out.json")], "out.json"),
-                      (["--format", "chrome", "-o", os.path.join(d, "out.json")], "out.json"),
-                      (["--summary"], None)):
-        rc, stdout, err = run([src] + args + ["--no-progress"])
+    # a crash-cut recording first (it alone would convert, with warnings), then the bad one:
+    # still one line, and only about the bad file
+    cutdir = os.path.join(WORK, "bad-%s-cut" % kind)  # per test: ctest -j runs them at once
+    os.makedirs(cutdir, exist_ok=True)
+    cut = gen("cut", os.path.join(cutdir, "cut.pgm"))[0]
+    for inputs, args in (([src], ["-o", os.path.join(d, "out.json")]),
+                         ([src], ["--format", "chrome", "-o", os.path.join(d, "out.json")]),
+                         ([src], ["--summary"]),
+                         ([cut, src], ["-o", os.path.join(d, "out.json")]),
+                         ([cut, src], ["--summary", "--json"])):
+        rc, stdout, err = run(inputs + args + ["--no-progress"])
         lines = err.splitlines()
         if rc != 2:
             fail("%s %s: exit %d, want 2" % (kind, args, rc))
@@ -181,7 +189,7 @@ def near(got, want, tol, what):
 
 
 def faithful(scenario):
-    outs = convert_all(scenario)
+    outs = convert_all(scenario, "faithful")
     c = gecko_counts(outs["gecko.json"][0])
     if scenario == "stats":
         # 1 ms samples: parser 40 x 2 ms CPU, render 40 x 1 ms + 55 ms, the rest of the
@@ -204,6 +212,20 @@ def faithful(scenario):
         demangled = [x for k in m for x in k if "parser::parse(char const*, unsigned long)" in x]
         if not demangled:
             fail("trace: parser::parse not demangled")
+        # --no-interval-markers: the same samples, no interval markers
+        d = os.path.dirname(outs["gecko.json"][0])
+        slim = os.path.join(d, "slim.json")
+        rc, _, err = run([os.path.join(d, "trace.pgm"), "-o", slim, "--no-interval-markers"])
+        if rc != 0:
+            fail("--no-interval-markers: exit %d: %s" % (rc, err))
+            return
+        check_json(slim)
+        if gecko_counts(slim) != c:
+            fail("--no-interval-markers changed the samples")
+        p = json.load(open(slim))
+        if any((mk[5] or {}).get("type") == "PerfgroupInterval"
+               for t in p["threads"] for mk in t["markers"]["data"]):
+            fail("--no-interval-markers: interval markers still written")
 
 
 def cut():
@@ -229,7 +251,7 @@ def cut():
 
 
 def fork():
-    outs = convert_all("fork")
+    outs = convert_all("fork", "fork")
     p = json.load(open(outs["gecko.json"][0]))
     if len(p["processes"]) != 1:
         fail("fork: want 1 sub-process, got %d" % len(p["processes"]))
@@ -315,6 +337,14 @@ def real(cxx, plugin, runtime, include, src, variant="plain"):
         names = [t["name"] for t in prof["threads"]]
         if "rt-worker" not in names or "GeckoMain" not in names:
             fail("%s: thread names %r" % (mode, names))
+        # one track per OS thread: the marker written before the core saw the main thread
+        # ("start", a lazy thread index in the file) is on the main thread's track
+        tids = [t["tid"] for t in prof["threads"]]
+        if len(tids) != len(set(tids)):
+            fail("%s: two tracks for one tid: %r" % (mode, tids))
+        main = [t for t in prof["threads"] if t["name"] == "GeckoMain"][0]
+        if "start" not in [main["stringTable"][m[0]] for m in main["markers"]["data"]]:
+            fail("%s: the 'start' marker is not on the main thread" % mode)
         cats = [c["name"] for c in prof["meta"]["categories"]]
         if "parser" not in cats or "render" not in cats:
             fail("%s: categories %r" % (mode, cats))
