@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/accuracy/accuracy.c — what perfgroup charges, against ground truth the program
- * measures itself (the thread CPU clock read around every piece of work), read through the
- * public snapshot API. Built with the real plugins (GCC and Clang) at -O2.
+ * measures itself (the thread CPU clock and CLOCK_MONOTONIC read inside each instrumented
+ * function around its work), read through the public snapshot API. Built with the real
+ * plugins (GCC and Clang) at -O2.
  *
  * Phases (each one snapshot diff):
  *   main    per event: A (1 u: 0.5 u own + a 0.5 u call of B), B (1.5 u more, called by the
