@@ -231,7 +231,14 @@ def main():
     fl = {cc: ov.get(f"{cc}:floor") for cc in ("gcc", "clang")}
 
     lines = []
-    lines.append(f"Run of {start:%Y-%m-%d %H:%M} UTC, {cpu_model()}, {os.cpu_count()} CPUs, "
+    def version(cmd):
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True).stdout.splitlines()[0]
+        except (OSError, IndexError):
+            return "?"
+    lines.append(f"Run of {start:%Y-%m-%d %H:%M} UTC, {cpu_model()}, {os.cpu_count()} CPUs, Linux "
+                 f"{platform.release()}; {version(['gcc-12', '--version'])}; {version(['clang-14', '--version'])}; "
+                 f"{version(['uftrace', '--version']) if have_uftrace else 'no uftrace'}; "
                  f"load average {load0[0]:.2f} at start and {load1[0]:.2f} at end; "
                  f"N = {n} timed calls per run (+{n // 10} untimed), {a.rounds} interleaved rounds, "
                  f"medians of thread CPU time. TSC {khz} kHz ({khz_src}).")
