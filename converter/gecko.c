@@ -659,7 +659,7 @@ static void stats_event(struct gthread *t, const struct pgr_record *r, int64_t b
         if (ev_stack == UNKNOWN)
             ev_stack = intern_stack(t, UNKNOWN, intern_frame(t, name_frame_loc, CAT_EVENT, 0));
         if (idx[i] == UNKNOWN)
-            st = intern_stack(t, ev_stack, label_frame(t, "(outside groups)", CAT_EVENT));
+            st = intern_stack(t, ev_stack, label_frame(t, "(outside groups)", CAT_IDLE));
         else
             st = intern_stack(t, ev_stack,
                               label_frame(t, t->f->groups[idx[i]].name, group_cat(t, idx[i])));
