@@ -1,0 +1,550 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""conv_test.py — the converter's test driver (one ctest per call).
+
+    conv_test.py golden SCENARIO    gen_pgm.py SCENARIO -> every output format; each output
+                                    must equal tests/converter/golden/SCENARIO.* and each JSON
+                                    profile must pass check_profile.py
+    conv_test.py bad KIND           a broken file: exit 2, ONE stderr line naming the file and
+                                    a byte offset, no output file and no temporary left
+    conv_test.py faithful SCENARIO  the Gecko call tree's sample counts match the recording
+    conv_test.py cut                a crash-cut recording converts, with a warning and a marker
+    conv_test.py fork               a parent and its child become one profile, child offset
+    conv_test.py corpus CC PLUGINFLAG RUNTIME INCLUDE SRC
+                                    a tests/corpus program recorded (trace) and converted;
+                                    golden/corpus/<program>.json holds the deterministic part
+    conv_test.py recycled PGM_MAKE  a real recording that recycled chunks shows the drops
+    conv_test.py progress           progress line only on a terminal (or --progress)
+    conv_test.py pgm FILE...        real recordings: every format converts and checks
+    conv_test.py real CXX PLUGINFLAG RUNTIME INCLUDE SRC
+                                    build SRC with a real plugin, record it (trace and stats
+                                    mode, with a fork), convert parent+child, check the result
+
+Environment: PGC_CONVERT (the program), PGC_WORK (a scratch directory); PGC_UPDATE=1 rewrites
+the golden files instead of comparing (review the diff before committing it).
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+GOLDEN = os.path.join(HERE, "golden")
+sys.path.insert(0, HERE)
+import check_profile  # noqa: E402
+import gen_pgm  # noqa: E402
+
+CONVERT = os.environ.get("PGC_CONVERT", "perfgroup-convert")
+WORK = os.environ.get("PGC_WORK", "/tmp/pgc-test")
+FAILS = []
+
+
+def fail(msg):
+    FAILS.append(msg)
+    print("FAIL: " + msg)
+
+
+def run(args, **kw):
+    p = subprocess.run([CONVERT] + args, capture_output=True, text=True, **kw)
+    return p.returncode, p.stdout, p.stderr
+
+
+def gen(scenario, path):
+    recs = gen_pgm.SCENARIOS[scenario]()
+    paths = []
+    for i, r in enumerate(recs):
+        p = path if i == 0 else "%s.%d" % (path, r.pid)
+        with open(p, "wb") as f:
+            f.write(r.build())
+        paths.append(p)
+    return paths
+
+
+def check_json(path):
+    probs = check_profile.check(path)
+    for p in probs:
+        fail("checker: " + p)
+    return not probs
+
+
+def convert_all(scenario, test):
+    """Every output of one scenario: {suffix: (path, text)}. Each test has its own directory:
+    ctest -j runs tests of the same scenario at once."""
+    d = os.path.join(WORK, "%s-%s" % (test, scenario))
+    os.makedirs(d, exist_ok=True)
+    inputs = gen(scenario, os.path.join(d, scenario + ".pgm"))
+    rel = [os.path.basename(p) for p in inputs]  # names in outputs stay machine-independent
+    outs = {}
+    for suffix, args in (("gecko.json", ["-o", "out.gecko.json"]),
+                         ("chrome.json", ["--format", "chrome", "-o", "out.chrome.json"]),
+                         ("summary.txt", ["--summary"]),
+                         ("summary.json", ["--summary", "--json"])):
+        rc, out, err = run(rel + args + ["--no-progress"], cwd=d)
+        if rc != 0:
+            fail("%s %s: exit %d: %s" % (scenario, suffix, rc, err.strip()))
+            continue
+        path = os.path.join(d, "out." + suffix)
+        if suffix.startswith("summary"):
+            with open(path, "w") as f:
+                f.write(out)
+        if suffix == "summary.json":
+            json.loads(out)
+        elif suffix.endswith(".json"):
+            check_json(path)
+        with open(path) as f:
+            outs[suffix] = (path, f.read(), err)
+    return outs
+
+
+def golden(scenario):
+    outs = convert_all(scenario, "golden")
+    os.makedirs(GOLDEN, exist_ok=True)
+    for suffix, (path, text, _) in outs.items():
+        g = os.path.join(GOLDEN, "%s.%s" % (scenario, suffix))
+        if os.environ.get("PGC_UPDATE"):
+            with open(g, "w") as f:
+                f.write(text)
+            continue
+        if not os.path.exists(g):
+            fail("no golden file %s (run with PGC_UPDATE=1 and review it)" % g)
+            continue
+        with open(g) as f:
+            want = f.read()
+        if want != text:
+            import difflib
+            diff = list(difflib.unified_diff(want.splitlines(), text.splitlines(), g, path,
+                                             lineterm="", n=1))
+            fail("%s differs from %s:\n%s" % (path, g, "\n".join(diff[:40])))
+
+
+def bad(kind):
+    d = os.path.join(WORK, "bad-" + kind)
+    os.makedirs(d, exist_ok=True)
+    for f in os.listdir(d):
+        os.unlink(os.path.join(d, f))
+    src = os.path.join(d, "in.pgm")
+    with open(src, "wb") as f:
+        f.write(gen_pgm.bad(kind))
+    # a crash-cut recording first (it alone would convert, with warnings), then the bad one:
+    # still one line, and only about the bad file
+    cutdir = os.path.join(WORK, "bad-%s-cut" % kind)  # per test: ctest -j runs them at once
+    os.makedirs(cutdir, exist_ok=True)
+    cut = gen("cut", os.path.join(cutdir, "cut.pgm"))[0]
+    for inputs, args in (([src], ["-o", os.path.join(d, "out.json")]),
+                         ([src], ["--format", "chrome", "-o", os.path.join(d, "out.json")]),
+                         ([src], ["--summary"]),
+                         ([cut, src], ["-o", os.path.join(d, "out.json")]),
+                         ([cut, src], ["--summary", "--json"])):
+        rc, stdout, err = run(inputs + args + ["--no-progress"])
+        lines = err.splitlines()
+        if rc != 2:
+            fail("%s %s: exit %d, want 2" % (kind, args, rc))
+        if len(lines) != 1:
+            fail("%s: want one stderr line, got %d: %r" % (kind, len(lines), err))
+        elif not re.match(r"^perfgroup-convert: %s: byte \d+: \S" % re.escape(src), lines[0]):
+            fail("%s: stderr line does not name the file and a byte offset: %r" % (kind, lines[0]))
+        else:
+            print("ok %s: %s" % (kind, lines[0]))
+        if stdout:
+            fail("%s: wrote to stdout on bad input: %r" % (kind, stdout[:200]))
+        left = sorted(set(os.listdir(d)) - {"in.pgm"})
+        if left:
+            fail("%s: left output behind: %s" % (kind, left))
+
+
+def gecko_counts(path):
+    """Samples per root-to-leaf path of labels, per thread name."""
+    p = json.load(open(path))
+    res = {}
+    for t in p["threads"] + [t for s in p["processes"] for t in s["threads"]]:
+        strings = t["stringTable"]
+        frames = t["frameTable"]["data"]
+        stacks = t["stackTable"]["data"]
+        names = {}
+
+        def path_of(s):
+            if s in names:
+                return names[s]
+            pre, fr = stacks[s]
+            label = strings[frames[fr][0]]
+            names[s] = (path_of(pre) if pre is not None else ()) + (label,)
+            return names[s]
+
+        cnt = {}
+        for row in t["samples"]["data"]:
+            if row[0] is not None:
+                k = path_of(row[0])
+                cnt[k] = cnt.get(k, 0) + 1
+        key = t["processName"] if t["name"] == "GeckoMain" else t["name"]
+        res[key] = cnt
+    return res
+
+
+def near(got, want, tol, what):
+    if abs(got - want) > tol:
+        fail("%s: %s samples, want %s ± %s" % (what, got, want, tol))
+    else:
+        print("ok %s: %s samples (want %s)" % (what, got, want))
+
+
+def faithful(scenario):
+    outs = convert_all(scenario, "faithful")
+    c = gecko_counts(outs["gecko.json"][0])
+    if scenario == "stats":
+        # 1 ms samples: parser 40 x 2 ms CPU, render 40 x 1 ms + 55 ms, the rest of the
+        # main thread's CPU (40 x 1 ms + 5 ms) outside groups; worker: net 10 x 2 ms
+        m = c["demo-stats"]
+        near(m.get(("tick", "parser"), 0), 80, 1, "stats parser")
+        near(m.get(("tick", "render"), 0) + m.get(("frame", "render"), 0), 95, 1, "stats render")
+        near(sum(v for k, v in m.items() if k[-1] == "(outside groups)"), 45, 1, "stats outside")
+        w = c["worker \u00e9"]
+        near(sum(v for k, v in w.items() if k[-1] == 'net "io"'), 20, 1, "stats net")
+    elif scenario == "trace":
+        # per iteration: parse 3 ms (helper 2 ms inside), render 2 ms (0.3 ms re-entry)
+        m = c["demo-trace"]
+        parse = sum(v for k, v in m.items() if any("parser::parse" in x for x in k))
+        helper = sum(v for k, v in m.items() if k and k[-1].startswith("helper"))
+        render = sum(v for k, v in m.items() if any(x.startswith("render_frame") for x in k))
+        near(parse, 60, 2, "trace parse (incl. helper)")
+        near(helper, 40, 2, "trace helper")
+        near(render, 40, 2, "trace render")
+        demangled = [x for k in m for x in k if "parser::parse(char const*, unsigned long)" in x]
+        if not demangled:
+            fail("trace: parser::parse not demangled")
+        # --no-interval-markers: the same samples, no interval markers
+        d = os.path.dirname(outs["gecko.json"][0])
+        slim = os.path.join(d, "slim.json")
+        rc, _, err = run([os.path.join(d, "trace.pgm"), "-o", slim, "--no-interval-markers"])
+        if rc != 0:
+            fail("--no-interval-markers: exit %d: %s" % (rc, err))
+            return
+        check_json(slim)
+        if gecko_counts(slim) != c:
+            fail("--no-interval-markers changed the samples")
+        p = json.load(open(slim))
+        if any((mk[5] or {}).get("type") == "PerfgroupInterval"
+               for t in p["threads"] for mk in t["markers"]["data"]):
+            fail("--no-interval-markers: interval markers still written")
+
+
+def cut():
+    d = os.path.join(WORK, "cut")
+    os.makedirs(d, exist_ok=True)
+    src = gen("cut", os.path.join(d, "cut.pgm"))[0]
+    rc, out, err = run([src, "-o", os.path.join(d, "cut.json"), "--no-progress"])
+    if rc != 0:
+        fail("cut: exit %d: %s" % (rc, err))
+        return
+    if "not closed" not in err or "lost" not in err:
+        fail("cut: no warning saying what was lost: %r" % err)
+    else:
+        print("ok cut warning: " + err.strip().replace("\n", " | "))
+    check_json(os.path.join(d, "cut.json"))
+    p = json.load(open(os.path.join(d, "cut.json")))
+    t = p["threads"][0]
+    names = [t["stringTable"][m[0]] for m in t["markers"]["data"]]
+    if "Recording cut" not in names:
+        fail("cut: no 'Recording cut' marker: %r" % names[:10])
+    if len(t["samples"]["data"]) < 25:
+        fail("cut: the intervals before the cut are missing (%d samples)" % len(t["samples"]["data"]))
+
+
+def fork():
+    outs = convert_all("fork", "fork")
+    p = json.load(open(outs["gecko.json"][0]))
+    if len(p["processes"]) != 1:
+        fail("fork: want 1 sub-process, got %d" % len(p["processes"]))
+        return
+    sub = p["processes"][0]
+    off = sub["meta"]["startTime"] - p["meta"]["startTime"]
+    if abs(off - 15) > 1e-6:
+        fail("fork: child starts %r ms after the parent, want 15" % off)
+    pids = {t["pid"] for t in p["threads"]}, {t["pid"] for t in sub["threads"]}
+    if pids != ({2000}, {2001}):
+        fail("fork: pids %r" % (pids,))
+    names = sorted(t["name"] for t in sub["threads"])
+    if names != ["GeckoMain", "child-worker"]:
+        fail("fork: child threads %r" % names)
+    if not p.get("counters") or not sub.get("counters"):
+        fail("fork: per-group CPU counters missing")
+    # the Chrome trace puts the child 15 ms (15000 us) after the parent's start, too
+    tr = json.load(open(outs["chrome.json"][0]))["traceEvents"]
+    child = [e["ts"] for e in tr if e.get("pid") == 2001 and "ts" in e]
+    parent = [e["ts"] for e in tr if e.get("pid") == 2000 and "ts" in e]
+    if not child or min(child) < 15000 or min(parent) != 0:
+        fail("fork chrome: parent starts at %r us, child at %r us (want 0 and >= 15000)" % (
+            min(parent) if parent else None, min(child) if child else None))
+    print("ok fork: child offset %r ms, threads %r" % (off, names))
+
+
+def pgm(files):
+    d = os.path.join(WORK, "real")
+    os.makedirs(d, exist_ok=True)
+    for i, f in enumerate(files):
+        for suffix, args in (("gecko.json", []), ("chrome.json", ["--format", "chrome"])):
+            out = os.path.join(d, "%d.%s" % (i, suffix))
+            rc, _, err = run([f, "-o", out, "--no-progress"] + args)
+            if rc != 0:
+                fail("%s: exit %d: %s" % (f, rc, err))
+            else:
+                check_json(out)
+        rc, out, err = run([f, "--summary", "--json", "--no-progress"])
+        if rc != 0:
+            fail("%s --summary: exit %d: %s" % (f, rc, err))
+
+
+def real(cxx, plugin, runtime, include, src, variant="plain"):
+    forked = variant == "fork"
+    tag = os.path.basename(cxx) + "-" + variant
+    d = os.path.join(WORK, "real-" + tag)
+    os.makedirs(d, exist_ok=True)
+    for f in os.listdir(d):
+        os.unlink(os.path.join(d, f))
+    exe = os.path.join(d, "rt_app")
+    cmd = [cxx, "-O1", "-g", plugin, "-I", include, src, "-o", exe, runtime,
+           "-Wl,-rpath," + os.path.dirname(runtime), "-pthread"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        fail("build: %s\n%s" % (" ".join(cmd), p.stderr))
+        return
+    for mode in ("trace", "stats"):
+        env = dict(os.environ, PERFGROUP_OUTPUT=os.path.join(d, mode + ".%p.pgm"), PERFGROUP_MODE=mode)
+        p = subprocess.run([exe] + (["fork"] if forked else []), capture_output=True, text=True,
+                           env=env, timeout=60)
+        if p.returncode != 0:
+            fail("%s run: exit %d: %s" % (mode, p.returncode, p.stderr))
+            continue
+        files = sorted(os.path.join(d, f) for f in os.listdir(d)
+                       if f.startswith(mode + ".") and f.endswith(".pgm"))
+        if len(files) != (2 if forked else 1):
+            fail("%s: want %d recording(s), got %s" % (mode, 2 if forked else 1, files))
+            continue
+        gecko = os.path.join(d, mode + ".gecko.json")
+        rc, _, err = run(files + ["-o", gecko, "--no-progress"])
+        if rc != 0:
+            fail("%s convert: exit %d: %s" % (mode, rc, err))
+            continue
+        check_json(gecko)
+        chrome = os.path.join(d, mode + ".chrome.json")
+        rc, _, err = run(files + ["--format", "chrome", "-o", chrome, "--no-progress"])
+        if rc != 0:
+            fail("%s chrome: exit %d: %s" % (mode, rc, err))
+        else:
+            check_json(chrome)
+        prof = json.load(open(gecko))
+        if prof["meta"]["product"] != "rt_app":
+            fail("%s: product %r" % (mode, prof["meta"]["product"]))
+        if len(prof["processes"]) != (1 if forked else 0):
+            fail("%s: want %d sub-process(es), got %d" % (mode, forked, len(prof["processes"])))
+        elif forked:
+            off = prof["processes"][0]["meta"]["startTime"] - prof["meta"]["startTime"]
+            if not 0 < off < 60000:
+                fail("%s: child start offset %r ms" % (mode, off))
+        names = [t["name"] for t in prof["threads"]]
+        if "rt-worker" not in names or "GeckoMain" not in names:
+            fail("%s: thread names %r" % (mode, names))
+        # one track per OS thread: the marker written before the core saw the main thread
+        # ("start", a lazy thread index in the file) is on the main thread's track
+        tids = [t["tid"] for t in prof["threads"]]
+        if len(tids) != len(set(tids)):
+            fail("%s: two tracks for one tid: %r" % (mode, tids))
+        main = [t for t in prof["threads"] if t["name"] == "GeckoMain"][0]
+        if "start" not in [main["stringTable"][m[0]] for m in main["markers"]["data"]]:
+            fail("%s: the 'start' marker is not on the main thread" % mode)
+        cats = [c["name"] for c in prof["meta"]["categories"]]
+        if "parser" not in cats or "render" not in cats:
+            fail("%s: categories %r" % (mode, cats))
+        labels = set()
+        for t in prof["threads"]:
+            for fr in t["frameTable"]["data"]:
+                labels.add(t["stringTable"][fr[0]])
+        if mode == "trace" and not any(l.startswith("app::Parser::parse(char const*, unsigned int)")
+                                       for l in labels):
+            fail("trace: no demangled app::Parser::parse frame in %r" % sorted(labels)[:20])
+        if not any(l == "parser" for l in labels):
+            fail("%s: no parser group frame" % mode)
+        marks = set()
+        for t in prof["threads"]:
+            marks.update(t["stringTable"][m[0]] for m in t["markers"]["data"])
+        for m in ("start", "tail", "tick", "job"):
+            if m not in marks:
+                fail("%s: marker %r missing (have %r)" % (mode, m, sorted(marks)[:20]))
+        rc, out, err = run(files + ["--summary", "--json", "--no-progress"])
+        if rc != 0:
+            fail("%s summary: exit %d: %s" % (mode, rc, err))
+            continue
+        summ = json.loads(out)
+        rows = {r["group"]: r for r in summ["overall"]["groups"]}
+        if "parser" not in rows or "render" not in rows:
+            fail("%s summary: groups %r" % (mode, sorted(rows)))
+        else:
+            if rows["render"]["blocked_ms"] < 5:
+                fail("%s summary: render blocked %r ms, want >= 5 (usleep)" % (mode, rows["render"]["blocked_ms"]))
+            want = 30 + 5 + 20 + (10 if forked else 0)  # main loop, tail, worker jobs, child
+            if rows["parser"]["events"] != want:
+                fail("%s summary: parser in %r events, want %d" % (mode, rows["parser"]["events"], want))
+            print("ok %s: parser %.1f ms CPU in %d events; render blocked %.1f ms" % (
+                mode, rows["parser"]["cpu_ms"], rows["parser"]["events"], rows["render"]["blocked_ms"]))
+
+
+def progress():
+    """The progress line: on a terminal by default, never on a pipe or with --no-progress."""
+    d = os.path.join(WORK, "progress")
+    os.makedirs(d, exist_ok=True)
+    src = gen("trace", os.path.join(d, "p.pgm"))[0]
+    rc, _, err = run([src, "-o", os.devnull])
+    if rc != 0 or err:
+        fail("progress: stderr is a pipe, want silence, got %r (exit %d)" % (err, rc))
+    rc, _, err = run([src, "-o", os.devnull, "--progress"])
+    if "100% (" not in err:
+        fail("progress: --progress printed %r" % err)
+    # a real terminal: util-linux script(1) runs the converter on a pty
+    cmd = "%s %s -o %s" % (CONVERT, src, os.devnull)
+    p = subprocess.run(["script", "-qec", cmd, os.devnull], capture_output=True, text=True)
+    if "perfgroup-convert: 100% (" not in p.stdout:
+        fail("progress: nothing on a terminal: %r" % p.stdout)
+    else:
+        print("ok progress on a terminal: %r" % p.stdout.strip().split("\r")[-1])
+
+
+def corpus(cc, plugin, runtime, include, src):
+    """A corpus program (tests/corpus/) built with a real plugin at -O0 and recorded in trace
+    mode; the deterministic projection of the converter's outputs (per group: activations and
+    events; per interval marker: name and function, counted; user markers) must equal
+    golden/corpus/<program>.json, one file for both compilers."""
+    sys.path.insert(0, os.path.join(HERE, "..", "corpus"))
+    import run_corpus
+    name = os.path.splitext(os.path.basename(src))[0]
+    d = os.path.join(WORK, "corpus-%s-%s" % (cc, name))
+    os.makedirs(d, exist_ok=True)
+    for f in os.listdir(d):
+        os.unlink(os.path.join(d, f))
+    dr = run_corpus.directives(src)
+    if dr["only"] and cc not in dr["only"]:
+        print("SKIP: %s is for %s only" % (name, dr["only"]))
+        sys.exit(77)
+    lang = "c++" if src.endswith((".cc", ".cpp", ".cxx")) else "c"
+    comp = run_corpus.COMPILERS[cc][lang]
+    obj, exe = os.path.join(d, "prog.o"), os.path.join(d, "prog")
+    cmd = ([comp, "-O0", "-g", "-pthread", plugin] + ["-fplugin-arg-perfgroup-" + o for o in dr["options"]]
+           + dr["cflags"] + ["-I" + include, "-c", src, "-o", obj])
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode:
+        fail("compile: %s\n%s" % (" ".join(cmd), p.stderr))
+        return
+    p = subprocess.run([comp, "-pthread", obj, "-o", exe, runtime, "-Wl,-rpath," + os.path.dirname(runtime)],
+                       capture_output=True, text=True)
+    if p.returncode:
+        fail("link: " + p.stderr)
+        return
+    pgm = os.path.join(d, "rec.pgm")
+    env = dict(os.environ, PERFGROUP_OUTPUT=pgm, PERFGROUP_MODE="trace")
+    p = subprocess.run([exe], env=env, capture_output=True, text=True, timeout=60)
+    if p.returncode != dr["exit"]:
+        fail("run: exit %d, want %d: %s" % (p.returncode, dr["exit"], p.stderr))
+        return
+    gecko, chrome = os.path.join(d, "out.json"), os.path.join(d, "out.chrome.json")
+    for args in (["-o", gecko], ["--format", "chrome", "-o", chrome]):
+        rc, _, err = run([pgm, "--no-progress"] + args)
+        if rc:
+            fail("convert %s: exit %d: %s" % (args, rc, err))
+            return
+    check_json(gecko)
+    check_json(chrome)
+    rc, out, err = run([pgm, "--summary", "--json", "--no-progress"])
+    if rc:
+        fail("summary: exit %d: %s" % (rc, err))
+        return
+    summ = json.loads(out)
+    proj = {"groups": {r["group"]: {"activations": r["activations"], "events": r["events"]}
+                       for r in summ["overall"]["groups"]},
+            "intervals": {}, "markers": {}}
+    prof = json.load(open(gecko))
+    for t in prof["threads"]:
+        st = t["stringTable"]
+        for m in t["markers"]["data"]:
+            data = m[5] or {}
+            if data.get("type") == "PerfgroupInterval":
+                k = "%s: %s" % (st[m[0]], st[data["function"]])
+                proj["intervals"][k] = proj["intervals"].get(k, 0) + 1
+            elif data.get("type") == "PerfgroupMarker":
+                proj["markers"][st[m[0]]] = proj["markers"].get(st[m[0]], 0) + 1
+    text = json.dumps(proj, indent=1, sort_keys=True) + "\n"
+    g = os.path.join(GOLDEN, "corpus", name + ".json")
+    if os.environ.get("PGC_UPDATE"):
+        os.makedirs(os.path.dirname(g), exist_ok=True)
+        with open(g, "w") as f:
+            f.write(text)
+        return
+    if not os.path.exists(g):
+        fail("no golden file %s (PGC_UPDATE=1, then review)" % g)
+        return
+    want = open(g).read()
+    if want != text:
+        import difflib
+        fail("%s differs:\n%s" % (g, "".join(difflib.unified_diff(
+            want.splitlines(True), text.splitlines(True), g, "got"))))
+    else:
+        print("ok %s: %d groups, %d interval kinds" % (name, len(proj["groups"]), len(proj["intervals"])))
+
+
+def recycled(make):
+    """A real recording whose buffer (2 MiB) is far smaller than what was written (20 MB):
+    the recorder recycled chunks; the profile must say where records were dropped."""
+    d = os.path.join(WORK, "recycled")
+    os.makedirs(d, exist_ok=True)
+    src = os.path.join(d, "r.pgm")
+    if os.path.exists(src):
+        os.unlink(src)
+    subprocess.run([make, src, "20", "trace", "2"], check=True)
+    out = os.path.join(d, "r.json")
+    rc, _, err = run([src, "-o", out, "--no-progress"])
+    if rc != 0:
+        fail("recycled: exit %d: %s" % (rc, err))
+        return
+    check_json(out)
+    p = json.load(open(out))
+    drops = [m[5] for t in p["threads"] for m in t["markers"]["data"]
+             if t["stringTable"][m[0]] == "Records dropped"]
+    if not drops or not all(x["records"] > 0 for x in drops):
+        fail("recycled: no 'Records dropped' marker with a count")
+    rc, text, err = run([src, "--summary", "--no-progress"])
+    if rc != 0 or "records dropped" not in text.splitlines()[0]:
+        fail("recycled: the summary does not say records were dropped: %r" % text[:200])
+    else:
+        print("ok recycled: %d drop markers; %s" % (len(drops), text.splitlines()[0]))
+
+
+def main(argv):
+    os.makedirs(WORK, exist_ok=True)
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "golden":
+        golden(rest[0])
+    elif cmd == "bad":
+        bad(rest[0])
+    elif cmd == "faithful":
+        faithful(rest[0])
+    elif cmd == "cut":
+        cut()
+    elif cmd == "fork":
+        fork()
+    elif cmd == "pgm":
+        pgm(rest)
+    elif cmd == "corpus":
+        corpus(*rest)
+    elif cmd == "recycled":
+        recycled(rest[0])
+    elif cmd == "progress":
+        progress()
+    elif cmd == "real":
+        real(*rest)
+    else:
+        sys.stderr.write(__doc__)
+        return 2
+    print("%d passed, %d failed" % (0 if FAILS else 1, 1 if FAILS else 0))
+    return 1 if FAILS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
