@@ -1,0 +1,443 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plugin-clang/instrument.cpp — the LLVM pass of perfgroup-clang.so: enter/exit hooks, site
+ * descriptors and per-module registration. (Design note: DESIGN-NOTE below.)
+ */
+#include "table.h"
+
+#include "perfgroup/abi.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/DebugInfoMetadata.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/IntrinsicInst.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/PassManager.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Passes/PassPlugin.h"
+#include "llvm/Transforms/Utils/Local.h"
+#include "llvm/Transforms/Utils/ModuleUtils.h"
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace llvm;
+using namespace perfgroup_clang;
+
+namespace {
+
+/* What the pass knows about one function it is asked to instrument. */
+struct Want {
+    std::string attr, filegroup, file;
+    unsigned line = 0;
+    std::string skip;
+    std::string display; /* the site's function name if not the IR name */
+};
+
+/* ---- Inputs: the front end's table and llvm.global.annotations ---------------------------- */
+
+static std::string cString(const Value *v)
+{
+    auto *gv = dyn_cast<GlobalVariable>(v->stripPointerCasts());
+    if (!gv || !gv->hasInitializer()) return "";
+    auto *cda = dyn_cast<ConstantDataSequential>(gv->getInitializer());
+    if (!cda || !cda->isString()) return "";
+    StringRef s = cda->getAsString();
+    return s.substr(0, s.find('\0')).str();
+}
+
+/* Rewrites the array global `name` (llvm.used, llvm.compiler.used, llvm.global.annotations)
+ * keeping the elements `keep` accepts; deletes it when nothing is left. */
+static void filterArrayGlobal(Module &M, StringRef name, function_ref<bool(Constant *)> keep)
+{
+    GlobalVariable *gv = M.getNamedGlobal(name);
+    if (!gv || !gv->hasInitializer()) return;
+    auto *arr = dyn_cast<ConstantArray>(gv->getInitializer());
+    if (!arr) return;
+    std::vector<Constant *> kept;
+    for (Use &u : arr->operands())
+        if (keep(cast<Constant>(u.get()))) kept.push_back(cast<Constant>(u.get()));
+    if (kept.size() == arr->getNumOperands()) return;
+    std::string section = gv->getSection().str();
+    GlobalValue::LinkageTypes linkage = gv->getLinkage();
+    gv->setName("");
+    if (!kept.empty()) {
+        ArrayType *t = ArrayType::get(arr->getType()->getElementType(), kept.size());
+        auto *n = new GlobalVariable(M, t, gv->isConstant(), linkage, ConstantArray::get(t, kept),
+                                     name);
+        n->setSection(section);
+    }
+    gv->eraseFromParent();
+}
+
+/* Takes the front end's table out of the module (see table.h). Returns false if there is none:
+ * IR that did not come through the front end (.ll/.bc input, -save-temps' backend step of a
+ * module compiled without the plugin). */
+static bool takeTable(Module &M, Table &t)
+{
+    GlobalVariable *found = nullptr;
+    for (GlobalVariable &gv : M.globals()) {
+        if (gv.getSection() != "llvm.metadata" || !gv.hasInitializer()) continue;
+        auto *cda = dyn_cast<ConstantDataSequential>(gv.getInitializer());
+        if (cda && cda->isString() && cda->getAsString().startswith(TableMagic)) {
+            found = &gv;
+            break;
+        }
+    }
+    if (!found) return false;
+    StringRef s = cast<ConstantDataSequential>(found->getInitializer())->getAsString();
+    bool ok = decodeTable(s.substr(0, s.find('\0')).str(), t);
+    for (const char *used : {"llvm.used", "llvm.compiler.used"})
+        filterArrayGlobal(M, used, [&](Constant *c) { return c->stripPointerCasts() != found; });
+    found->removeDeadConstantUsers();
+    if (found->use_empty()) found->eraseFromParent();
+    if (!ok) report_fatal_error(Twine("perfgroup: malformed front-end table in module ") +
+                                M.getModuleIdentifier(), false);
+    return true;
+}
+
+/* Takes our "perfgroup:<group>" entries out of llvm.global.annotations: they would keep
+ * annotated inline functions alive, and consuming them makes the pass idempotent. */
+static void takeAnnotations(Module &M, std::map<Function *, Want> &out)
+{
+    std::set<GlobalVariable *> strings; /* one file name string serves many entries */
+    filterArrayGlobal(M, "llvm.global.annotations", [&](Constant *e) {
+        auto *cs = dyn_cast<ConstantStruct>(e);
+        if (!cs || cs->getNumOperands() < 4) return true;
+        std::string ann = cString(cs->getOperand(1));
+        if (!StringRef(ann).startswith(AnnotationPrefix)) return true;
+        if (auto *f = dyn_cast<Function>(cs->getOperand(0)->stripPointerCasts())) {
+            Want &w = out[f];
+            if (w.attr.empty()) { /* the first is the definition's own attribute */
+                w.attr = ann.substr(strlen(AnnotationPrefix));
+                w.file = cString(cs->getOperand(2));
+                if (auto *ci = dyn_cast<ConstantInt>(cs->getOperand(3)))
+                    w.line = (unsigned)ci->getZExtValue();
+            }
+        }
+        for (unsigned i : {1u, 2u})
+            if (auto *gv = dyn_cast<GlobalVariable>(cs->getOperand(i)->stripPointerCasts()))
+                strings.insert(gv);
+        return false;
+    });
+    for (GlobalVariable *gv : strings) {
+        gv->removeDeadConstantUsers();
+        if (gv->use_empty() && gv->hasLocalLinkage()) gv->eraseFromParent();
+    }
+}
+
+/* ---- Emitting sites, hooks and the module constructor ------------------------------------- */
+
+class Instrumenter {
+public:
+    Instrumenter(Module &M, bool cxx) : M(M), Ctx(M.getContext()), Cxx(cxx)
+    {
+        I8Ptr = Type::getInt8PtrTy(Ctx);
+        I64 = Type::getInt64Ty(Ctx);
+        SiteTy = StructType::getTypeByName(Ctx, "perfgroup_site");
+        if (!SiteTy)
+            SiteTy = StructType::create(Ctx,
+                                        {Type::getInt16Ty(Ctx), Type::getInt16Ty(Ctx),
+                                         Type::getInt32Ty(Ctx), I8Ptr, I8Ptr, I8Ptr},
+                                        "perfgroup_site");
+        Enter = hook(PERFGROUP_HOOK_ENTER_NAME, FunctionType::get(I64, {I8Ptr}, false));
+        Exit = hook(PERFGROUP_HOOK_EXIT_NAME,
+                    FunctionType::get(Type::getVoidTy(Ctx), {I8Ptr, I64}, false));
+    }
+
+    void instrument(Function &F, const Want &w);
+    bool emittedAny() const { return Sites > 0; }
+    void emitModuleConstructor();
+
+private:
+    Module &M;
+    LLVMContext &Ctx;
+    bool Cxx;
+    Type *I8Ptr, *I64;
+    StructType *SiteTy;
+    FunctionCallee Enter, Exit;
+    StringMap<Constant *> Strings;
+    unsigned Sites = 0;
+
+    FunctionCallee hook(StringRef name, FunctionType *t)
+    {
+        FunctionCallee c = M.getOrInsertFunction(name, t);
+        if (auto *f = dyn_cast<Function>(c.getCallee())) f->setDoesNotThrow();
+        return c;
+    }
+
+    /* A private, mergeable string holding `s` as is (it carries its own NULs). */
+    Constant *string(const std::string &s)
+    {
+        Constant *&slot = Strings[s];
+        if (slot) return slot;
+        Constant *data = ConstantDataArray::getString(Ctx, s, /*AddNull=*/false);
+        auto *gv = new GlobalVariable(M, data->getType(), true, GlobalValue::PrivateLinkage, data,
+                                      ".perfgroup.str");
+        gv->setUnnamedAddr(GlobalValue::UnnamedAddr::Global);
+        gv->setAlignment(Align(1));
+        slot = ConstantExpr::getPointerCast(gv, I8Ptr);
+        return slot;
+    }
+
+    GlobalVariable *site(Function &F, const Want &w, StringRef fname);
+    void exitsOnUnwind(Function &F, Value *site, Value *tok, const DebugLoc &dl);
+};
+
+GlobalVariable *Instrumenter::site(Function &F, const Want &w, StringRef fname)
+{
+    unsigned flags = PERFGROUP_SITE_F_CLANG;
+    if (fname.startswith("_Z")) flags |= PERFGROUP_SITE_F_CXX;
+    if (F.hasLinkOnceLinkage() || F.hasWeakLinkage() || F.hasAvailableExternallyLinkage() ||
+        F.hasComdat())
+        flags |= PERFGROUP_SITE_F_INLINE;
+    if (!w.attr.empty()) flags |= PERFGROUP_SITE_F_ATTR;
+    if (!w.filegroup.empty()) flags |= PERFGROUP_SITE_F_FILEGROUP;
+
+    std::string groups = w.attr + '\0' + w.filegroup + '\0';
+    std::string where = fname.str() + '\0' + w.file + '\0';
+    Constant *init = ConstantStruct::get(
+        SiteTy, {ConstantInt::get(Type::getInt16Ty(Ctx), PERFGROUP_ABI_VERSION),
+                 ConstantInt::get(Type::getInt16Ty(Ctx), flags),
+                 ConstantInt::get(Type::getInt32Ty(Ctx), w.line), string(groups), string(where),
+                 ConstantPointerNull::get(cast<PointerType>(I8Ptr))});
+    auto *gv = new GlobalVariable(M, SiteTy, /*isConstant=*/false, GlobalValue::InternalLinkage,
+                                  init, "__perfgroup_site." + fname);
+    gv->setSection(PERFGROUP_SITES_SECTION);
+    gv->setAlignment(Align(8));
+    /* Keep every site until the linker: the constructor's __start_/__stop_ references need the
+     * section to exist, and the runtime wants to know a function even if no call survived. */
+    appendToCompilerUsed(M, {gv});
+    Sites++;
+    return gv;
+}
+
+/*
+ * Exits on unwinding. An exception leaves F either through a `resume` (a landing pad that
+ * did not catch) or straight out of a call that may throw and has no landing pad. The first
+ * gets an exit before it; the second is turned into an invoke of a new cleanup pad that calls
+ * exit and resumes. LLVM's own EntryExitInstrumenter does neither (clang
+ * -finstrument-functions: 6 enters, 0 exits across a C++ throw).
+ */
+void Instrumenter::exitsOnUnwind(Function &F, Value *siteArg, Value *tok, const DebugLoc &dl)
+{
+    std::vector<ResumeInst *> resumes;
+    std::vector<CallInst *> calls;
+    Type *lpTy = nullptr;
+    for (BasicBlock &BB : F)
+        for (Instruction &I : BB) {
+            if (auto *r = dyn_cast<ResumeInst>(&I)) resumes.push_back(r);
+            if (auto *lp = dyn_cast<LandingPadInst>(&I)) lpTy = lp->getType();
+            auto *c = dyn_cast<CallInst>(&I);
+            /* Intrinsics and inline asm do not unwind here; a musttail call has its exit
+             * before it already, and cannot become an invoke. */
+            if (c && !c->doesNotThrow() && !isa<IntrinsicInst>(c) && !c->isInlineAsm() &&
+                !c->isMustTailCall())
+                calls.push_back(c);
+        }
+    for (ResumeInst *r : resumes) {
+        IRBuilder<> b(r);
+        b.SetCurrentDebugLocation(r->getDebugLoc() ? r->getDebugLoc() : dl);
+        b.CreateCall(Exit, {siteArg, tok})->setDoesNotThrow();
+    }
+    if (calls.empty()) return;
+    if (F.hasPersonalityFn()) {
+        /* Funclet-based EH (Windows) would need cleanuppads: not a target of this project. */
+        if (isa<Function>(F.getPersonalityFn()->stripPointerCasts()) &&
+            F.getPersonalityFn()->stripPointerCasts()->getName().startswith("__CxxFrameHandler"))
+            return;
+    } else {
+        /* The personality routine of the language: C++, or C built with -fexceptions. */
+        const char *name = Cxx ? "__gxx_personality_v0" : "__gcc_personality_v0";
+        FunctionCallee p = M.getOrInsertFunction(
+            name, FunctionType::get(Type::getInt32Ty(Ctx), {}, /*isVarArg=*/true));
+        F.setPersonalityFn(cast<Constant>(p.getCallee()));
+    }
+    if (!lpTy) lpTy = StructType::get(I8Ptr, Type::getInt32Ty(Ctx));
+
+    BasicBlock *pad = BasicBlock::Create(Ctx, "perfgroup.unwind", &F);
+    IRBuilder<> b(pad);
+    b.SetCurrentDebugLocation(dl);
+    LandingPadInst *lp = b.CreateLandingPad(lpTy, 0);
+    lp->setCleanup(true);
+    b.CreateCall(Exit, {siteArg, tok})->setDoesNotThrow();
+    b.CreateResume(lp);
+    for (CallInst *c : calls) changeToInvokeAndSplitBasicBlock(c, pad);
+}
+
+void Instrumenter::instrument(Function &F, const Want &w)
+{
+    StringRef fname = w.display.empty() ? F.getName() : StringRef(w.display);
+    fname.consume_front("\1"); /* asm("label") names */
+    GlobalVariable *gv = site(F, w, fname);
+
+    DebugLoc dl;
+    if (DISubprogram *sp = F.getSubprogram())
+        dl = DILocation::get(Ctx, sp->getScopeLine(), 0, sp);
+
+    std::vector<Instruction *> rets;
+    for (BasicBlock &BB : F)
+        if (auto *r = dyn_cast<ReturnInst>(BB.getTerminator())) {
+            /* Nothing may come between a musttail call and its ret: exit goes before the call. */
+            if (CallInst *mt = BB.getTerminatingMustTailCall()) rets.push_back(mt);
+            else rets.push_back(r);
+        }
+
+    BasicBlock &entry = F.getEntryBlock();
+    BasicBlock::iterator at = entry.getFirstInsertionPt();
+    while (isa<AllocaInst>(*at)) ++at; /* keep the static allocas together */
+    IRBuilder<> b(&entry, at);
+    b.SetCurrentDebugLocation(dl);
+    Value *siteArg = ConstantExpr::getPointerCast(gv, I8Ptr);
+    CallInst *tok = b.CreateCall(Enter, {siteArg}, "perfgroup.token");
+    tok->setDoesNotThrow();
+
+    for (Instruction *r : rets) {
+        IRBuilder<> e(r);
+        e.SetCurrentDebugLocation(r->getDebugLoc() ? r->getDebugLoc() : dl);
+        e.CreateCall(Exit, {siteArg, tok})->setDoesNotThrow();
+    }
+    if (!F.doesNotThrow()) exitsOnUnwind(F, siteArg, tok, dl);
+
+    /* The body now calls the runtime: memory-effect attributes clang derived from
+     * __attribute__((const/pure)) would be false for the definition. (Call sites keep theirs:
+     * CSE of const/pure calls is a documented limit, as with GCC.) */
+    for (Attribute::AttrKind k :
+         {Attribute::ReadNone, Attribute::ReadOnly, Attribute::WriteOnly, Attribute::ArgMemOnly,
+          Attribute::InaccessibleMemOnly, Attribute::InaccessibleMemOrArgMemOnly,
+          Attribute::Speculatable})
+        F.removeFnAttr(k);
+    F.addFnAttr("perfgroup-instrumented");
+}
+
+/*
+ * One constructor per module, hidden and COMDAT (PERFGROUP_MODULE_CTOR_NAME), so N
+ * translation units of one executable or shared object register its sites once: the
+ * __start_/__stop_ symbols the linker defines for the section are per module.
+ */
+void Instrumenter::emitModuleConstructor()
+{
+    if (M.getFunction(PERFGROUP_MODULE_CTOR_NAME)) return;
+    auto *fty = FunctionType::get(Type::getVoidTy(Ctx), false);
+    Function *ctor = Function::Create(fty, GlobalValue::LinkOnceODRLinkage,
+                                      PERFGROUP_MODULE_CTOR_NAME, M);
+    ctor->setVisibility(GlobalValue::HiddenVisibility);
+    ctor->setComdat(M.getOrInsertComdat(PERFGROUP_MODULE_CTOR_NAME));
+    ctor->setDoesNotThrow();
+    ctor->addFnAttr(Attribute::NoInline);
+
+    auto bound = [&](const char *name) {
+        GlobalVariable *g = M.getNamedGlobal(name);
+        if (!g) {
+            g = new GlobalVariable(M, Type::getInt8Ty(Ctx), false, GlobalValue::ExternalLinkage,
+                                   nullptr, name);
+            g->setVisibility(GlobalValue::HiddenVisibility);
+        }
+        return ConstantExpr::getPointerCast(g, I8Ptr);
+    };
+    FunctionCallee reg = hook(PERFGROUP_MODULE_REGISTER_NAME,
+                              FunctionType::get(Type::getVoidTy(Ctx),
+                                                {Type::getInt32Ty(Ctx), I8Ptr, I8Ptr}, false));
+    IRBuilder<> b(BasicBlock::Create(Ctx, "", ctor));
+    b.CreateCall(reg, {b.getInt32(PERFGROUP_ABI_VERSION), bound(PERFGROUP_SITES_START_NAME),
+                       bound(PERFGROUP_SITES_STOP_NAME)});
+    b.CreateRetVoid();
+    /* 101: the first priority not reserved for the implementation, as the GCC plugin. */
+    appendToGlobalCtors(M, ctor, 101, ctor);
+}
+
+/* Why a function with a group is still left alone; nullptr if it is instrumented. */
+static const char *whySkip(const Function &F, const Want &w)
+{
+    StringRef n = F.getName();
+    n.consume_front("\1");
+    if (F.isDeclaration())
+        return "no body in this module";
+    if (F.hasFnAttribute("perfgroup-instrumented"))
+        return "already instrumented: running the pass twice adds nothing";
+    if (F.hasFnAttribute(Attribute::Naked))
+        return "naked: no prologue, the body is asm that expects the caller's registers";
+    if (n.startswith("__perfgroup") || n.startswith("perfgroup_"))
+        return "the runtime's own function: instrumenting it recursed to a crash";
+    if (!w.skip.empty())
+        return "no_instrument_function or exclude=: the user asked for no hooks";
+    /* available_externally bodies ARE instrumented: they exist only to be inlined, and an
+     * uninstrumented copy would make every inlined call vanish from the trace. */
+    return nullptr;
+}
+
+static bool runOnModule(Module &M)
+{
+    Table table;
+    bool haveTable = takeTable(M, table);
+    std::map<Function *, Want> annotated;
+    takeAnnotations(M, annotated);
+
+    /* Language for the personality routine: the front end knows; IR alone is guessed from
+     * C++ symbols. */
+    bool cxx = table.cxx;
+    if (!haveTable)
+        for (Function &F : M)
+            if (F.getName().startswith("_Z") || F.getName() == "__gxx_personality_v0") cxx = true;
+
+    Instrumenter ins(M, cxx);
+    std::vector<std::pair<Function *, Want>> work;
+    for (Function &F : M) {
+        Want w;
+        auto row = table.rows.find(F.getName().str());
+        auto ann = annotated.find(&F);
+        if (row != table.rows.end()) {
+            const Row &r = row->second;
+            w = Want{r.attr, r.filegroup, r.file, r.line, r.skip, r.display};
+        } else if (ann != annotated.end()) {
+            w = ann->second;
+            if (w.file.empty()) {
+                if (DISubprogram *sp = F.getSubprogram()) {
+                    w.file = sp->getFilename().str();
+                    w.line = sp->getLine();
+                } else {
+                    w.file = M.getSourceFileName();
+                }
+            }
+        } else {
+            continue;
+        }
+        if (!whySkip(F, w)) work.emplace_back(&F, w);
+    }
+    for (auto &fw : work) ins.instrument(*fw.first, fw.second);
+    if (ins.emittedAny()) ins.emitModuleConstructor();
+    return haveTable || !annotated.empty() || ins.emittedAny();
+}
+
+struct PerfGroupPass : PassInfoMixin<PerfGroupPass> {
+    PreservedAnalyses run(Module &M, ModuleAnalysisManager &)
+    {
+        return runOnModule(M) ? PreservedAnalyses::none() : PreservedAnalyses::all();
+    }
+    /* Not skippable by optnone (-O0) or opt-bisect: hooks are part of the program. */
+    static bool isRequired() { return true; }
+};
+
+} // namespace
+
+extern "C" __attribute__((visibility("default"))) PassPluginLibraryInfo llvmGetPassPluginInfo()
+{
+    return {LLVM_PLUGIN_API_VERSION, "perfgroup", "0.1", [](PassBuilder &PB) {
+                /* Pipeline start: before inlining, at -O0..-O3 and in -flto/-flto=thin
+                 * pre-link pipelines. */
+                PB.registerPipelineStartEPCallback(
+                    [](ModulePassManager &MPM, OptimizationLevel) { MPM.addPass(PerfGroupPass()); });
+                /* opt -load-pass-plugin=perfgroup-clang.so -passes=perfgroup */
+                PB.registerPipelineParsingCallback(
+                    [](StringRef name, ModulePassManager &MPM,
+                       ArrayRef<PassBuilder::PipelineElement>) {
+                        if (name != "perfgroup") return false;
+                        MPM.addPass(PerfGroupPass());
+                        return true;
+                    });
+            }};
+}
