@@ -6,7 +6,9 @@
  *   perfgroup_event_*    bracket one iteration of an event loop
  *   perfgroup_snapshot_* read every group's totals, subtract two snapshots
  *   perfgroup_alert_*    get called when a group's time in one event exceeds a threshold
- *   perfgroup_start/...  control: on/off, reset, activate groups, name threads, record
+ *   perfgroup_start/...  control: on/off, reset, activate groups, name threads
+ *   perfgroup_record_*   record to a file (like PERFGROUP_OUTPUT/MODE/BUFFER/CHUNK)
+ *   perfgroup_marker*    user markers in the recording
  *
  * Conventions (libuv's): functions returning int return 0 or a negative errno; the object
  * comes first; nothing here may be called from inside an enter/exit hook.
@@ -138,6 +140,38 @@ PERFGROUP_API int perfgroup_group_activate(const char *name);
 PERFGROUP_API int perfgroup_group_deactivate(const char *name);
 /* Name the calling thread in snapshots and recordings (copied; truncated to 63 bytes). */
 PERFGROUP_API int perfgroup_thread_name(const char *name);
+
+/* ---- Recording ------------------------------------------------------------------------ */
+/*
+ * The environment does the same without code:
+ *   PERFGROUP_OUTPUT=path (%p = pid)  PERFGROUP_MODE=stats|trace
+ *   PERFGROUP_BUFFER=256M (file size limit)  PERFGROUP_CHUNK=64K (power of 2, 4K..16M)
+ * The file (format: perfgroup/format.h) is created 0600 at its full size; when full, the
+ * oldest data chunks are recycled and what they held is counted. A fork()ed child records
+ * into its own file (its pid in the name), exec() and exit close the file cleanly.
+ */
+enum perfgroup_record_mode {
+    PERFGROUP_RECORD_STATS = 1, /* one record per event */
+    PERFGROUP_RECORD_TRACE = 2, /* plus one record per group enter/exit pair */
+};
+
+/* Start recording to `path` ("%p" becomes the pid). buffer_bytes / chunk_bytes: 0 for the
+ * defaults (256 MiB / 64 KiB); the buffer must hold the header and 2 chunks. Returns 0,
+ * -EINVAL (bad mode or sizes), -EALREADY (a recording is open), or the -errno of creating
+ * the file (-EACCES, -ENOENT, -ENOSPC ...). */
+PERFGROUP_API int perfgroup_record_open(const char *path, int mode, uint64_t buffer_bytes,
+                                        uint32_t chunk_bytes);
+/* Close the recording (state CLOSED, end time). Returns 0 or -ENOENT (none open). */
+PERFGROUP_API int perfgroup_record_close(void);
+
+/* An instant marker on the calling thread's track. `name` is interned (keep it short and
+ * from a small set), `text` is copied (clipped to 1024 bytes; may be NULL).
+ * Returns 0, -EINVAL (name NULL), -ENOENT (not recording), -ENOMEM. */
+PERFGROUP_API int perfgroup_marker(const char *name, const char *text);
+/* An interval marker: t = perfgroup_marker_begin(); ...; perfgroup_marker_end(name, text, t).
+ * Returns as perfgroup_marker, or -EINVAL if `begin` is not a value from marker_begin. */
+PERFGROUP_API uint64_t perfgroup_marker_begin(void);
+PERFGROUP_API int perfgroup_marker_end(const char *name, const char *text, uint64_t begin);
 
 #ifdef __cplusplus
 }

@@ -4,7 +4,11 @@
  * (reader): the layout of a recording file (.pgm).
  *
  * History of PERFGROUP_FORMAT_VERSION (readers refuse a version they do not know):
- *   1  first version.
+ *   1  first version. Refined before any release (still version 1) by the recorder:
+ *      chunk header field 56 is `records_before` (was `reserved`), `dropped_before` counts
+ *      only records lost for want of a chunk, PGF_REC_INTERVAL has one exact 29-byte
+ *      encoding (PGF_INTERVAL_SIZE), publishing order and recycling order are specified,
+ *      string ids start at 1, file naming (%p, fork, exec) is specified below.
  *
  * Layout (all integers little-endian; every offset is from the start of the file):
  *
@@ -20,22 +24,40 @@
  * Chunks are fixed-size and mapped MAP_SHARED from the file: what is committed is on the
  * page cache at once and survives SIGKILL. A chunk is owned by one writer at a time.
  *
- * Chunk life (pgf_chunk_header.kind / .state):
+ * Chunk life (pgf_chunk_header.magic / .kind / .state):
  *
- *   kind            state      meaning
- *   PGF_CHUNK_FREE  -          never used (seq == 0); a reader skips it
- *   DATA / DEFS     WRITING    owned by a writer; records up to `committed` are whole
- *   DATA / DEFS     FULL       released by its writer; may be recycled (DATA only)
- *   DATA            (recycle)  a FULL data chunk, the oldest by seq, is taken again: its
- *                              header is rewritten with a new seq before records go in, and
- *                              what it held is counted as dropped (PGF_REC_DROPPED)
- *   DEFS            -          definition chunks are never recycled (like Firefox's unique
- *                              strings): every group/site/thread/string definition survives
+ *   magic  kind            state      meaning
+ *   0      PGF_CHUNK_FREE  -          never used, or reserved by a writer as its next chunk
+ *                                     (a writer asks for its next chunk when it starts the
+ *                                     current one, and pre-faults its pages); readers skip it
+ *   MAGIC  DATA / DEFS     WRITING    owned by a writer; records up to `committed` are whole
+ *   MAGIC  DATA / DEFS     FULL       released by its writer (chunk full, or thread end)
+ *   0      (recycle)       -          the oldest FULL DATA chunk by seq is taken again when no
+ *                                     chunk is free: magic is cleared first, then the header
+ *                                     is rewritten (new seq, committed 0) and magic set last,
+ *                                     so a crash in between leaves a chunk readers skip. Its
+ *                                     records count as dropped (header.records_dropped,
+ *                                     chunks_recycled, the owner's next PGF_REC_DROPPED).
+ *   MAGIC  DEFS            any        never recycled (like Firefox's unique strings): every
+ *                                     group/site/thread/string definition survives
  *
- * Publishing: a writer writes a record's bytes after `committed`, then stores the new
- * `committed` with release ordering (and record_count, last_tsc). A reader loads
+ * Publishing: a writer writes a record's bytes after `committed`, then record_count and
+ * last_tsc, then stores the new `committed` with release ordering. A reader loads
  * `committed` with acquire ordering and never looks past it: it never sees a torn record.
- * Records never span chunks.
+ * So in a WRITING chunk of a killed writer record_count may exceed the whole records by one;
+ * in a FULL chunk it is exact. Records never span chunks.
+ *
+ * Exact accounting per thread: chunk.records_before + chunk.record_count of a thread's newest
+ * chunk is every record it committed; records_before + record_count - (records in its
+ * surviving chunks) is what recycling took; dropped_before is what it could not write at all
+ * (no chunk free or recyclable). header.records_dropped is the sum of both over all threads.
+ *
+ * File names (PERFGROUP_OUTPUT or perfgroup_record_open): "%p" becomes the pid, "%%" a '%'.
+ * The file is created 0600 under a temporary name in the same directory and renamed into
+ * place (a symlink planted at the path is replaced, never followed). A fork()ed child
+ * records into the name expanded with its own pid (the name plus ".<pid>" when it has no
+ * %p) with every definition replayed; after exec() of a recording process the new image
+ * finds a file of its own pid at the name and records into "<name>.exec<N>" instead.
  *
  * Records are msgpack arrays whose first element is the record kind (positive fixint);
  * fields follow in the order listed below. Writers may append fields at the end of a record
@@ -108,9 +130,15 @@ struct pgf_chunk_header {
     uint32_t record_count;   /* 28 records in the chunk */
     uint64_t first_tsc;      /* 32 clock at take */
     uint64_t last_tsc;       /* 40 clock of the last committed record */
-    uint64_t dropped_before; /* 48 records this thread lost before this chunk (cumulative) */
-    uint64_t reserved;       /* 56 zero */
+    uint64_t dropped_before; /* 48 records this thread could not write at all before this
+                              *    chunk (no chunk free or recyclable), cumulative */
+    uint64_t records_before; /* 56 records this thread committed in its earlier chunks,
+                              *    recycled or not, cumulative (0 for DEFS) */
 };
+
+#define PGF_INTERVAL_SIZE 29u      /* the one encoding of PGF_REC_INTERVAL */
+#define PGF_THREAD_INDEX_LAZY 0x40000000u
+#define PGF_THREAD_DEFS 0xffffffffu /* pgf_chunk_header.thread of DEFS chunks */
 
 #define PGF_CHUNK_FREE  0u
 #define PGF_CHUNK_DATA  1u
@@ -130,6 +158,10 @@ struct pgf_chunk_header {
  *                    one per *function* (sites of one inline function in N TUs merge)
  *   PGF_REC_THREAD   [kind, thread_index, tid, name]   (again with a new name on rename)
  *   PGF_REC_STRING   [kind, string_id, text]           (event names, marker names)
+ *                    string ids start at 1; 0 means "no name"
+ *   Thread indexes come from the runtime core; a thread the core never saw that records a
+ *   marker gets an index >= PGF_THREAD_INDEX_LAZY. A PGF_REC_THREAD is written each time a
+ *   thread starts writing into a file (so a forked child's file has its own).
  *
  * Data (a thread's DATA chunks):
  *   PGF_REC_CLOCK    [kind, tsc, realtime_ns, monotonic_ns, thread_cpu_ns]
@@ -141,6 +173,8 @@ struct pgf_chunk_header {
  *                     start_tsc (u64), duration (u64)]        trace mode, one per enter/exit
  *                    pair, written at exit; group_mask: bit i = the i-th group of the
  *                    function's PGF_REC_SITE list was acquired by this pair (0 = re-entry)
+ *                    Always exactly these PGF_INTERVAL_SIZE (29) bytes:
+ *                    96 12 ce <u32 BE> cc <u8> cc <u8> cf <u64 BE> cf <u64 BE>
  *   PGF_REC_MARKER   [kind, name_string_id, text, start_tsc, end_tsc]  end == start: instant
  *   PGF_REC_DROPPED  [kind, records, bytes, chunks]        this thread lost these since the
  *                    previous PGF_REC_DROPPED (to recycling of its chunks, or a full buffer)

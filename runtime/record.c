@@ -1,0 +1,1136 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runtime/record.c — the recorder: msgpack records into a file-backed, size-limited chunk
+ * buffer (layout and chunk life in include/perfgroup/format.h, docs/file-format.md).
+ *
+ * The file is the buffer. It is created at its full size and mapped MAP_SHARED once; every
+ * committed record is in the page cache when its chunk's `committed` is stored, so it
+ * survives SIGKILL. Each thread writes into its own current chunk without lock or syscall
+ * (the inline perfgroup__rec_interval in record.h, and the cold record writers here when
+ * they fit). Everything else runs under one mutex, off the hot path:
+ *
+ *   perfgroup__rec_reserve   chunk switch: the full chunk becomes FULL (recyclable), the
+ *                            thread's reserved next chunk becomes current (CLOCK record
+ *                            first, then a DROPPED record if it lost any), and the chunk
+ *                            after it is reserved and its pages pre-faulted now, so the
+ *                            hot path never takes a first-touch page fault
+ *   take_chunk               a free chunk, else the oldest FULL DATA chunk (min-heap by
+ *                            seq): its records are counted as dropped, for the header
+ *                            and for its owner's next DROPPED record
+ *   definitions              appended to an in-memory log (so a later recording or a
+ *                            fork()ed child replays them) and to DEFS chunks, never recycled
+ *
+ * Recordings have a generation: closing or reopening bumps it and lowers every writer's
+ * `end`, so each thread's next write lands in the slow path and re-attaches. A closed
+ * recording's mapping is never unmapped (another thread may be in the middle of a record;
+ * the address space of one recording per open/close cycle is the price).
+ *
+ * Not instrumented itself: the runtime is built without the plugins.
+ */
+#define _GNU_SOURCE
+#include "record.h"
+#include "clock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <msgpack.h>
+
+#include "perfgroup.h"
+
+#define DEFAULT_BUFFER (256ull << 20)
+#define DEFAULT_CHUNK  (64u << 10)
+#define MIN_CHUNK      4096u
+#define MAX_CHUNK      (16u << 20)
+#define MAX_TEXT       1024u   /* marker text and names are clipped to this */
+#define RUNTIME_VERSION "perfgroup 0.1.0"
+
+int perfgroup__rec_mode;
+
+/* A thread's writer: the hot part the inline writer sees, then the cold part. */
+struct writer {
+    struct perfgroup_rec_thread hot;  /* first: the core holds &hot */
+    struct writer *prev, *next;       /* live writers (g.mu) */
+    uint64_t gen;                     /* recording attached to, 0 = none */
+    uint32_t index, tid;
+    int is_defs, lazy, dead;
+    int32_t cur, reserved;            /* chunk indexes, -1 = none */
+    uint64_t records_before;          /* records committed in earlier chunks */
+    uint64_t dropped_total;           /* records that found no chunk */
+    uint64_t lost_records, lost_bytes, lost_chunks; /* for the next DROPPED (g.mu) */
+    char name[64];
+};
+
+struct heap_ent { uint64_t seq; uint32_t idx; };
+
+static struct {
+    pthread_mutex_t mu;
+    int env_read, atfork_done;
+    uint64_t gen;                     /* current recording's generation */
+    /* settings, kept for fork */
+    char tmpl[PATH_MAX];
+    unsigned mode;
+    uint64_t buffer;
+    uint32_t chunk;
+    /* the open recording (hdr != NULL) */
+    int fd;
+    uint8_t *map;
+    size_t map_size;
+    struct pgf_file_header *hdr;
+    uint32_t chunk_size, chunk_count;
+    uint32_t *free_stack, nfree;      /* popped from the end: lowest index first */
+    struct heap_ent *heap;            /* FULL DATA chunks, min seq at [0] */
+    uint32_t nheap;
+    struct writer **owner;            /* per chunk: its writer, NULL if gone */
+    struct writer defs;
+    struct writer *live;
+    /* definitions log (msgpack records, replayed into every new file) */
+    uint8_t *log;
+    size_t log_len, log_cap;
+    /* interned strings */
+    struct str_ent { char *text; uint32_t id, hash; } *strs;
+    uint32_t str_cap, str_count;
+    int reported;
+} g = { .mu = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
+
+static __thread struct writer *tls_writer;
+static pthread_key_t lazy_key;
+static pthread_once_t lazy_once = PTHREAD_ONCE_INIT;
+static uint32_t lazy_next;
+
+/* ---- clocks: the core's (clock.h), so TSC values in records and chunks agree -------- */
+
+static int64_t ns_of(clockid_t id) { return pg_clock_gettime_ns(id); }
+static uint64_t now_tsc(void) { return pg_clock_now(); }
+
+/* Ticks per second: the core's calibrated estimate (CPUID, refined at commits). */
+static uint64_t estimate_hz(void) { return perfgroup__clock_hz(); }
+
+/* ---- msgpack into memory --------------------------------------------------------------- */
+
+/* Packer target: a bounded byte range. The packer callback is a static function whose
+ * address the compiler sees at every msgpack_pack_* call, so it inlines through it. */
+struct span { uint8_t *p, *end; };
+
+static inline int span_write(void *data, const char *buf, size_t len) {
+    struct span *s = data;
+    if ((size_t)(s->end - s->p) < len)
+        return -1; /* cannot happen: sizes are bounded before packing */
+    memcpy(s->p, buf, len);
+    s->p += len;
+    return 0;
+}
+
+/* Growable buffer target for definitions (cold). */
+struct grow { uint8_t **buf; size_t *len, *cap; int oom; };
+
+static int grow_write(void *data, const char *buf, size_t len) {
+    struct grow *gr = data;
+    if (*gr->len + len > *gr->cap) {
+        size_t nc = *gr->cap ? *gr->cap * 2 : 4096;
+        while (nc < *gr->len + len)
+            nc *= 2;
+        uint8_t *nb = realloc(*gr->buf, nc);
+        if (!nb) {
+            gr->oom = 1;
+            return -1;
+        }
+        *gr->buf = nb;
+        *gr->cap = nc;
+    }
+    memcpy(*gr->buf + *gr->len, buf, len);
+    *gr->len += len;
+    return 0;
+}
+
+static size_t clip(const char *s, size_t max) {
+    if (!s)
+        return 0;
+    size_t n = strnlen(s, max);
+    return n;
+}
+
+static void pack_str(msgpack_packer *pk, const char *s, size_t max) {
+    size_t n = clip(s, max);
+    msgpack_pack_str(pk, n);
+    msgpack_pack_str_body(pk, s ? s : "", n);
+}
+
+/* ---- chunks ---------------------------------------------------------------------------- */
+
+static struct pgf_chunk_header *chunk_at(uint32_t idx) {
+    return (struct pgf_chunk_header *)(g.map + g.hdr->chunks_offset + (size_t)idx * g.chunk_size);
+}
+
+static void heap_push(uint64_t seq, uint32_t idx) {
+    uint32_t i = g.nheap++;
+    while (i > 0) {
+        uint32_t parent = (i - 1) / 2;
+        if (g.heap[parent].seq <= seq)
+            break;
+        g.heap[i] = g.heap[parent];
+        i = parent;
+    }
+    g.heap[i] = (struct heap_ent){ seq, idx };
+}
+
+static uint32_t heap_pop(void) {
+    uint32_t top = g.heap[0].idx;
+    struct heap_ent last = g.heap[--g.nheap];
+    uint32_t i = 0;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= g.nheap)
+            break;
+        if (c + 1 < g.nheap && g.heap[c + 1].seq < g.heap[c].seq)
+            c++;
+        if (last.seq <= g.heap[c].seq)
+            break;
+        g.heap[i] = g.heap[c];
+        i = c;
+    }
+    if (g.nheap)
+        g.heap[i] = last;
+    return top;
+}
+
+/* Take a chunk for w: a free one, else recycle the oldest FULL DATA chunk. The chunk is
+ * invalidated (magic 0: readers skip it) and its pages are touched now, so the writer
+ * never faults on them. -1 when every chunk is owned (WRITING or reserved) or DEFS. */
+static int32_t take_chunk(struct writer *w) {
+    uint32_t idx;
+    struct pgf_chunk_header *c;
+    if (g.nfree) {
+        idx = g.free_stack[--g.nfree];
+        c = chunk_at(idx);
+    } else if (g.nheap) {
+        idx = heap_pop();
+        c = chunk_at(idx);
+        __atomic_store_n(&c->magic, 0, __ATOMIC_RELEASE);
+        struct writer *o = g.owner[idx];
+        if (o && o->gen == g.gen) {
+            o->lost_records += c->record_count;
+            o->lost_bytes += c->committed;
+            o->lost_chunks++;
+        }
+        __atomic_fetch_add(&g.hdr->chunks_recycled, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&g.hdr->records_dropped, c->record_count, __ATOMIC_RELAXED);
+    } else {
+        return -1;
+    }
+    c->kind = PGF_CHUNK_FREE;
+    c->state = 0;
+    g.owner[idx] = w;
+    /* pre-fault: one store per page past the header (the chunk is ours and invisible) */
+    volatile uint8_t *p = (volatile uint8_t *)c;
+    for (uint32_t off = 4096; off < g.chunk_size; off += 4096)
+        p[off] = 0;
+    return (int32_t)idx;
+}
+
+static void start_chunk(struct writer *w, int32_t idx) {
+    struct pgf_chunk_header *c = chunk_at((uint32_t)idx);
+    uint64_t t = now_tsc();
+    c->kind = w->is_defs ? PGF_CHUNK_DEFS : PGF_CHUNK_DATA;
+    c->state = PGF_CSTATE_WRITING;
+    c->seq = __atomic_fetch_add(&g.hdr->next_seq, 1, __ATOMIC_RELAXED);
+    c->thread = w->is_defs ? PGF_THREAD_DEFS : w->index;
+    c->first_record = PGF_CHUNK_HEADER_SIZE;
+    c->record_count = 0;
+    c->first_tsc = t;
+    c->last_tsc = t;
+    c->dropped_before = w->dropped_total;
+    c->records_before = w->records_before;
+    __atomic_store_n(&c->committed, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->magic, PGF_CHUNK_MAGIC, __ATOMIC_RELEASE);
+    w->cur = idx;
+    w->hot.chunk = c;
+    w->hot.data = w->hot.pos = (uint8_t *)c + PGF_CHUNK_HEADER_SIZE;
+    __atomic_store_n(&w->hot.end, (uint8_t *)c + g.chunk_size, __ATOMIC_RELAXED);
+}
+
+/* The current chunk is done: FULL, and recyclable if it holds data. */
+static void finish_chunk(struct writer *w) {
+    if (w->cur < 0)
+        return;
+    struct pgf_chunk_header *c = w->hot.chunk;
+    w->records_before += c->record_count;
+    __atomic_store_n(&c->state, PGF_CSTATE_FULL, __ATOMIC_RELEASE);
+    if (!w->is_defs)
+        heap_push(c->seq, (uint32_t)w->cur);
+    w->cur = -1;
+    w->hot.chunk = NULL;
+    w->hot.pos = w->hot.data = NULL;
+    __atomic_store_n(&w->hot.end, NULL, __ATOMIC_RELAXED);
+}
+
+/* Append one record of len bytes (already encoded) to w's current chunk; room is checked
+ * by the caller. */
+static void emit(struct writer *w, const uint8_t *rec, uint32_t len, uint64_t tsc) {
+    memcpy(w->hot.pos, rec, len);
+    w->hot.pos += len;
+    w->hot.chunk->record_count++;
+    w->hot.chunk->last_tsc = tsc;
+    __atomic_store_n(&w->hot.chunk->committed, (uint32_t)(w->hot.pos - w->hot.data),
+                     __ATOMIC_RELEASE);
+}
+
+static void publish(struct writer *w, uint8_t *newpos, uint64_t tsc) {
+    w->hot.pos = newpos;
+    w->hot.chunk->record_count++;
+    w->hot.chunk->last_tsc = tsc;
+    __atomic_store_n(&w->hot.chunk->committed, (uint32_t)(newpos - w->hot.data),
+                     __ATOMIC_RELEASE);
+}
+
+static void thread_def(struct writer *w);
+
+/* Forget any chunk of an older recording. */
+static void attach(struct writer *w) {
+    w->gen = g.gen;
+    w->cur = w->reserved = -1;
+    w->records_before = w->dropped_total = 0;
+    w->lost_records = w->lost_bytes = w->lost_chunks = 0;
+    w->hot.chunk = NULL;
+    w->hot.pos = w->hot.data = NULL;
+    __atomic_store_n(&w->hot.end, NULL, __ATOMIC_RELAXED);
+    if (!w->is_defs)
+        thread_def(w);
+}
+
+static void count_drop(struct writer *w) {
+    w->dropped_total++;
+    w->lost_records++;
+    __atomic_fetch_add(&g.hdr->records_dropped, 1, __ATOMIC_RELAXED);
+}
+
+/* The slow path proper (g.mu held). */
+static int reserve_locked(struct writer *w, uint32_t need) {
+    if (w->dead)
+        return -1;
+    if (!g.hdr) {
+        if (w->gen) {
+            w->gen = 0;
+            w->hot.chunk = NULL;
+            w->hot.pos = w->hot.data = NULL;
+            __atomic_store_n(&w->hot.end, NULL, __ATOMIC_RELAXED);
+        }
+        return -1;
+    }
+    if (w->gen != g.gen)
+        attach(w);
+    if (w->hot.chunk && (uintptr_t)w->hot.pos + need <= (uintptr_t)w->hot.chunk + g.chunk_size) {
+        __atomic_store_n(&w->hot.end, (uint8_t *)w->hot.chunk + g.chunk_size,
+                         __ATOMIC_RELAXED);
+        return 0;
+    }
+    /* 64 bytes cover the CLOCK and DROPPED records that open a data chunk */
+    if (need > g.chunk_size - PGF_CHUNK_HEADER_SIZE - (w->is_defs ? 0 : 96)) {
+        count_drop(w);
+        return -1;
+    }
+    finish_chunk(w);
+    int32_t idx = w->reserved >= 0 ? w->reserved : take_chunk(w);
+    w->reserved = -1;
+    if (idx < 0) {
+        count_drop(w);
+        return -1;
+    }
+    start_chunk(w, idx);
+    if (!w->is_defs) {
+        uint8_t rec[96];
+        struct span s = { rec, rec + sizeof rec };
+        msgpack_packer pk = { &s, span_write };
+        uint64_t t = now_tsc();
+        msgpack_pack_array(&pk, 5);
+        msgpack_pack_uint8(&pk, PGF_REC_CLOCK);
+        msgpack_pack_uint64(&pk, t);
+        msgpack_pack_int64(&pk, ns_of(CLOCK_REALTIME));
+        msgpack_pack_int64(&pk, ns_of(CLOCK_MONOTONIC));
+        msgpack_pack_uint64(&pk, (uint64_t)ns_of(CLOCK_THREAD_CPUTIME_ID));
+        uint8_t *mid = s.p;
+        if (w->lost_records || w->lost_chunks) {
+            msgpack_pack_array(&pk, 4);
+            msgpack_pack_uint8(&pk, PGF_REC_DROPPED);
+            msgpack_pack_uint64(&pk, w->lost_records);
+            msgpack_pack_uint64(&pk, w->lost_bytes);
+            msgpack_pack_uint64(&pk, w->lost_chunks);
+            w->lost_records = w->lost_bytes = w->lost_chunks = 0;
+        }
+        emit(w, rec, (uint32_t)(mid - rec), t);
+        if (s.p != mid)
+            emit(w, mid, (uint32_t)(s.p - mid), t);
+        uint64_t hz = estimate_hz();
+        if (hz)
+            __atomic_store_n(&g.hdr->tsc_hz, hz, __ATOMIC_RELAXED);
+        /* ask for the next chunk now, before this one is full */
+        w->reserved = take_chunk(w);
+    }
+    return 0;
+}
+
+int perfgroup__rec_reserve(struct perfgroup_rec_thread *hw, uint32_t need) {
+    struct writer *w = (struct writer *)hw;
+    int saved = errno;
+    pthread_mutex_lock(&g.mu);
+    int rc = reserve_locked(w, need);
+    pthread_mutex_unlock(&g.mu);
+    errno = saved;
+    return rc;
+}
+
+/* Room for need bytes without the lock when the chunk has it (owner thread only). */
+static int room(struct writer *w, uint32_t need) {
+    uint8_t *end = __atomic_load_n(&w->hot.end, __ATOMIC_RELAXED);
+    if ((uintptr_t)w->hot.pos + need <= (uintptr_t)end)
+        return 0;
+    return perfgroup__rec_reserve(&w->hot, need);
+}
+
+/* ---- definitions ------------------------------------------------------------------------ */
+
+/* Write the one record at bytes [from, to) of the log into a DEFS chunk. g.mu held. */
+static void defs_put(size_t from, size_t to) {
+    if (!g.hdr || to - from > UINT32_MAX)
+        return;
+    if (reserve_locked(&g.defs, (uint32_t)(to - from)) == 0)
+        emit(&g.defs, g.log + from, (uint32_t)(to - from), now_tsc());
+}
+
+/* Append one definition record to the log with the packer, then to the file. g.mu held. */
+#define DEF_BEGIN()                                                     \
+    size_t start_ = g.log_len;                                          \
+    struct grow gr_ = { &g.log, &g.log_len, &g.log_cap, 0 };            \
+    msgpack_packer pk_ = { &gr_, grow_write };                          \
+    msgpack_packer *pk = &pk_
+#define DEF_END()                                                       \
+    do {                                                                \
+        if (gr_.oom) {                                                  \
+            g.log_len = start_;                                         \
+            break;                                                      \
+        }                                                               \
+        defs_put(start_, g.log_len);                                 \
+    } while (0)
+
+void perfgroup__rec_group(uint32_t group_id, const char *name, int kind, int active) {
+    pthread_mutex_lock(&g.mu);
+    DEF_BEGIN();
+    msgpack_pack_array(pk, 5);
+    msgpack_pack_uint8(pk, PGF_REC_GROUP);
+    msgpack_pack_uint32(pk, group_id);
+    pack_str(pk, name, MAX_TEXT);
+    msgpack_pack_uint32(pk, (uint32_t)kind);
+    if (active)
+        msgpack_pack_true(pk);
+    else
+        msgpack_pack_false(pk);
+    DEF_END();
+    pthread_mutex_unlock(&g.mu);
+}
+
+void perfgroup__rec_function(uint32_t function_id, const char *function, const char *file,
+                             uint32_t line, const uint32_t *group_ids, unsigned ngroups) {
+    pthread_mutex_lock(&g.mu);
+    DEF_BEGIN();
+    msgpack_pack_array(pk, 6);
+    msgpack_pack_uint8(pk, PGF_REC_SITE);
+    msgpack_pack_uint32(pk, function_id);
+    pack_str(pk, function, MAX_TEXT);
+    pack_str(pk, file, MAX_TEXT);
+    msgpack_pack_uint32(pk, line);
+    if (ngroups > 8)
+        ngroups = 8; /* group_mask of PGF_REC_INTERVAL has 8 bits */
+    msgpack_pack_array(pk, ngroups);
+    for (unsigned i = 0; i < ngroups; i++)
+        msgpack_pack_uint32(pk, group_ids[i]);
+    DEF_END();
+    pthread_mutex_unlock(&g.mu);
+}
+
+static uint32_t hash_str(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+uint32_t perfgroup__rec_string(const char *text) {
+    if (!text)
+        text = "";
+    uint32_t h = hash_str(text), id = 0;
+    pthread_mutex_lock(&g.mu);
+    if (g.str_count * 2 >= g.str_cap) {
+        uint32_t nc = g.str_cap ? g.str_cap * 2 : 64;
+        struct str_ent *ns = calloc(nc, sizeof *ns);
+        if (!ns)
+            goto out;
+        for (uint32_t i = 0; i < g.str_cap; i++)
+            if (g.strs[i].text) {
+                uint32_t j = g.strs[i].hash & (nc - 1);
+                while (ns[j].text)
+                    j = (j + 1) & (nc - 1);
+                ns[j] = g.strs[i];
+            }
+        free(g.strs);
+        g.strs = ns;
+        g.str_cap = nc;
+    }
+    uint32_t j = h & (g.str_cap - 1);
+    for (; g.strs[j].text; j = (j + 1) & (g.str_cap - 1))
+        if (g.strs[j].hash == h && strcmp(g.strs[j].text, text) == 0) {
+            id = g.strs[j].id;
+            goto out;
+        }
+    char *copy = strndup(text, MAX_TEXT);
+    if (!copy)
+        goto out;
+    id = ++g.str_count;
+    g.strs[j] = (struct str_ent){ copy, id, h };
+    {
+        DEF_BEGIN();
+        msgpack_pack_array(pk, 3);
+        msgpack_pack_uint8(pk, PGF_REC_STRING);
+        msgpack_pack_uint32(pk, id);
+        pack_str(pk, copy, MAX_TEXT);
+        DEF_END();
+    }
+out:
+    pthread_mutex_unlock(&g.mu);
+    return id;
+}
+
+/* PGF_REC_THREAD for w into the current file (not logged: written on each attach). */
+static void thread_def(struct writer *w) {
+    if (!g.hdr)
+        return;
+    uint8_t rec[16 + 64];
+    struct span s = { rec, rec + sizeof rec };
+    msgpack_packer pk = { &s, span_write };
+    msgpack_pack_array(&pk, 4);
+    msgpack_pack_uint8(&pk, PGF_REC_THREAD);
+    msgpack_pack_uint32(&pk, w->index);
+    msgpack_pack_uint32(&pk, w->tid);
+    pack_str(&pk, w->name, sizeof w->name - 1);
+    if (reserve_locked(&g.defs, (uint32_t)(s.p - rec)) == 0)
+        emit(&g.defs, rec, (uint32_t)(s.p - rec), now_tsc());
+}
+
+static void process_def(void) {
+    uint8_t *buf = NULL;
+    size_t len = 0, cap = 0;
+    struct grow gr = { &buf, &len, &cap, 0 };
+    msgpack_packer pk = { &gr, grow_write };
+    char args[8192];
+    ssize_t n = 0;
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        /* the whole record must fit a chunk */
+        size_t max = g.chunk_size / 2 < sizeof args - 1 ? g.chunk_size / 2 : sizeof args - 1;
+        n = read(fd, args, max);
+        close(fd);
+    }
+    if (n < 0)
+        n = 0;
+    args[n] = 0;
+    unsigned nargs = 0;
+    for (ssize_t i = 0; i < n; i += (ssize_t)strlen(args + i) + 1)
+        nargs++;
+    msgpack_pack_array(&pk, 11);
+    msgpack_pack_uint8(&pk, PGF_REC_PROCESS);
+    msgpack_pack_uint32(&pk, g.hdr->pid);
+    msgpack_pack_uint32(&pk, g.hdr->ppid);
+    pack_str(&pk, g.hdr->program, sizeof g.hdr->program - 1);
+    msgpack_pack_array(&pk, nargs);
+    for (ssize_t i = 0; i < n; i += (ssize_t)strlen(args + i) + 1)
+        pack_str(&pk, args + i, MAX_TEXT);
+    msgpack_pack_int64(&pk, g.hdr->start_realtime_ns);
+    msgpack_pack_int64(&pk, g.hdr->start_monotonic_ns);
+    msgpack_pack_uint64(&pk, g.hdr->start_tsc);
+    msgpack_pack_uint64(&pk, g.hdr->tsc_hz);
+    msgpack_pack_uint32(&pk, g.hdr->mode);
+    pack_str(&pk, RUNTIME_VERSION, 64);
+    if (!gr.oom && len <= UINT32_MAX && reserve_locked(&g.defs, (uint32_t)len) == 0)
+        emit(&g.defs, buf, (uint32_t)len, g.hdr->start_tsc);
+    free(buf);
+}
+
+/* Replay the definitions log record by record (records are self-delimiting msgpack). */
+static void replay_log(void) {
+    size_t off = 0;
+    while (off < g.log_len) {
+        msgpack_unpacked u;
+        msgpack_unpacked_init(&u);
+        size_t next = off;
+        if (msgpack_unpack_next(&u, (const char *)g.log, g.log_len, &next) !=
+            MSGPACK_UNPACK_SUCCESS) {
+            msgpack_unpacked_destroy(&u);
+            return;
+        }
+        msgpack_unpacked_destroy(&u);
+        defs_put(off, next);
+        off = next;
+    }
+}
+
+/* ---- opening and closing --------------------------------------------------------------- */
+
+static void report(const char *what, const char *path, int err) {
+    if (g.reported)
+        return;
+    g.reported = 1;
+    fprintf(stderr, "perfgroup: %s%s%s: %s; running unrecorded\n", what, path ? " " : "",
+            path ? path : "", strerror(err));
+}
+
+/* Expand %p and %%; add ".<pid>" when force_pid and no %p. */
+static int expand(const char *tmpl, int force_pid, char *out, size_t cap) {
+    size_t o = 0;
+    int had_p = 0;
+    char pid[16];
+    snprintf(pid, sizeof pid, "%d", (int)getpid());
+    for (const char *s = tmpl; *s; s++) {
+        const char *piece = NULL;
+        char one[2] = { *s, 0 };
+        if (s[0] == '%' && s[1] == 'p') {
+            piece = pid;
+            had_p = 1;
+            s++;
+        } else if (s[0] == '%' && s[1] == '%') {
+            piece = "%";
+            s++;
+        } else {
+            piece = one;
+        }
+        size_t n = strlen(piece);
+        if (o + n >= cap)
+            return -ENAMETOOLONG;
+        memcpy(out + o, piece, n);
+        o += n;
+    }
+    out[o] = 0;
+    if (force_pid && !had_p) {
+        if (o + 1 + strlen(pid) >= cap)
+            return -ENAMETOOLONG;
+        out[o++] = '.';
+        strcpy(out + o, pid);
+    }
+    return 0;
+}
+
+/* A file at path recorded by this very pid: we are an exec()ed image of that process. */
+static int ours_before_exec(const char *path) {
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return 0;
+    struct pgf_file_header h;
+    ssize_t n = pread(fd, &h, 40, 0);
+    close(fd);
+    return n == 40 && memcmp(h.magic, PGF_MAGIC, PGF_MAGIC_LEN) == 0 &&
+           h.pid == (uint32_t)getpid();
+}
+
+static int open_locked(const char *tmpl, unsigned mode, uint64_t buffer, uint32_t chunk,
+                       int child, char *path, size_t pathcap) {
+    if (mode != PGF_MODE_STATS && mode != PGF_MODE_TRACE)
+        return -EINVAL;
+    if (chunk < MIN_CHUNK || chunk > MAX_CHUNK || (chunk & (chunk - 1)))
+        return -EINVAL;
+    if (buffer < PGF_HEADER_SIZE + 2ull * chunk)
+        return -EINVAL;
+    uint64_t count = (buffer - PGF_HEADER_SIZE) / chunk;
+    if (count > (1u << 24))
+        count = 1u << 24;
+    int rc = expand(tmpl, child, path, pathcap);
+    if (rc)
+        return rc;
+    if (ours_before_exec(path)) {
+        size_t n = strlen(path);
+        for (int i = 1;; i++) {
+            if (i > 99 || n + 12 >= pathcap)
+                return -EEXIST;
+            snprintf(path + n, pathcap - n, ".exec%d", i);
+            if (access(path, F_OK) != 0)
+                break;
+        }
+    }
+    char tmp[PATH_MAX];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmpXXXXXX", path) >= sizeof tmp)
+        return -ENAMETOOLONG;
+    int fd = mkostemp(tmp, O_CLOEXEC); /* O_EXCL, mode 0600: never through a symlink */
+    if (fd < 0)
+        return -errno;
+    size_t size = PGF_HEADER_SIZE + (size_t)count * chunk;
+    uint8_t *map = MAP_FAILED;
+    uint32_t *free_stack = NULL;
+    struct heap_ent *heap = NULL;
+    struct writer **owner = NULL;
+    if (fchmod(fd, 0600) != 0 || ftruncate(fd, (off_t)size) != 0) {
+        rc = -errno;
+        goto fail;
+    }
+    /* allocate the blocks now: a full disk later would be SIGBUS in the host */
+    rc = posix_fallocate(fd, 0, (off_t)size);
+    if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) {
+        rc = -rc;
+        goto fail;
+    }
+    map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    free_stack = malloc(count * sizeof *free_stack);
+    heap = malloc(count * sizeof *heap);
+    owner = calloc(count, sizeof *owner);
+    if (map == MAP_FAILED || !free_stack || !heap || !owner) {
+        rc = map == MAP_FAILED ? -errno : -ENOMEM;
+        goto fail;
+    }
+    struct pgf_file_header *h = (struct pgf_file_header *)map;
+    memcpy(h->magic, PGF_MAGIC, PGF_MAGIC_LEN);
+    h->version = PERFGROUP_FORMAT_VERSION;
+    h->header_size = PGF_HEADER_SIZE;
+    h->chunk_size = chunk;
+    h->chunk_count = (uint32_t)count;
+    h->chunks_offset = PGF_HEADER_SIZE;
+    h->pid = (uint32_t)getpid();
+    h->ppid = (uint32_t)getppid();
+    h->clock = perfgroup__clock_kind;
+    h->mode = mode;
+    h->state = PGF_STATE_RECORDING;
+    h->start_realtime_ns = ns_of(CLOCK_REALTIME);
+    h->start_monotonic_ns = ns_of(CLOCK_MONOTONIC);
+    h->start_tsc = now_tsc();
+    h->tsc_hz = estimate_hz();
+    h->next_seq = 1;
+    snprintf(h->program, sizeof h->program, "%s", program_invocation_short_name);
+
+    g.fd = fd;
+    g.map = map;
+    g.map_size = size;
+    g.hdr = h;
+    g.chunk_size = chunk;
+    g.chunk_count = (uint32_t)count;
+    g.free_stack = free_stack;
+    g.nfree = (uint32_t)count;
+    for (uint32_t i = 0; i < count; i++)
+        free_stack[i] = (uint32_t)(count - 1 - i);
+    g.heap = heap;
+    g.nheap = 0;
+    g.owner = owner;
+    g.gen++;
+    g.defs.is_defs = 1;
+    attach(&g.defs);
+    process_def();
+    replay_log();
+    for (struct writer *w = g.live; w; w = w->next)
+        __atomic_store_n(&w->hot.end, NULL, __ATOMIC_RELAXED); /* re-attach on next write */
+    if (rename(tmp, path) != 0) {
+        rc = -errno;
+        g.hdr = NULL;
+        g.fd = -1;
+        goto fail;
+    }
+    __atomic_store_n(&perfgroup__rec_mode, (int)mode, __ATOMIC_RELAXED);
+    return 0;
+fail:
+    if (map != MAP_FAILED)
+        munmap(map, size);
+    free(free_stack);
+    free(heap);
+    free(owner);
+    close(fd);
+    unlink(tmp);
+    return rc;
+}
+
+/* Mark the file closed (end_tsc, totals) and detach every writer. g.mu held. */
+static void close_locked(void) {
+    if (!g.hdr)
+        return;
+    __atomic_store_n(&perfgroup__rec_mode, 0, __ATOMIC_RELAXED);
+    for (struct writer *w = g.live; w; w = w->next)
+        __atomic_store_n(&w->hot.end, NULL, __ATOMIC_RELAXED);
+    finish_chunk(&g.defs);
+    uint64_t hz = estimate_hz();
+    if (hz)
+        __atomic_store_n(&g.hdr->tsc_hz, hz, __ATOMIC_RELAXED);
+    g.hdr->end_tsc = now_tsc();
+    __atomic_store_n(&g.hdr->state, PGF_STATE_CLOSED, __ATOMIC_RELEASE);
+    close(g.fd);
+    g.fd = -1;
+    g.hdr = NULL; /* the mapping stays: a thread may be in the middle of a record */
+    free(g.free_stack);
+    free(g.heap);
+    free(g.owner);
+    g.free_stack = NULL;
+    g.heap = NULL;
+    g.owner = NULL;
+    g.gen++;
+}
+
+/* fork(): the parent keeps its file; the child records into its own. */
+static void atfork_prepare(void) { pthread_mutex_lock(&g.mu); }
+static void atfork_parent(void) { pthread_mutex_unlock(&g.mu); }
+static void atfork_child(void) {
+    if (g.hdr) {
+        uint8_t *old = g.map;
+        size_t old_size = g.map_size;
+        unsigned mode = g.mode;
+        /* the other threads do not exist here: forget their writers */
+        struct writer *me = tls_writer;
+        g.live = NULL;
+        if (me) {
+            me->prev = me->next = NULL;
+            g.live = me;
+        }
+        close(g.fd);
+        g.fd = -1;
+        g.hdr = NULL;
+        free(g.free_stack);
+        free(g.heap);
+        free(g.owner);
+        char path[PATH_MAX];
+        int rc = open_locked(g.tmpl, mode, g.buffer, g.chunk, 1, path, sizeof path);
+        if (rc) {
+            __atomic_store_n(&perfgroup__rec_mode, 0, __ATOMIC_RELAXED);
+            g.reported = 0;
+            report("cannot record the forked child to", path, -rc);
+            g.gen++;
+        }
+        munmap(old, old_size);
+    }
+    pthread_mutex_unlock(&g.mu);
+}
+
+static void rec_fini(void) __attribute__((destructor));
+static void rec_fini(void) { perfgroup__rec_close(); }
+
+static int open_recording(const char *tmpl, unsigned mode, uint64_t buffer, uint32_t chunk,
+                          char *path, size_t pathcap) {
+    pthread_mutex_lock(&g.mu);
+    int rc;
+    snprintf(path, pathcap, "%s", tmpl);
+    if (g.hdr) {
+        rc = -EALREADY;
+    } else if (strlen(tmpl) >= sizeof g.tmpl) {
+        rc = -ENAMETOOLONG;
+    } else {
+        rc = open_locked(tmpl, mode, buffer, chunk, 0, path, pathcap);
+        if (rc == 0) {
+            snprintf(g.tmpl, sizeof g.tmpl, "%s", tmpl);
+            g.mode = mode;
+            g.buffer = buffer;
+            g.chunk = chunk;
+            if (!g.atfork_done && pthread_atfork(atfork_prepare, atfork_parent, atfork_child) == 0)
+                g.atfork_done = 1;
+        }
+    }
+    pthread_mutex_unlock(&g.mu);
+    return rc;
+}
+
+/* "256M", "64K", "4096", "1G" (binary multiples, optional B). 0 = bad. */
+static uint64_t parse_size(const char *s) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || v == 0)
+        return 0;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    }
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end || v > (UINT64_MAX >> shift))
+        return 0;
+    return (uint64_t)v << shift;
+}
+
+void perfgroup__rec_init(void) {
+    pthread_mutex_lock(&g.mu);
+    int first = !g.env_read;
+    g.env_read = 1;
+    pthread_mutex_unlock(&g.mu);
+    const char *out = getenv("PERFGROUP_OUTPUT");
+    if (!first || !out || !*out)
+        return;
+    const char *m = getenv("PERFGROUP_MODE"), *b = getenv("PERFGROUP_BUFFER"),
+               *c = getenv("PERFGROUP_CHUNK");
+    unsigned mode = PGF_MODE_STATS;
+    uint64_t buffer = DEFAULT_BUFFER, chunk = DEFAULT_CHUNK;
+    const char *bad = NULL;
+    if (m && *m) {
+        if (strcmp(m, "trace") == 0)
+            mode = PGF_MODE_TRACE;
+        else if (strcmp(m, "stats") != 0)
+            bad = "PERFGROUP_MODE (stats or trace)";
+    }
+    if (b && *b && !(buffer = parse_size(b)))
+        bad = "PERFGROUP_BUFFER (e.g. 256M)";
+    if (c && *c && (!(chunk = parse_size(c)) || chunk > MAX_CHUNK))
+        bad = "PERFGROUP_CHUNK (a power of 2, 4K..16M)";
+    char path[PATH_MAX];
+    int rc = bad ? -EINVAL : open_recording(out, mode, buffer, (uint32_t)chunk, path, sizeof path);
+    if (rc) {
+        pthread_mutex_lock(&g.mu);
+        if (bad)
+            report("bad setting", bad, EINVAL);
+        else if (rc == -EINVAL)
+            report("bad PERFGROUP_BUFFER/PERFGROUP_CHUNK (buffer must hold 2 chunks)", NULL, EINVAL);
+        else
+            report("cannot record to", path, -rc);
+        pthread_mutex_unlock(&g.mu);
+    }
+}
+
+void perfgroup__rec_close(void) {
+    pthread_mutex_lock(&g.mu);
+    close_locked();
+    pthread_mutex_unlock(&g.mu);
+}
+
+/* Called around exec (rec_exec.c): a successful exec closes the file cleanly; a failed one
+ * reopens it (same generation, same chunks). */
+void perfgroup__rec_exec_begin(void) {
+    pthread_mutex_lock(&g.mu);
+    if (g.hdr) {
+        g.hdr->end_tsc = now_tsc();
+        __atomic_store_n(&g.hdr->state, PGF_STATE_CLOSED, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&g.mu);
+}
+
+void perfgroup__rec_exec_failed(void) {
+    pthread_mutex_lock(&g.mu);
+    if (g.hdr) {
+        g.hdr->end_tsc = 0;
+        __atomic_store_n(&g.hdr->state, PGF_STATE_RECORDING, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&g.mu);
+}
+
+/* ---- threads ------------------------------------------------------------------------------ */
+
+struct perfgroup_rec_thread *perfgroup__rec_thread_start(uint32_t thread_index, uint32_t tid,
+                                                         const char *name) {
+    /* out of memory: a writer that never attaches, so the hot path needs no NULL check */
+    static struct writer dead = { .dead = 1, .cur = -1, .reserved = -1 };
+    struct writer *w = calloc(1, sizeof *w);
+    if (!w)
+        return &dead.hot;
+    w->index = thread_index;
+    w->tid = tid;
+    w->cur = w->reserved = -1;
+    snprintf(w->name, sizeof w->name, "%s", name ? name : "");
+    pthread_mutex_lock(&g.mu);
+    w->next = g.live;
+    if (g.live)
+        g.live->prev = w;
+    g.live = w;
+    if (g.hdr)
+        attach(w); /* writes the THREAD definition now */
+    pthread_mutex_unlock(&g.mu);
+    if (!tls_writer)
+        tls_writer = w;
+    return &w->hot;
+}
+
+void perfgroup__rec_thread_name(struct perfgroup_rec_thread *hw, const char *name) {
+    struct writer *w = (struct writer *)hw;
+    if (!w)
+        return;
+    pthread_mutex_lock(&g.mu);
+    snprintf(w->name, sizeof w->name, "%s", name ? name : "");
+    if (g.hdr && w->gen == g.gen)
+        thread_def(w);
+    pthread_mutex_unlock(&g.mu);
+}
+
+void perfgroup__rec_thread_end(struct perfgroup_rec_thread *hw, uint64_t tsc) {
+    struct writer *w = (struct writer *)hw;
+    if (!w || w->dead)
+        return;
+    int saved = errno;
+    pthread_mutex_lock(&g.mu);
+    if (g.hdr && w->gen == g.gen) {
+        uint8_t rec[16];
+        struct span s = { rec, rec + sizeof rec };
+        msgpack_packer pk = { &s, span_write };
+        msgpack_pack_array(&pk, 2);
+        msgpack_pack_uint8(&pk, PGF_REC_THREAD_END);
+        msgpack_pack_uint64(&pk, tsc);
+        if (reserve_locked(w, (uint32_t)(s.p - rec)) == 0)
+            emit(w, rec, (uint32_t)(s.p - rec), tsc);
+        finish_chunk(w);
+        if (w->reserved >= 0) {
+            g.owner[w->reserved] = NULL;
+            g.free_stack[g.nfree++] = (uint32_t)w->reserved;
+        }
+        for (uint32_t i = 0; i < g.chunk_count; i++)
+            if (g.owner[i] == w)
+                g.owner[i] = NULL;
+    }
+    if (w->prev)
+        w->prev->next = w->next;
+    else if (g.live == w)
+        g.live = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    pthread_mutex_unlock(&g.mu);
+    if (tls_writer == w)
+        tls_writer = NULL;
+    free(w);
+    errno = saved;
+}
+
+/* ---- cold data records ------------------------------------------------------------------ */
+
+void perfgroup__rec_event(struct perfgroup_rec_thread *hw, uint32_t name_string_id,
+                          uint64_t begin_tsc, uint64_t end_tsc, uint64_t cpu_ns, unsigned flags,
+                          const struct perfgroup_rec_group_share *groups, unsigned ngroups) {
+    struct writer *w = (struct writer *)hw;
+    if (!w)
+        return;
+    if (ngroups > 4096)
+        ngroups = 4096;
+    uint32_t max = 1 + 1 + 5 + 9 + 9 + 9 + 5 + 5 + ngroups * (1 + 5 + 9 + 9 + 9);
+    if (room(w, max))
+        return;
+    struct span s = { w->hot.pos, w->hot.pos + max };
+    msgpack_packer pk = { &s, span_write };
+    msgpack_pack_array(&pk, 7);
+    msgpack_pack_uint8(&pk, PGF_REC_EVENT);
+    msgpack_pack_uint32(&pk, name_string_id);
+    msgpack_pack_uint64(&pk, begin_tsc);
+    msgpack_pack_uint64(&pk, end_tsc);
+    msgpack_pack_uint64(&pk, cpu_ns);
+    msgpack_pack_uint32(&pk, flags);
+    msgpack_pack_array(&pk, ngroups);
+    for (unsigned i = 0; i < ngroups; i++) {
+        msgpack_pack_array(&pk, 4);
+        msgpack_pack_uint32(&pk, groups[i].group_id);
+        msgpack_pack_uint64(&pk, groups[i].cycles);
+        msgpack_pack_uint64(&pk, groups[i].cpu_ns);
+        msgpack_pack_uint64(&pk, groups[i].activations);
+    }
+    publish(w, s.p, end_tsc);
+}
+
+void perfgroup__rec_marker(struct perfgroup_rec_thread *hw, uint32_t name_string_id,
+                           const char *text, uint64_t start_tsc, uint64_t end_tsc) {
+    struct writer *w = (struct writer *)hw;
+    if (!w)
+        return;
+    uint32_t tl = (uint32_t)clip(text, MAX_TEXT);
+    uint32_t max = 1 + 1 + 5 + 5 + tl + 9 + 9;
+    if (room(w, max))
+        return;
+    struct span s = { w->hot.pos, w->hot.pos + max };
+    msgpack_packer pk = { &s, span_write };
+    msgpack_pack_array(&pk, 5);
+    msgpack_pack_uint8(&pk, PGF_REC_MARKER);
+    msgpack_pack_uint32(&pk, name_string_id);
+    pack_str(&pk, text, MAX_TEXT);
+    msgpack_pack_uint64(&pk, start_tsc);
+    msgpack_pack_uint64(&pk, end_tsc);
+    publish(w, s.p, end_tsc);
+}
+
+void perfgroup__rec_overhead(struct perfgroup_rec_thread *hw, uint64_t commit_ns,
+                             uint64_t commits, uint64_t slow_paths, uint64_t resyncs) {
+    struct writer *w = (struct writer *)hw;
+    if (!w)
+        return;
+    uint32_t max = 1 + 1 + 4 * 9;
+    if (room(w, max))
+        return;
+    struct span s = { w->hot.pos, w->hot.pos + max };
+    msgpack_packer pk = { &s, span_write };
+    msgpack_pack_array(&pk, 5);
+    msgpack_pack_uint8(&pk, PGF_REC_OVERHEAD);
+    msgpack_pack_uint64(&pk, commit_ns);
+    msgpack_pack_uint64(&pk, commits);
+    msgpack_pack_uint64(&pk, slow_paths);
+    msgpack_pack_uint64(&pk, resyncs);
+    publish(w, s.p, w->hot.chunk->last_tsc);
+}
+
+/* ---- public API --------------------------------------------------------------------------- */
+
+int perfgroup_record_open(const char *path, int mode, uint64_t buffer_bytes,
+                          uint32_t chunk_bytes) {
+    if (!path || !*path)
+        return -EINVAL;
+    if (mode != PERFGROUP_RECORD_STATS && mode != PERFGROUP_RECORD_TRACE)
+        return -EINVAL;
+    char out[PATH_MAX];
+    return open_recording(path, (unsigned)mode, buffer_bytes ? buffer_bytes : DEFAULT_BUFFER,
+                          chunk_bytes ? chunk_bytes : DEFAULT_CHUNK, out, sizeof out);
+}
+
+int perfgroup_record_close(void) {
+    pthread_mutex_lock(&g.mu);
+    int rc = g.hdr ? 0 : -ENOENT;
+    close_locked();
+    pthread_mutex_unlock(&g.mu);
+    return rc;
+}
+
+static void lazy_end(void *p) { perfgroup__rec_thread_end(p, now_tsc()); }
+static void lazy_key_init(void) { pthread_key_create(&lazy_key, lazy_end); }
+
+/* The calling thread's writer; one is made for a thread the core never saw. */
+static struct writer *current_writer(void) {
+    if (tls_writer)
+        return tls_writer;
+    pthread_once(&lazy_once, lazy_key_init);
+    uint32_t idx = PGF_THREAD_INDEX_LAZY + __atomic_fetch_add(&lazy_next, 1, __ATOMIC_RELAXED);
+    char name[16] = "";
+    pthread_getname_np(pthread_self(), name, sizeof name);
+    struct perfgroup_rec_thread *w =
+        perfgroup__rec_thread_start(idx, (uint32_t)syscall(SYS_gettid), name);
+    if (w) {
+        ((struct writer *)w)->lazy = 1;
+        pthread_setspecific(lazy_key, w);
+    }
+    return (struct writer *)w;
+}
+
+static int marker(const char *name, const char *text, uint64_t start, uint64_t end) {
+    if (!name)
+        return -EINVAL;
+    if (!__atomic_load_n(&perfgroup__rec_mode, __ATOMIC_RELAXED))
+        return -ENOENT;
+    struct writer *w = current_writer();
+    if (!w)
+        return -ENOMEM;
+    uint32_t id = perfgroup__rec_string(name);
+    if (!id)
+        return -ENOMEM;
+    perfgroup__rec_marker(&w->hot, id, text ? text : "", start, end);
+    return 0;
+}
+
+int perfgroup_marker(const char *name, const char *text) {
+    uint64_t t = now_tsc();
+    return marker(name, text, t, t);
+}
+
+uint64_t perfgroup_marker_begin(void) { return now_tsc(); }
+
+int perfgroup_marker_end(const char *name, const char *text, uint64_t begin) {
+    uint64_t t = now_tsc();
+    if (begin > t)
+        return -EINVAL;
+    return marker(name, text, begin, t);
+}

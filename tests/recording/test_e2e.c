@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_e2e.c — recording end to end: the real runtime (libperfgroup.so) started with
+ * PERFGROUP_OUTPUT/MODE in the environment (set by ctest), driven through the real hooks
+ * with hand-built sites, the file read back with pgreader. One case per process:
+ *
+ *   trace    explicit events, A calls B, a re-entry of A: every pair is an interval with
+ *            the right function, group mask and depth, inside its event
+ *   stats    the same loop in stats mode: events only, no interval
+ *   threads  16 threads through the hooks: every thread's records complete
+ *   fork     a recording process forks: the child's own file has the definitions
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "perfgroup.h"
+#include "perfgroup/abi.h"
+#include "pgreader.h"
+
+#define SITE(var, groups, func)                                                 \
+    static struct perfgroup_site var __attribute__((aligned(8))) = {            \
+        PERFGROUP_ABI_VERSION, 0, __LINE__, groups "\0", func "\0" __FILE__, 0 }
+
+SITE(site_a, "A", "fa");
+SITE(site_b, "B", "fb");
+
+static char path[512];
+
+/* PERFGROUP_OUTPUT with %p expanded for `pid`. */
+static void out_path(int pid) {
+    const char *t = getenv("PERFGROUP_OUTPUT");
+    CHECK(t != NULL);
+    char *o = path;
+    for (; *t && o < path + sizeof path - 16; t++) {
+        if (t[0] == '%' && t[1] == 'p') {
+            o += sprintf(o, "%d", pid);
+            t++;
+        } else {
+            *o++ = *t;
+        }
+    }
+    *o = 0;
+}
+
+static void one_iteration(void) {
+    perfgroup_event_begin("loop");
+    uint64_t ta = __perfgroup_enter(&site_a);
+    uint64_t tb = __perfgroup_enter(&site_b);
+    uint64_t ta2 = __perfgroup_enter(&site_a); /* re-entry of a running group */
+    __perfgroup_exit(&site_a, ta2);
+    __perfgroup_exit(&site_b, tb);
+    __perfgroup_exit(&site_a, ta);
+    perfgroup_event_end();
+}
+
+struct tally {
+    uint64_t kinds[32];
+    uint32_t fid_a, fid_b, loop_id;
+    int have_a, have_b;
+    uint64_t per_thread_intervals[64], per_thread_events[64], per_thread_end[64];
+    uint64_t bad_interval;  /* an interval with an unexpected (function, mask, depth) */
+    uint64_t outside_event; /* an interval not inside the thread's next event */
+    uint32_t pid;
+};
+
+/* Read everything; check intervals against their SITE definitions as we go. */
+static void tally(const char *file, struct tally *t, int expect_closed) {
+    memset(t, 0, sizeof *t);
+    pgr_reader *r = pgr_open(file);
+    CHECK(r != NULL);
+    const struct pgf_file_header *h = pgr_header(r);
+    struct pgr_record rec;
+    uint64_t pending_start = UINT64_MAX; /* earliest interval start since the last event */
+    uint32_t cur_thread = UINT32_MAX;
+    while (pgr_next(r, &rec) > 0) {
+        t->kinds[rec.kind]++;
+        switch (rec.kind) {
+        case PGF_REC_PROCESS:
+            t->pid = rec.u.process.pid;
+            break;
+        case PGF_REC_SITE:
+            if (rec.u.site.function.len == 2 && !memcmp(rec.u.site.function.ptr, "fa", 2))
+                t->fid_a = rec.u.site.function_id, t->have_a = 1;
+            if (rec.u.site.function.len == 2 && !memcmp(rec.u.site.function.ptr, "fb", 2))
+                t->fid_b = rec.u.site.function_id, t->have_b = 1;
+            break;
+        case PGF_REC_STRING:
+            if (rec.u.string.text.len == 4 && !memcmp(rec.u.string.text.ptr, "loop", 4))
+                t->loop_id = rec.u.string.string_id;
+            break;
+        case PGF_REC_INTERVAL: {
+            if (rec.thread != cur_thread) {
+                cur_thread = rec.thread;
+                pending_start = UINT64_MAX;
+            }
+            t->per_thread_intervals[rec.thread & 63]++;
+            uint32_t f = rec.u.interval.function_id;
+            unsigned m = rec.u.interval.group_mask, d = rec.u.interval.depth;
+            int ok = (f == t->fid_a && ((m == 1 && d == 0) || (m == 0 && d == 2))) ||
+                     (f == t->fid_b && m == 1 && d == 1);
+            t->bad_interval += !ok;
+            if (rec.u.interval.start_tsc < pending_start)
+                pending_start = rec.u.interval.start_tsc;
+            break;
+        }
+        case PGF_REC_EVENT:
+            if (rec.thread != cur_thread) {
+                cur_thread = rec.thread;
+                pending_start = UINT64_MAX;
+            }
+            t->per_thread_events[rec.thread & 63]++;
+            CHECK_EQ(rec.u.event.name_string_id, t->loop_id);
+            CHECK_EQ(rec.u.event.flags & PGF_EVENT_F_IMPLICIT, 0);
+            if (pending_start != UINT64_MAX && pending_start < rec.u.event.begin_tsc)
+                t->outside_event++;
+            pending_start = UINT64_MAX;
+            break;
+        case PGF_REC_THREAD_END:
+            t->per_thread_end[rec.thread & 63]++;
+            break;
+        default:
+            break;
+        }
+    }
+    if (pgr_error(r))
+        fprintf(stderr, "%s: byte %llu: %s\n", file,
+                (unsigned long long)pgr_error(r)->offset, pgr_error(r)->message);
+    CHECK(pgr_error(r) == NULL);
+    if (expect_closed)
+        CHECK_EQ(h->state, PGF_STATE_CLOSED);
+    CHECK_EQ(h->records_dropped, 0);
+    pgr_close(r);
+}
+
+#define N 20000
+
+static int case_trace(void) {
+    perfgroup_thread_name("main");
+    for (int i = 0; i < N; i++)
+        one_iteration();
+    CHECK_EQ(perfgroup_record_close(), 0);
+    out_path(getpid());
+    struct tally t;
+    tally(path, &t, 1);
+    CHECK(t.have_a && t.have_b && t.fid_a != t.fid_b);
+    CHECK_EQ(t.kinds[PGF_REC_INTERVAL], 3 * N);
+    CHECK_EQ(t.kinds[PGF_REC_EVENT], N);
+    CHECK_EQ(t.bad_interval, 0);
+    CHECK_EQ(t.outside_event, 0);
+    CHECK_EQ(t.kinds[PGF_REC_PROCESS], 1);
+    CHECK_EQ(t.pid, getpid());
+    CHECK(t.kinds[PGF_REC_GROUP] >= 5); /* top, A, B, fa, fb */
+    CHECK_EQ(t.kinds[PGF_REC_SITE], 2);
+    return 0;
+}
+
+static int case_stats(void) {
+    for (int i = 0; i < N; i++)
+        one_iteration();
+    CHECK_EQ(perfgroup_record_close(), 0);
+    out_path(getpid());
+    struct tally t;
+    tally(path, &t, 1);
+    CHECK_EQ(t.kinds[PGF_REC_INTERVAL], 0);
+    CHECK_EQ(t.kinds[PGF_REC_EVENT], N);
+    return 0;
+}
+
+#define THREADS 16
+#define PER_THREAD 5000
+
+static void *thread_main(void *arg) {
+    (void)arg;
+    for (int i = 0; i < PER_THREAD; i++)
+        one_iteration();
+    return NULL;
+}
+
+static int case_threads(void) {
+    pthread_t th[THREADS];
+    for (int i = 0; i < THREADS; i++)
+        CHECK_EQ(pthread_create(&th[i], NULL, thread_main, NULL), 0);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(th[i], NULL);
+    CHECK_EQ(perfgroup_record_close(), 0);
+    out_path(getpid());
+    struct tally t;
+    tally(path, &t, 1);
+    CHECK_EQ(t.kinds[PGF_REC_INTERVAL], 3ull * THREADS * PER_THREAD);
+    CHECK_EQ(t.kinds[PGF_REC_EVENT], (uint64_t)THREADS * PER_THREAD);
+    CHECK_EQ(t.bad_interval, 0);
+    CHECK_EQ(t.outside_event, 0);
+    unsigned seen = 0;
+    for (int i = 0; i < 64; i++) {
+        if (!t.per_thread_events[i])
+            continue;
+        seen++;
+        CHECK_EQ(t.per_thread_events[i], PER_THREAD);
+        CHECK_EQ(t.per_thread_intervals[i], 3 * PER_THREAD);
+        CHECK_EQ(t.per_thread_end[i], 1);
+    }
+    CHECK_EQ(seen, THREADS);
+    return 0;
+}
+
+static int case_fork(void) {
+    for (int i = 0; i < 100; i++)
+        one_iteration();
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        for (int i = 0; i < 50; i++)
+            one_iteration();
+        exit(0); /* a normal exit closes the child's file */
+    }
+    int st;
+    CHECK_EQ(waitpid(pid, &st, 0), pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    for (int i = 0; i < 100; i++)
+        one_iteration();
+    CHECK_EQ(perfgroup_record_close(), 0);
+    struct tally t;
+    out_path(getpid());
+    tally(path, &t, 1);
+    CHECK_EQ(t.kinds[PGF_REC_EVENT], 200);
+    CHECK_EQ(t.kinds[PGF_REC_INTERVAL], 600);
+    out_path(pid);
+    tally(path, &t, 1);
+    CHECK_EQ(t.pid, pid);
+    CHECK_EQ(t.kinds[PGF_REC_SITE], 2);   /* definitions replayed into the child's file */
+    CHECK_EQ(t.kinds[PGF_REC_EVENT], 50);
+    CHECK_EQ(t.kinds[PGF_REC_INTERVAL], 150);
+    CHECK_EQ(t.bad_interval, 0);
+    unlink(path);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2)
+        return 2;
+    int rc = 2;
+    if (!strcmp(argv[1], "trace")) rc = case_trace();
+    else if (!strcmp(argv[1], "stats")) rc = case_stats();
+    else if (!strcmp(argv[1], "threads")) rc = case_threads();
+    else if (!strcmp(argv[1], "fork")) rc = case_fork();
+    if (rc == 0) {
+        out_path(getpid());
+        unlink(path);
+    }
+    return rc;
+}

@@ -1,0 +1,582 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_record.c — the recorder (runtime/record.c) driven through runtime/record.h and the
+ * public recording API, read back with pgreader. One test per argv[1]; every test records
+ * a real file through the real mapping and reads it back from disk.
+ *
+ *   counts     exact record counts when the limit is not hit (stats + trace)
+ *   recycle    small limit: all definitions and the newest chunks survive, drops exact
+ *   threads    16 threads at once: every thread's records complete and in order
+ *   kill [N]   SIGKILL a 4-thread recorder at random moments N times (default 50)
+ *   fork       the child records into its own file, the parent's is unaffected
+ *   exec       exec closes the file cleanly; the new image writes <name>.exec1
+ *   symlink    a symlink planted at the output path is replaced, never followed
+ *   perm       an unwritable path is reported once; the program runs on unrecorded
+ *   api        perfgroup_record_open/close and markers; bad arguments
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "perfgroup.h"
+#include "readback.h"
+#include "record.h"
+
+static char dir[256];
+
+static void make_dir(void) {
+    const char *t = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/pgrec.XXXXXX", t && *t ? t : "/tmp");
+    CHECK(mkdtemp(dir) != NULL);
+}
+
+static void rm_dir(void) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
+static void path_in(char *out, size_t cap, const char *name) {
+    snprintf(out, cap, "%s/%s", dir, name);
+}
+
+/* Definitions a test program makes: 3 groups, 2 functions. */
+static void define_some(void) {
+    static const uint32_t g12[] = { 1, 2 }, g3[] = { 3 };
+    perfgroup__rec_group(1, "addon", PERFGROUP_KIND_ATTRIBUTE, 1);
+    perfgroup__rec_group(2, "core", PERFGROUP_KIND_FILE, 1);
+    perfgroup__rec_group(3, "f", PERFGROUP_KIND_FUNCTION, 0);
+    perfgroup__rec_function(1, "work", "work.c", 10, g12, 2);
+    perfgroup__rec_function(2, "f", "f.c", 20, g3, 1);
+}
+
+static void write_intervals(struct perfgroup_rec_thread *w, uint64_t from, uint64_t n) {
+    for (uint64_t i = from; i < from + n; i++)
+        perfgroup__rec_interval(w, 1, 1, (uint8_t)(i & 7), i, 100);
+}
+
+static void write_event(struct perfgroup_rec_thread *w, uint32_t name, uint64_t t) {
+    struct perfgroup_rec_group_share s[2] = { { 1, 1000, 500, 3 }, { 2, 400, 200, 1 } };
+    perfgroup__rec_event(w, name, t, t + 1000, 700, 0, s, 2);
+}
+
+/* ---- counts ----------------------------------------------------------------------------- */
+static int test_counts(void) {
+    char path[300];
+    path_in(path, sizeof path, "counts.pgm");
+    CHECK_EQ(perfgroup_record_open(path, PERFGROUP_RECORD_TRACE, 1 << 20, 4096), 0);
+    CHECK_EQ(perfgroup__rec_mode, PGF_MODE_TRACE);
+    define_some();
+    uint32_t ev = perfgroup__rec_string("tick");
+    CHECK_EQ(ev, 1);
+    CHECK_EQ(perfgroup__rec_string("tick"), 1); /* interned */
+    struct perfgroup_rec_thread *w = perfgroup__rec_thread_start(0, (uint32_t)getpid(), "main");
+    CHECK(w != NULL);
+    write_intervals(w, 0, 5000);
+    for (int i = 0; i < 300; i++)
+        write_event(w, ev, (uint64_t)i * 2000);
+    uint64_t t = perfgroup_marker_begin();
+    CHECK_EQ(perfgroup_marker("load", "page 1"), 0);
+    CHECK_EQ(perfgroup_marker_end("load", "done", t), 0);
+    perfgroup__rec_overhead(w, 1, 2, 3, 4);
+    perfgroup__rec_thread_end(w, 12345);
+    CHECK_EQ(perfgroup_record_close(), 0);
+    CHECK_EQ(perfgroup__rec_mode, 0);
+
+    struct readback r;
+    readback(path, &r);
+    CHECK_EQ(r.error, 0);
+    CHECK_EQ(r.warnings, 0);
+    CHECK_EQ(r.hdr.state, PGF_STATE_CLOSED);
+    CHECK(r.hdr.end_tsc != 0);
+    CHECK_EQ(r.hdr.records_dropped, 0);
+    CHECK_EQ(r.hdr.chunks_recycled, 0);
+    CHECK_EQ(r.hdr.mode, PGF_MODE_TRACE);
+    CHECK_EQ(r.kinds[PGF_REC_PROCESS], 1);
+    CHECK_EQ(r.process_pid, getpid());
+    CHECK_EQ(r.kinds[PGF_REC_GROUP], 3);
+    CHECK_EQ(r.kinds[PGF_REC_SITE], 2);
+    CHECK_EQ(r.kinds[PGF_REC_STRING], 2);  /* tick, load */
+    CHECK_EQ(r.kinds[PGF_REC_THREAD], 1);  /* markers went to the same thread */
+    struct rb_thread *m = rb_thread(&r, 0);
+    CHECK_EQ(m->intervals, 5000);
+    CHECK_EQ(m->first, 0);
+    CHECK_EQ(m->last, 4999);
+    CHECK_EQ(m->gap, 0);
+    CHECK_EQ(m->events, 300);
+    CHECK_EQ(m->markers, 2);
+    CHECK_EQ(m->thread_end, 1);
+    CHECK_EQ(r.kinds[PGF_REC_OVERHEAD], 1);
+    CHECK_EQ(r.kinds[PGF_REC_DROPPED], 0);
+    /* one CLOCK per data chunk, and the chunk accounting adds up */
+    CHECK_EQ(r.kinds[PGF_REC_CLOCK], r.data_chunks);
+    CHECK_EQ(m->committed_total, m->records);
+    CHECK_EQ(m->chunk_records, m->records);
+    return 0;
+}
+
+/* ---- recycle ------------------------------------------------------------------------------ */
+static int test_recycle(void) {
+    char path[300];
+    path_in(path, sizeof path, "small.pgm");
+    /* header + 16 chunks of 4 KiB: ~130 intervals per chunk, 20000 intervals = ~150 chunks */
+    CHECK_EQ(perfgroup_record_open(path, PERFGROUP_RECORD_TRACE, 4096 + 16 * 4096, 4096), 0);
+    define_some();
+    for (int i = 0; i < 200; i++) { /* enough definitions for 2 DEFS chunks */
+        char name[64];
+        snprintf(name, sizeof name, "a-rather-long-group-name-number-%03d", i);
+        perfgroup__rec_group(100 + (uint32_t)i, name, PERFGROUP_KIND_ATTRIBUTE, 1);
+    }
+    struct perfgroup_rec_thread *w = perfgroup__rec_thread_start(7, 1, "t7");
+    const uint64_t n = 20000;
+    write_intervals(w, 0, n);
+    perfgroup__rec_thread_end(w, 1);
+    CHECK_EQ(perfgroup_record_close(), 0);
+
+    struct readback r;
+    readback(path, &r);
+    CHECK_EQ(r.error, 0);
+    CHECK_EQ(r.kinds[PGF_REC_GROUP], 203);  /* every definition survived */
+    CHECK_EQ(r.kinds[PGF_REC_SITE], 2);
+    CHECK_EQ(r.kinds[PGF_REC_PROCESS], 1);
+    CHECK(r.def_chunks >= 2);
+    CHECK(r.hdr.chunks_recycled > 100);
+    struct rb_thread *t = rb_thread(&r, 7);
+    /* the newest records survive: a gap-free run ending with the last one written */
+    CHECK_EQ(t->gap, 0);
+    CHECK_EQ(t->last, n - 1);
+    CHECK_EQ(t->thread_end, 1);
+    CHECK(t->intervals < n);
+    /* exact: what was committed minus what is here is what the header says was dropped */
+    CHECK_EQ(t->dropped_before, 0);
+    CHECK_EQ(t->chunk_records, t->records);
+    CHECK_EQ(t->committed_total - t->records, r.hdr.records_dropped);
+    /* the intervals lost are exactly the first ones */
+    CHECK_EQ(t->first, n - t->intervals);
+    /* a DROPPED record is in each surviving chunk after a recycling of this thread's */
+    CHECK(r.kinds[PGF_REC_DROPPED] >= 1);
+    /* every chunk is used (DEFS or DATA) but the one the thread had reserved as its next:
+     * thread end gives that back unused; the limit is used, never exceeded */
+    CHECK_EQ(r.def_chunks + r.data_chunks, r.hdr.chunk_count - 1);
+    struct stat st;
+    CHECK_EQ(stat(path, &st), 0);
+    CHECK_EQ((uint64_t)st.st_size, 4096 + 16 * 4096);
+    return 0;
+}
+
+/* ---- threads ------------------------------------------------------------------------------ */
+#define NTHREADS 16
+#define PER_THREAD 20000
+
+static void *thread_main(void *arg) {
+    uint32_t idx = (uint32_t)(uintptr_t)arg;
+    char name[16];
+    snprintf(name, sizeof name, "w%u", idx);
+    struct perfgroup_rec_thread *w = perfgroup__rec_thread_start(idx, idx + 1000, name);
+    uint32_t ev = perfgroup__rec_string(name);
+    for (uint64_t i = 0; i < PER_THREAD; i++) {
+        perfgroup__rec_interval(w, 1, 1, 0, i, 1);
+        if (i % 1000 == 0)
+            write_event(w, ev, i);
+    }
+    perfgroup__rec_thread_end(w, 1);
+    return NULL;
+}
+
+static int test_threads(void) {
+    char path[300];
+    path_in(path, sizeof path, "threads.pgm");
+    CHECK_EQ(perfgroup_record_open(path, PERFGROUP_RECORD_TRACE, 64u << 20, 16384), 0);
+    define_some();
+    pthread_t th[NTHREADS];
+    for (uintptr_t i = 0; i < NTHREADS; i++)
+        CHECK_EQ(pthread_create(&th[i], NULL, thread_main, (void *)(i + 1)), 0);
+    for (int i = 0; i < NTHREADS; i++)
+        pthread_join(th[i], NULL);
+    CHECK_EQ(perfgroup_record_close(), 0);
+    struct readback r;
+    readback(path, &r);
+    CHECK_EQ(r.error, 0);
+    CHECK_EQ(r.hdr.records_dropped, 0);
+    CHECK_EQ(r.kinds[PGF_REC_THREAD], NTHREADS);
+    CHECK_EQ(r.kinds[PGF_REC_STRING], NTHREADS);
+    for (uint32_t i = 1; i <= NTHREADS; i++) {
+        struct rb_thread *t = rb_thread(&r, i);
+        CHECK_EQ(t->intervals, PER_THREAD);
+        CHECK_EQ(t->first, 0);
+        CHECK_EQ(t->last, PER_THREAD - 1);
+        CHECK_EQ(t->gap, 0);
+        CHECK_EQ(t->events, PER_THREAD / 1000);
+        CHECK_EQ(t->thread_end, 1);
+        CHECK_EQ(t->committed_total, t->records);
+    }
+    return 0;
+}
+
+/* ---- kill ---------------------------------------------------------------------------------- */
+#define KILL_THREADS 4
+
+struct kill_shared {
+    volatile uint64_t done[KILL_THREADS]; /* intervals whose call has returned */
+    volatile int started;
+};
+
+static struct kill_shared *ks;
+static uint64_t kill_records, kill_recycled_runs;
+
+static void *kill_thread(void *arg) {
+    uint32_t idx = (uint32_t)(uintptr_t)arg;
+    struct perfgroup_rec_thread *w = perfgroup__rec_thread_start(idx, idx, "k");
+    __atomic_fetch_add(&ks->started, 1, __ATOMIC_SEQ_CST);
+    for (uint64_t i = 0;; i++) {
+        perfgroup__rec_interval(w, 1, 1, 0, i, 1);
+        __atomic_store_n(&ks->done[idx], i + 1, __ATOMIC_RELEASE);
+        if ((i & 255) == 0) /* vary the moment of the kill inside the loop */
+            sched_yield();
+    }
+    return NULL;
+}
+
+static int kill_once(unsigned run, unsigned seed) {
+    char path[300];
+    snprintf(path, sizeof path, "%s/kill%u.pgm", dir, run);
+    memset((void *)ks, 0, sizeof *ks);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        if (perfgroup_record_open(path, PERFGROUP_RECORD_TRACE, 1 << 20, 4096) != 0)
+            _exit(3);
+        define_some();
+        pthread_t th;
+        for (uintptr_t i = 0; i < KILL_THREADS; i++)
+            pthread_create(&th, NULL, kill_thread, (void *)i);
+        for (;;)
+            pause();
+    }
+    while (__atomic_load_n(&ks->started, __ATOMIC_SEQ_CST) < KILL_THREADS) {
+        int st;
+        CHECK_EQ(waitpid(pid, &st, WNOHANG), 0); /* the child is still alive */
+        usleep(100);
+    }
+    struct timespec d = { 0, (long)(seed % 20000) * 1000 }; /* 0..20 ms */
+    nanosleep(&d, NULL);
+    CHECK_EQ(kill(pid, SIGKILL), 0);
+    int st;
+    CHECK_EQ(waitpid(pid, &st, 0), pid);
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+
+    struct readback r;
+    readback(path, &r);
+    CHECK_EQ(r.error, 0);
+    CHECK_EQ(r.hdr.state, PGF_STATE_RECORDING);
+    CHECK_EQ(r.kinds[PGF_REC_GROUP], 3);
+    for (uint32_t i = 0; i < KILL_THREADS; i++) {
+        struct rb_thread *t = rb_thread(&r, i);
+        uint64_t done = ks->done[i];
+        if (done == 0 && t->intervals == 0)
+            continue;
+        CHECK_EQ(t->gap, 0);
+        /* the newest whole record is the last returned call or the one in flight */
+        CHECK(t->last + 1 >= done);
+        CHECK(t->last + 1 <= done + 1);
+        /* surviving records are a suffix: the lost ones are accounted for */
+        CHECK(t->committed_total >= t->records);
+        kill_records += t->intervals;
+    }
+    kill_recycled_runs += r.hdr.chunks_recycled > 0;
+    unlink(path);
+    return 0;
+}
+
+static int test_kill(int runs) {
+    ks = mmap(NULL, sizeof *ks, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(ks != MAP_FAILED);
+    unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+    fprintf(stderr, "kill: seed %u, %d runs\n", seed, runs);
+    for (int i = 0; i < runs; i++) {
+        seed = seed * 1103515245u + 12345u;
+        kill_once((unsigned)i, seed >> 8);
+    }
+    fprintf(stderr, "kill: %d runs ok, %llu intervals read back, %llu runs recycled chunks\n",
+            runs, (unsigned long long)kill_records, (unsigned long long)kill_recycled_runs);
+    return 0;
+}
+
+/* ---- fork ---------------------------------------------------------------------------------- */
+static int test_fork(void) {
+    char tmpl[300], parent[300], child[300];
+    path_in(tmpl, sizeof tmpl, "fork.%p.pgm");
+    CHECK_EQ(perfgroup_record_open(tmpl, PERFGROUP_RECORD_TRACE, 1 << 20, 4096), 0);
+    define_some();
+    struct perfgroup_rec_thread *w = perfgroup__rec_thread_start(0, 1, "main");
+    write_intervals(w, 0, 1000);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        /* the same writer continues, into the child's own file */
+        write_intervals(w, 5000, 300);
+        perfgroup__rec_thread_end(w, 2);
+        perfgroup_record_close();
+        _exit(0);
+    }
+    write_intervals(w, 1000, 1000);
+    int st;
+    CHECK_EQ(waitpid(pid, &st, 0), pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    perfgroup__rec_thread_end(w, 3);
+    CHECK_EQ(perfgroup_record_close(), 0);
+
+    snprintf(parent, sizeof parent, "%s/fork.%d.pgm", dir, (int)getpid());
+    snprintf(child, sizeof child, "%s/fork.%d.pgm", dir, (int)pid);
+    struct readback r;
+    readback(parent, &r);
+    CHECK_EQ(r.error, 0);
+    CHECK_EQ(r.hdr.pid, getpid());
+    struct rb_thread *t = rb_thread(&r, 0);
+    CHECK_EQ(t->intervals, 2000);
+    CHECK_EQ(t->first, 0);
+    CHECK_EQ(t->last, 1999);
+    CHECK_EQ(t->gap, 0);
+
+    readback(child, &r);
+    CHECK_EQ(r.error, 0);
+    CHECK_EQ(r.hdr.pid, pid);
+    CHECK_EQ(r.hdr.ppid, getpid());
+    CHECK_EQ(r.hdr.state, PGF_STATE_CLOSED);
+    CHECK_EQ(r.process_pid, pid);
+    CHECK_EQ(r.kinds[PGF_REC_GROUP], 3);  /* definitions replayed */
+    CHECK_EQ(r.kinds[PGF_REC_SITE], 2);
+    CHECK_EQ(r.kinds[PGF_REC_THREAD], 1);
+    t = rb_thread(&r, 0);
+    CHECK_EQ(t->intervals, 300);
+    CHECK_EQ(t->first, 5000);
+    CHECK_EQ(t->gap, 0);
+    CHECK_EQ(t->thread_end, 1);
+    return 0;
+}
+
+/* ---- exec ---------------------------------------------------------------------------------- */
+/* Roles of this binary started with PERFGROUP_OUTPUT in the environment: the runtime's
+ * start-up (or the explicit, idempotent perfgroup__rec_init) opens the recording. */
+static int exec_parent(const char *self) {
+    perfgroup__rec_init();
+    if (perfgroup__rec_mode != PGF_MODE_TRACE)
+        return 10;
+    struct perfgroup_rec_thread *w = perfgroup__rec_thread_start(0, 1, "before-exec");
+    write_intervals(w, 0, 100);
+    /* a failing exec leaves the recording open and usable */
+    execl("/nonexistent/perfgroup-test", "x", (char *)NULL);
+    write_intervals(w, 100, 100);
+    execl(self, self, "exec-child", (char *)NULL);
+    return 11;
+}
+
+static int exec_child(void) {
+    perfgroup__rec_init();
+    if (perfgroup__rec_mode != PGF_MODE_TRACE)
+        return 12;
+    struct perfgroup_rec_thread *w = perfgroup__rec_thread_start(0, 1, "after-exec");
+    write_intervals(w, 0, 10);
+    perfgroup__rec_thread_end(w, 1);
+    perfgroup__rec_close();
+    return 0;
+}
+
+static int run_self(const char *self, const char *role, const char *out, int as_nobody,
+                    const char *errfile) {
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        if (errfile) {
+            int fd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            dup2(fd, 2);
+        }
+        if (as_nobody && getuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
+            _exit(5);
+        setenv("PERFGROUP_OUTPUT", out, 1);
+        setenv("PERFGROUP_MODE", "trace", 1);
+        setenv("PERFGROUP_BUFFER", "256K", 1);
+        setenv("PERFGROUP_CHUNK", "4K", 1);
+        execl(self, self, role, (char *)NULL);
+        _exit(6);
+    }
+    int st;
+    CHECK_EQ(waitpid(pid, &st, 0), pid);
+    CHECK(WIFEXITED(st));
+    CHECK_EQ(WEXITSTATUS(st), 0);
+    return (int)pid;
+}
+
+static int test_exec(const char *self) {
+    char tmpl[300], first[300], second[300];
+    path_in(tmpl, sizeof tmpl, "exec.%p.pgm");
+    int pid = run_self(self, "exec-parent", tmpl, 0, NULL);
+    snprintf(first, sizeof first, "%s/exec.%d.pgm", dir, pid);
+    snprintf(second, sizeof second, "%s/exec.%d.pgm.exec1", dir, pid);
+    struct readback r;
+    readback(first, &r);
+    CHECK_EQ(r.error, 0);
+    CHECK_EQ(r.hdr.state, PGF_STATE_CLOSED);
+    CHECK(r.hdr.end_tsc != 0);
+    CHECK_EQ(r.warnings, 0);
+    CHECK_EQ(rb_thread(&r, 0)->intervals, 200);
+    CHECK_EQ(rb_thread(&r, 0)->gap, 0);
+    readback(second, &r);
+    CHECK_EQ(r.error, 0);
+    CHECK_EQ(r.hdr.state, PGF_STATE_CLOSED);
+    CHECK_EQ(r.hdr.pid, pid);
+    CHECK_EQ(rb_thread(&r, 0)->intervals, 10);
+    CHECK_EQ(rb_thread(&r, 0)->thread_end, 1);
+    return 0;
+}
+
+/* ---- symlink ------------------------------------------------------------------------------- */
+static int test_symlink(void) {
+    char victim[300], path[300];
+    path_in(victim, sizeof victim, "victim");
+    path_in(path, sizeof path, "out.pgm");
+    FILE *f = fopen(victim, "w");
+    CHECK(f != NULL);
+    fputs("precious\n", f);
+    fclose(f);
+    CHECK_EQ(symlink(victim, path), 0);
+    CHECK_EQ(perfgroup_record_open(path, PERFGROUP_RECORD_STATS, 1 << 20, 4096), 0);
+    CHECK_EQ(perfgroup_record_close(), 0);
+    struct stat st;
+    CHECK_EQ(lstat(path, &st), 0);
+    CHECK(S_ISREG(st.st_mode));               /* the link was replaced by the recording */
+    CHECK_EQ(st.st_mode & 0777, 0600);
+    CHECK_EQ(stat(victim, &st), 0);
+    CHECK_EQ(st.st_size, 9);                  /* and its target untouched */
+    struct readback r;
+    readback(path, &r);
+    CHECK_EQ(r.error, 0);
+    /* a symlink in place of the directory's temporary name cannot be used either: the
+     * temporary file is made with O_EXCL by mkostemp */
+    return 0;
+}
+
+/* ---- perm ---------------------------------------------------------------------------------- */
+static int perm_child(void) {
+    perfgroup__rec_init();
+    perfgroup__rec_init(); /* idempotent: no second message */
+    if (perfgroup__rec_mode != 0)
+        return 20;
+    /* the program runs on: recording calls are harmless */
+    struct perfgroup_rec_thread *w = perfgroup__rec_thread_start(0, 1, "main");
+    write_intervals(w, 0, 1000);
+    perfgroup__rec_thread_end(w, 1);
+    if (perfgroup_marker("m", "t") != -ENOENT)
+        return 21;
+    perfgroup__rec_close();
+    return 0;
+}
+
+static int test_perm(const char *self) {
+    char sub[300], out[320], errf[320];
+    path_in(sub, sizeof sub, "ro");
+    CHECK_EQ(mkdir(sub, 0755), 0);
+    if (getuid() != 0)
+        CHECK_EQ(chmod(sub, 0555), 0);
+    CHECK_EQ(chmod(dir, 0755), 0); /* nobody may look inside, not write */
+    snprintf(out, sizeof out, "%s/x.%%p.pgm", sub);
+    path_in(errf, sizeof errf, "stderr.txt");
+    int pid = run_self(self, "perm-child", out, 1, errf);
+    chmod(sub, 0755);
+    FILE *f = fopen(errf, "r");
+    CHECK(f != NULL);
+    char line[512], want[400];
+    snprintf(want, sizeof want, "perfgroup: cannot record to %s/x.%d.pgm: Permission denied", sub,
+             pid);
+    int lines = 0;
+    while (fgets(line, sizeof line, f)) {
+        lines++;
+        fputs(line, stdout);
+        CHECK(strstr(line, want) == line);
+    }
+    fclose(f);
+    CHECK_EQ(lines, 1);
+    return 0;
+}
+
+/* ---- api ----------------------------------------------------------------------------------- */
+static int test_api(void) {
+    char path[300];
+    path_in(path, sizeof path, "api.pgm");
+    CHECK_EQ(perfgroup_record_close(), -ENOENT);
+    CHECK_EQ(perfgroup_marker("x", NULL), -ENOENT);
+    CHECK_EQ(perfgroup_record_open(path, 3, 0, 0), -EINVAL);
+    CHECK_EQ(perfgroup_record_open(path, PERFGROUP_RECORD_STATS, 0, 3000), -EINVAL);
+    CHECK_EQ(perfgroup_record_open(path, PERFGROUP_RECORD_STATS, 8192, 4096), -EINVAL);
+    CHECK_EQ(perfgroup_record_open("/nonexistent-dir/x.pgm", PERFGROUP_RECORD_STATS, 0, 0),
+             -ENOENT);
+    CHECK_EQ(perfgroup_record_open(path, PERFGROUP_RECORD_STATS, 1 << 20, 0), 0);
+    CHECK_EQ(perfgroup_record_open(path, PERFGROUP_RECORD_STATS, 1 << 20, 0), -EALREADY);
+    CHECK_EQ(perfgroup__rec_mode, PGF_MODE_STATS);
+    CHECK_EQ(perfgroup_marker(NULL, "x"), -EINVAL);
+    CHECK_EQ(perfgroup_marker("instant", NULL), 0);
+    CHECK_EQ(perfgroup_marker_end("interval", "text", perfgroup_marker_begin()), 0);
+    CHECK_EQ(perfgroup_record_close(), 0);
+    struct readback r;
+    readback(path, &r);
+    CHECK_EQ(r.error, 0);
+    CHECK_EQ(r.hdr.chunk_size, 64 * 1024);
+    CHECK_EQ(r.hdr.chunk_count, ((1 << 20) - 4096) / (64 * 1024));
+    CHECK_EQ(r.kinds[PGF_REC_MARKER], 2);
+    CHECK_EQ(r.kinds[PGF_REC_THREAD], 1); /* the lazily made marker thread */
+    /* reopen after close: definitions made before are replayed */
+    perfgroup__rec_group(9, "late", PERFGROUP_KIND_ATTRIBUTE, 1);
+    path_in(path, sizeof path, "api2.pgm");
+    CHECK_EQ(perfgroup_record_open(path, PERFGROUP_RECORD_STATS, 1 << 20, 0), 0);
+    CHECK_EQ(perfgroup_marker("again", NULL), 0);
+    CHECK_EQ(perfgroup_record_close(), 0);
+    readback(path, &r);
+    CHECK_EQ(r.error, 0);
+    CHECK_EQ(r.kinds[PGF_REC_GROUP], 1);
+    CHECK_EQ(r.kinds[PGF_REC_STRING], 3); /* instant, interval, again */
+    CHECK_EQ(r.kinds[PGF_REC_MARKER], 1);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s TEST\n", argv[0]);
+        return 2;
+    }
+    if (strcmp(argv[1], "exec-parent") == 0)
+        return exec_parent(argv[0]);
+    if (strcmp(argv[1], "exec-child") == 0)
+        return exec_child();
+    if (strcmp(argv[1], "perm-child") == 0)
+        return perm_child();
+    make_dir();
+    int rc;
+    const char *t = argv[1];
+    if (!strcmp(t, "counts")) rc = test_counts();
+    else if (!strcmp(t, "recycle")) rc = test_recycle();
+    else if (!strcmp(t, "threads")) rc = test_threads();
+    else if (!strcmp(t, "kill")) rc = test_kill(argc > 2 ? atoi(argv[2]) : 50);
+    else if (!strcmp(t, "fork")) rc = test_fork();
+    else if (!strcmp(t, "exec")) rc = test_exec(argv[0]);
+    else if (!strcmp(t, "symlink")) rc = test_symlink();
+    else if (!strcmp(t, "perm")) rc = test_perm(argv[0]);
+    else if (!strcmp(t, "api")) rc = test_api();
+    else {
+        fprintf(stderr, "unknown test %s\n", t);
+        rc = 2;
+    }
+    if (rc == 0)
+        rm_dir();
+    return rc;
+}
