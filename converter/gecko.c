@@ -1,0 +1,1265 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gecko.c — writes recordings as one Gecko profile (format version 36) for the Firefox
+ * Profiler: one process per recording (the root one at the top, the others, e.g. forked
+ * children, as sub-processes with their own startTime), one thread per recorded thread,
+ * categories per group, synthesised samples, markers with schemas, per-group CPU counters.
+ *
+ * Samples. The Gecko format has no sample weights, so the converter puts samples on a
+ * regular grid (meta.interval) in trace mode, each carrying the group + function nesting
+ * active at that instant; in stats mode every `interval` of a group's CPU time becomes one
+ * sample under "event name > group", spread over the event, so sample counts in the call tree
+ * are CPU shares.
+ *
+ * Trace intervals arrive at their exit (children before parents), so a sample's stack is
+ * known from the leaf up. Pending samples are kept as runs (first tick, tick count, one level
+ * id per depth) until an outermost interval closes them; then they are written. Memory grows
+ * with the sample ticks under one still-open outermost interval, never with records.
+ *
+ * Streaming. Per thread, samples go straight to the output; markers go to a temporary spill
+ * file copied in after them; string, frame and stack tables (unique entries only) are written
+ * last. Counter samples go to per-thread spill files merged by time at the process's end.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perfgroup.h"
+#include "pgconv.h"
+
+#define UNKNOWN UINT32_MAX
+#define MAX_DEPTH 255
+#define MAX_COUNTERS 16
+#define MAX_EVENT_GROUPS 256
+#define MAX_PENDING_RUNS (1u << 18)
+#define JANK_MS 50
+
+/* ---- Categories (global: the front-end uses the root meta's list) --------------------- */
+/* Function groups (PERFGROUP_KIND_FUNCTION, one per function) share one category: a colour
+ * each would exhaust the palette and say nothing. */
+enum { CAT_IDLE = 0, CAT_OTHER = 1, CAT_EVENT = 2, CAT_FUNCTIONS = 3, CAT_FIRST_GROUP = 4 };
+static const char *const group_colors[] = {"blue", "green", "orange", "purple", "yellow",
+                                           "brown", "magenta", "red", "lightred"};
+
+struct cats {
+    char **names; /* group names, category = CAT_FIRST_GROUP + i */
+    uint32_t n;
+    struct pgc_map by_name;
+};
+
+static uint32_t cat_of_name(const struct cats *c, const char *name)
+{
+    uint32_t v;
+    if (perfgroup__map_get(&c->by_name, perfgroup__hash_bytes(name, strlen(name)), &v))
+        return CAT_FIRST_GROUP + v;
+    return CAT_FUNCTIONS;
+}
+
+static int cats_build(struct cats *c, struct pgc_file *files, size_t nfiles)
+{
+    memset(c, 0, sizeof(*c));
+    for (size_t i = 0; i < nfiles; i++) {
+        for (uint32_t g = 0; g < files[i].ngroups; g++) {
+            if (files[i].groups[g].kind == PERFGROUP_KIND_FUNCTION)
+                continue;
+            const char *name = files[i].groups[g].name;
+            uint64_t h = perfgroup__hash_bytes(name, strlen(name));
+            uint32_t v;
+            if (perfgroup__map_get(&c->by_name, h, &v))
+                continue;
+            if ((c->n & (c->n - 1)) == 0) {
+                char **nn = realloc(c->names, (c->n ? c->n * 2 : 8) * sizeof(*nn));
+                if (!nn)
+                    return -ENOMEM;
+                c->names = nn;
+            }
+            c->names[c->n] = (char *)name;
+            if (perfgroup__map_put(&c->by_name, h, c->n))
+                return -ENOMEM;
+            c->n++;
+        }
+    }
+    return 0;
+}
+
+/* ---- Per-thread state ---------------------------------------------------------------- */
+struct run {        /* pending trace samples: n ticks from t0 with the same levels */
+    int64_t t0;
+    uint32_t n;
+    uint32_t nlev;  /* levels[0..nlev) in the pool at off */
+    uint32_t off;
+};
+
+struct level {      /* one interval kind at one depth: the site and the groups it acquired */
+    uint32_t site;
+    uint32_t mask;
+};
+
+struct gthread {
+    struct gecko *g;
+    struct pgc_file *f;
+    struct pgc_thread *th;
+    struct pgc_clock clk;
+    /* tables */
+    char **strings;
+    uint32_t nstrings, capstrings;
+    struct pgc_map string_map;
+    uint32_t *frame_loc, *frame_cat, *frame_line;
+    uint32_t nframes, capframes;
+    struct pgc_map frame_map;
+    uint32_t *stack_prefix, *stack_frame;
+    uint32_t nstacks, capstacks;
+    struct pgc_map stack_map;
+    /* samples */
+    uint64_t nsamples;
+    int64_t last_sample_ns;
+    int64_t next_tick;       /* trace: first tick not yet written */
+    int ticks_started;
+    struct run *runs;
+    uint32_t nruns, capruns;
+    uint32_t *pool;
+    uint32_t npool, cappool;
+    struct level *levels;
+    uint32_t nlevels, caplevels;
+    struct pgc_map level_map;
+    double cpu_rate;         /* latest known CPU/wall ratio (for threadCPUDelta) */
+    int64_t last_clock_ns;
+    uint64_t last_clock_cpu;
+    int have_clock;
+    /* stats-mode accumulators, one per group of the file, + one for "outside groups" */
+    uint64_t *acc;
+    /* markers */
+    FILE *markers;
+    uint64_t nmarkers;
+    /* times */
+    int64_t first_ns, last_ns;
+    int have_time;
+    uint32_t idle_stack;
+};
+
+struct gecko {
+    const struct pgc_options *opt;
+    struct pgc_out *out;
+    struct pgc_error *err;
+    struct cats cats;
+    int64_t iv;                 /* sample interval, ns */
+    /* current process */
+    struct pgc_file *f;
+    uint32_t main_thread;       /* index into f->threads of the GeckoMain thread */
+    int main_written;
+    int nthreads_written;
+    FILE **cspill;              /* per-thread counter spills */
+    uint32_t ncspill;
+    uint64_t *group_cpu;        /* per group of f: total CPU, to pick counter groups */
+    struct gthread *t;
+    uint64_t records_done, records_total;
+};
+
+/* ---- Tables -------------------------------------------------------------------------- */
+static int fail_oom(struct gecko *g)
+{
+    if (!g->err->set) {
+        g->err->set = 1;
+        snprintf(g->err->msg, sizeof(g->err->msg), "%s: byte 0: out of memory", g->f->path);
+    }
+    return -1;
+}
+
+static int grow(void **p, uint32_t *cap, uint32_t need, size_t elt)
+{
+    if (need <= *cap)
+        return 0;
+    uint32_t nc = *cap ? *cap : 64;
+    while (nc < need)
+        nc *= 2;
+    void *np = realloc(*p, (size_t)nc * elt);
+    if (!np)
+        return -1;
+    *p = np;
+    *cap = nc;
+    return 0;
+}
+
+static uint32_t intern_str(struct gthread *t, const char *s, size_t n)
+{
+    uint64_t h = perfgroup__hash_bytes(s, n);
+    uint32_t v;
+    /* chain on collision: probe h, h+1, ... until the string matches or is absent */
+    for (uint64_t k = h;; k = (k + 0x9e3779b97f4a7c15ull) & ~(1ull << 63)) {
+        if (!perfgroup__map_get(&t->string_map, k, &v)) {
+            if (grow((void **)&t->strings, &t->capstrings, t->nstrings + 1, sizeof(char *)))
+                return UNKNOWN;
+            char *c = malloc(n + 1);
+            if (!c)
+                return UNKNOWN;
+            memcpy(c, s, n);
+            c[n] = '\0';
+            if (perfgroup__map_put(&t->string_map, k, t->nstrings)) {
+                free(c);
+                return UNKNOWN;
+            }
+            t->strings[t->nstrings] = c;
+            return t->nstrings++;
+        }
+        if (strlen(t->strings[v]) == n && memcmp(t->strings[v], s, n) == 0)
+            return v;
+    }
+}
+
+static uint32_t intern_frame(struct gthread *t, uint32_t loc, uint32_t cat, uint32_t line)
+{
+    if (loc == UNKNOWN)
+        return UNKNOWN;
+    uint64_t key = ((uint64_t)loc << 24) ^ ((uint64_t)cat << 2) ^ ((uint64_t)line << 40);
+    uint32_t v;
+    /* key collisions are possible in theory: verify and probe */
+    for (;; key = (key * 0x9e3779b97f4a7c15ull + 1) & ~(1ull << 63)) {
+        if (!perfgroup__map_get(&t->frame_map, key, &v))
+            break;
+        if (t->frame_loc[v] == loc && t->frame_cat[v] == cat && t->frame_line[v] == line)
+            return v;
+    }
+    uint32_t cap = t->capframes;
+    if (grow((void **)&t->frame_loc, &cap, t->nframes + 1, 4))
+        return UNKNOWN;
+    cap = t->capframes;
+    if (grow((void **)&t->frame_cat, &cap, t->nframes + 1, 4))
+        return UNKNOWN;
+    if (grow((void **)&t->frame_line, &t->capframes, t->nframes + 1, 4))
+        return UNKNOWN;
+    if (perfgroup__map_put(&t->frame_map, key, t->nframes))
+        return UNKNOWN;
+    t->frame_loc[t->nframes] = loc;
+    t->frame_cat[t->nframes] = cat;
+    t->frame_line[t->nframes] = line;
+    return t->nframes++;
+}
+
+/* prefix UNKNOWN = a root stack */
+static uint32_t intern_stack(struct gthread *t, uint32_t prefix, uint32_t frame)
+{
+    if (frame == UNKNOWN)
+        return UNKNOWN;
+    uint64_t key = ((uint64_t)(prefix + 1u) << 32) | frame;
+    uint32_t v;
+    if (perfgroup__map_get(&t->stack_map, key, &v))
+        return v;
+    uint32_t cap = t->capstacks;
+    if (grow((void **)&t->stack_prefix, &cap, t->nstacks + 1, 4))
+        return UNKNOWN;
+    if (grow((void **)&t->stack_frame, &t->capstacks, t->nstacks + 1, 4))
+        return UNKNOWN;
+    if (perfgroup__map_put(&t->stack_map, key, t->nstacks))
+        return UNKNOWN;
+    t->stack_prefix[t->nstacks] = prefix; /* always an earlier row (or none) */
+    t->stack_frame[t->nstacks] = frame;
+    return t->nstacks++;
+}
+
+static uint32_t label_frame(struct gthread *t, const char *label, uint32_t cat)
+{
+    return intern_frame(t, intern_str(t, label, strlen(label)), cat, 0);
+}
+
+static uint32_t group_cat(struct gthread *t, uint32_t gidx)
+{
+    return gidx < t->f->ngroups ? cat_of_name(&t->g->cats, t->f->groups[gidx].name) : CAT_OTHER;
+}
+
+/* "function (in file.c)": a native function whose resource is its source file. */
+static uint32_t function_frame(struct gthread *t, uint32_t site, uint32_t cat)
+{
+    if (site >= t->f->nsites)
+        return label_frame(t, "(unknown function)", cat);
+    const struct pgc_site *s = &t->f->sites[site];
+    const char *file = strrchr(s->file, '/');
+    file = file ? file + 1 : s->file;
+    size_t n = strlen(s->display) + strlen(file) + 8;
+    char stackbuf[512];
+    char *b = n <= sizeof(stackbuf) ? stackbuf : malloc(n);
+    if (!b)
+        return UNKNOWN;
+    snprintf(b, n, "%s (in %s)", s->display, file[0] ? file : "?");
+    uint32_t fr = intern_frame(t, intern_str(t, b, strlen(b)), cat, s->line);
+    if (b != stackbuf)
+        free(b);
+    return fr;
+}
+
+/* ---- Output helpers ------------------------------------------------------------------ */
+static void out_ms(struct pgc_out *o, int64_t ns)
+{
+    perfgroup__out_fixed(o, ns, 1000000);
+}
+
+static void write_sample(struct gthread *t, uint32_t stack, int64_t ns, int64_t cpu_delta_ns)
+{
+    struct pgc_out *o = t->g->out;
+    if (ns < t->last_sample_ns)
+        ns = t->last_sample_ns; /* sample times never go back */
+    t->last_sample_ns = ns;
+    PGC_SEP(o, t->nsamples, "\n[");
+    if (stack == UNKNOWN)
+        PGC_LIT(o, "null");
+    else
+        perfgroup__out_u64(o, stack);
+    PGC_LIT(o, ",");
+    out_ms(o, ns);
+    PGC_LIT(o, ",0,");
+    perfgroup__out_i64(o, cpu_delta_ns < 0 ? 0 : cpu_delta_ns);
+    PGC_LIT(o, "]");
+    t->nsamples++;
+}
+
+/* Markers go to the spill as rows of the markers table; `data` is the payload object. */
+static void marker_row(struct gthread *t, uint32_t name, int64_t start, int64_t end, int phase,
+                       uint32_t cat, struct pgc_out *payload_buf)
+{
+    FILE *m = t->markers;
+    if (!m || name == UNKNOWN)
+        return;
+    char b[128];
+    int n;
+    struct pgc_out tmp;
+    perfgroup__out_init(&tmp, m);
+    n = snprintf(b, sizeof(b), "%s[%u,", t->nmarkers ? ",\n" : "\n", name);
+    perfgroup__out_raw(&tmp, b, (size_t)n);
+    out_ms(&tmp, start);
+    PGC_LIT(&tmp, ",");
+    if (phase == 0)
+        PGC_LIT(&tmp, "null");
+    else
+        out_ms(&tmp, end < start ? start : end);
+    n = snprintf(b, sizeof(b), ",%d,%u,", phase, cat);
+    perfgroup__out_raw(&tmp, b, (size_t)n);
+    perfgroup__out_raw(&tmp, payload_buf->buf, payload_buf->len);
+    PGC_LIT(&tmp, "]");
+    perfgroup__out_flush(&tmp);
+    if (tmp.err && !t->g->out->err)
+        t->g->out->err = tmp.err;
+    t->nmarkers++;
+}
+
+/* A small payload builder on the stack: {"type":"...", ...}. Overlong payloads are cut at a
+ * field boundary, never mid-token. */
+struct payload {
+    struct pgc_out o; /* used only as a buffer: f is NULL and it is never flushed */
+};
+
+static void pl_begin(struct pgc_out *p, const char *type)
+{
+    p->f = NULL;
+    p->len = 0;
+    p->err = 0;
+    PGC_LIT(p, "{\"type\":\"");
+    perfgroup__out_str(p, type);
+    PGC_LIT(p, "\"");
+}
+
+static int pl_room(struct pgc_out *p, size_t n)
+{
+    return p->len + n + 8 < sizeof(p->buf);
+}
+
+static void pl_key(struct pgc_out *p, const char *k)
+{
+    PGC_LIT(p, ",\"");
+    perfgroup__out_str(p, k);
+    PGC_LIT(p, "\":");
+}
+
+static void pl_str(struct pgc_out *p, const char *k, const char *v, size_t n)
+{
+    if (n > 4096)
+        n = 4096;
+    if (!pl_room(p, n * 6 + strlen(k) + 8))
+        return;
+    pl_key(p, k);
+    perfgroup__out_json_str(p, v, n);
+}
+
+static void pl_ms(struct pgc_out *p, const char *k, int64_t ns)
+{
+    if (!pl_room(p, 64))
+        return;
+    pl_key(p, k);
+    out_ms(p, ns);
+}
+
+static void pl_u64(struct pgc_out *p, const char *k, uint64_t v)
+{
+    if (!pl_room(p, 64))
+        return;
+    pl_key(p, k);
+    perfgroup__out_u64(p, v);
+}
+
+static void pl_end(struct pgc_out *p)
+{
+    PGC_LIT(p, "}");
+}
+
+/* ---- Time ---------------------------------------------------------------------------- */
+static int64_t tns(struct gthread *t, uint64_t tsc)
+{
+    return perfgroup__clock_ns(&t->clk, tsc);
+}
+
+static void seen(struct gthread *t, int64_t ns)
+{
+    if (!t->have_time) {
+        t->first_ns = t->last_ns = ns;
+        t->have_time = 1;
+    }
+    if (ns < t->first_ns)
+        t->first_ns = ns;
+    if (ns > t->last_ns)
+        t->last_ns = ns;
+}
+
+/* ---- Trace-mode samples -------------------------------------------------------------- */
+static uint32_t level_id(struct gthread *t, uint32_t site, uint32_t mask)
+{
+    uint64_t key = ((uint64_t)site << 8) | (mask & 0xff);
+    uint32_t v;
+    if (perfgroup__map_get(&t->level_map, key, &v))
+        return v;
+    if (grow((void **)&t->levels, &t->caplevels, t->nlevels + 1, sizeof(struct level)))
+        return UNKNOWN;
+    if (perfgroup__map_put(&t->level_map, key, t->nlevels))
+        return UNKNOWN;
+    t->levels[t->nlevels] = (struct level){site, mask & 0xff};
+    return t->nlevels++;
+}
+
+/* The Gecko stack for a run's levels: for each level, a frame per group it acquired (in that
+ * group's category), then the function (in the innermost acquired group's category). */
+static uint32_t levels_stack(struct gthread *t, const uint32_t *lev, uint32_t n)
+{
+    uint32_t stack = UNKNOWN, cat = CAT_OTHER;
+    for (uint32_t d = 0; d < n; d++) {
+        if (lev[d] == UNKNOWN || lev[d] >= t->nlevels)
+            continue;
+        const struct level *l = &t->levels[lev[d]];
+        const struct pgc_site *s = l->site < t->f->nsites ? &t->f->sites[l->site] : NULL;
+        for (uint32_t b = 0; s && b < s->ngroups && b < 8; b++) {
+            if (!(l->mask & (1u << b)))
+                continue;
+            cat = group_cat(t, s->groups[b]);
+            stack = intern_stack(t, stack, label_frame(t, t->f->groups[s->groups[b]].name, cat));
+        }
+        if (s && l->mask == 0 && stack == UNKNOWN && s->ngroups)
+            cat = group_cat(t, s->groups[0]); /* a re-entry seen without its first entry */
+        stack = intern_stack(t, stack, function_frame(t, l->site, cat));
+    }
+    return stack;
+}
+
+static int64_t tick_cpu(struct gthread *t)
+{
+    double r = t->cpu_rate;
+    if (r < 0)
+        r = 0;
+    if (r > 1)
+        r = 1;
+    return (int64_t)(r * (double)t->g->iv);
+}
+
+static void idle_until(struct gthread *t, int64_t until)
+{
+    if (!t->ticks_started) { /* no idle samples before the thread's first activity */
+        t->next_tick = until;
+        t->ticks_started = 1;
+    }
+    for (; t->next_tick < until; t->next_tick += t->g->iv)
+        write_sample(t, t->idle_stack, t->next_tick, tick_cpu(t));
+}
+
+static void flush_runs(struct gthread *t)
+{
+    for (uint32_t i = 0; i < t->nruns; i++) {
+        struct run *r = &t->runs[i];
+        idle_until(t, r->t0);
+        uint32_t st = levels_stack(t, t->pool + r->off, r->nlev);
+        for (uint32_t k = 0; k < r->n; k++)
+            write_sample(t, st, r->t0 + (int64_t)k * t->g->iv, tick_cpu(t));
+        t->next_tick = r->t0 + (int64_t)r->n * t->g->iv;
+    }
+    t->nruns = 0;
+    t->npool = 0;
+}
+
+static int push_run(struct gthread *t, struct run **tmp, uint32_t *ntmp, uint32_t *cap,
+                    int64_t t0, uint32_t n, uint32_t nlev, uint32_t off)
+{
+    if (*ntmp) {
+        struct run *p = &(*tmp)[*ntmp - 1];
+        if (p->t0 + (int64_t)p->n * t->g->iv == t0 && p->nlev == nlev &&
+            memcmp(t->pool + p->off, t->pool + off, nlev * 4) == 0) {
+            p->n += n;
+            return 0;
+        }
+    }
+    if (grow((void **)tmp, cap, *ntmp + 1, sizeof(struct run)))
+        return -1;
+    (*tmp)[(*ntmp)++] = (struct run){t0, n, nlev, off};
+    return 0;
+}
+
+static int trace_interval(struct gthread *t, uint32_t site, uint32_t mask, uint32_t depth,
+                          int64_t s, int64_t e)
+{
+    int64_t iv = t->g->iv;
+    if (depth > MAX_DEPTH)
+        depth = MAX_DEPTH;
+    int64_t a = s > 0 ? (s + iv - 1) / iv * iv : s / iv * iv;
+    if (t->ticks_started && a < t->next_tick)
+        a = t->next_tick; /* ticks already written (bad nesting in the input) stay written */
+    uint32_t lid = level_id(t, site, mask);
+    if (lid == UNKNOWN)
+        return -1;
+    if (a < e) {
+        /* the tail runs at or after a are this interval's descendants: give them level depth */
+        uint32_t first = t->nruns;
+        while (first > 0 && t->runs[first - 1].t0 >= a)
+            first--;
+        static __thread struct run *tmp;
+        static __thread uint32_t captmp;
+        uint32_t ntmp = 0;
+        int64_t cur = a;
+        for (uint32_t i = first; i <= t->nruns; i++) {
+            int64_t next = i < t->nruns ? t->runs[i].t0 : e;
+            if (next > e)
+                next = e;
+            if (cur < next) { /* a gap: ticks where only this interval is known */
+                uint32_t n = (uint32_t)((next - cur + iv - 1) / iv);
+                if (grow((void **)&t->pool, &t->cappool, t->npool + depth + 1, 4))
+                    return -1;
+                uint32_t off = t->npool;
+                for (uint32_t d = 0; d < depth; d++)
+                    t->pool[off + d] = UNKNOWN;
+                t->pool[off + depth] = lid;
+                t->npool += depth + 1;
+                if (push_run(t, &tmp, &ntmp, &captmp, cur, n, depth + 1, off))
+                    return -1;
+                cur += (int64_t)n * iv;
+            }
+            if (i == t->nruns)
+                break;
+            struct run r = t->runs[i];
+            if (r.nlev > depth)
+                t->pool[r.off + depth] = lid;
+            if (push_run(t, &tmp, &ntmp, &captmp, r.t0, r.n, r.nlev, r.off))
+                return -1;
+            cur = r.t0 + (int64_t)r.n * iv;
+        }
+        if (grow((void **)&t->runs, &t->capruns, first + ntmp, sizeof(struct run)))
+            return -1;
+        memcpy(t->runs + first, tmp, ntmp * sizeof(struct run));
+        t->nruns = first + ntmp;
+    }
+    /* depth 0 is an outermost pair (the runtime's stack index): nothing that comes later
+     * can cover the ticks before its end. A bound on pending ticks keeps memory flat when
+     * the outermost function runs for the whole program (e.g. main is instrumented). */
+    if (depth == 0 || t->nruns > MAX_PENDING_RUNS)
+        flush_runs(t);
+    return 0;
+}
+
+/* ---- Stats-mode samples -------------------------------------------------------------- */
+static void stats_event(struct gthread *t, const struct pgr_record *r, int64_t b, int64_t e,
+                        uint32_t name_frame_loc)
+{
+    int64_t iv = t->g->iv;
+    uint32_t ng = t->f->ngroups;
+    uint64_t sum = 0, cpu = r->u.event.cpu_ns;
+    uint32_t ev_stack = intern_stack(t, UNKNOWN, intern_frame(t, name_frame_loc, CAT_EVENT, 0));
+    /* the thread's top group is the whole event: the event frame stands for it */
+    for (uint32_t i = 0; i < r->u.event.ngroups; i++) {
+        uint32_t gi = perfgroup__group_index(t->f, r->u.event.groups[i].group_id);
+        if (gi < ng && t->f->groups[gi].kind != 0)
+            sum += r->u.event.groups[i].cpu_ns;
+    }
+    double scale = sum > cpu && sum ? (double)cpu / (double)sum : 1.0; /* nested groups */
+    uint64_t k_total = 0;
+    uint32_t counts[MAX_EVENT_GROUPS + 1];
+    uint32_t idx[MAX_EVENT_GROUPS + 1];
+    uint32_t nk = 0;
+    for (uint32_t i = 0; i < r->u.event.ngroups && nk < MAX_EVENT_GROUPS; i++) {
+        uint32_t gi = perfgroup__group_index(t->f, r->u.event.groups[i].group_id);
+        if (gi >= ng || t->f->groups[gi].kind == 0)
+            continue;
+        t->acc[gi] += (uint64_t)((double)r->u.event.groups[i].cpu_ns * scale);
+        uint64_t k = t->acc[gi] / (uint64_t)iv;
+        t->acc[gi] -= k * (uint64_t)iv;
+        if (k > 1000000)
+            k = 1000000;
+        counts[nk] = (uint32_t)k;
+        idx[nk++] = gi;
+        k_total += k;
+    }
+    uint64_t rest = cpu > (uint64_t)((double)sum * scale) ? cpu - (uint64_t)((double)sum * scale) : 0;
+    t->acc[ng] += rest;
+    uint64_t krest = t->acc[ng] / (uint64_t)iv;
+    t->acc[ng] -= krest * (uint64_t)iv;
+    if (krest > 1000000)
+        krest = 1000000;
+    counts[nk] = (uint32_t)krest;
+    idx[nk++] = UNKNOWN;
+    k_total += krest;
+    if (!k_total)
+        return;
+    int64_t span = e > b ? e - b : 0;
+    uint64_t j = 0;
+    for (uint32_t i = 0; i < nk; i++) {
+        uint32_t st;
+        if (idx[i] == UNKNOWN)
+            st = intern_stack(t, ev_stack, label_frame(t, "(outside groups)", CAT_EVENT));
+        else
+            st = intern_stack(t, ev_stack,
+                              label_frame(t, t->f->groups[idx[i]].name, group_cat(t, idx[i])));
+        for (uint32_t k = 0; k < counts[i]; k++, j++) {
+            int64_t at = b + (int64_t)((double)span * ((double)j + 0.5) / (double)k_total);
+            write_sample(t, st, at, iv);
+        }
+    }
+}
+
+/* ---- Records ------------------------------------------------------------------------- */
+static void counter_spill(struct gthread *t, int64_t ns, uint32_t group, uint64_t count)
+{
+    FILE *s = t->g->cspill[t->g->ncspill - 1];
+    struct { int64_t ns; uint32_t group, pad; uint64_t count; } rec = {ns, group, 0, count};
+    if (s && fwrite(&rec, sizeof(rec), 1, s) != 1 && !t->g->out->err)
+        t->g->out->err = errno ? errno : EIO;
+}
+
+static void event_record(struct gthread *t, const struct pgr_record *r)
+{
+    int64_t b = tns(t, r->u.event.begin_tsc), e = tns(t, r->u.event.end_tsc);
+    if (e < b)
+        e = b;
+    seen(t, b);
+    seen(t, e);
+    const char *name = perfgroup__string(t->f, r->u.event.name_string_id);
+    if (!name)
+        name = r->u.event.flags & PGF_EVENT_F_IMPLICIT ? "(implicit event)" : "(event)";
+    uint32_t loc = intern_str(t, name, strlen(name));
+    if (e > b)
+        t->cpu_rate = (double)r->u.event.cpu_ns / (double)(e - b);
+    if (t->f->mode != PGF_MODE_TRACE)
+        stats_event(t, r, b, e, loc);
+
+    /* counters and the marker payload */
+    struct pgc_out pl;
+    pl_begin(&pl, "PerfgroupEvent");
+    pl_ms(&pl, "cpu", (int64_t)r->u.event.cpu_ns);
+    pl_ms(&pl, "wall", e - b);
+    char groups[1024];
+    size_t gl = 0;
+    uint64_t best = 0;
+    uint32_t best_cat = CAT_EVENT;
+    for (uint32_t i = 0; i < r->u.event.ngroups; i++) {
+        const struct pgr_event_group *eg = &r->u.event.groups[i];
+        uint32_t gi = perfgroup__group_index(t->f, eg->group_id);
+        if (gi >= t->f->ngroups)
+            continue;
+        t->g->group_cpu[gi] += eg->cpu_ns;
+        counter_spill(t, b, gi, 0);
+        counter_spill(t, e, gi, eg->cpu_ns);
+        if (t->f->groups[gi].kind != 0 && eg->cpu_ns >= best) {
+            best = eg->cpu_ns;
+            best_cat = group_cat(t, gi);
+        }
+        if (gl < sizeof(groups) - 64) {
+            int n = snprintf(groups + gl, sizeof(groups) - gl, "%s%s %.3f ms", gl ? ", " : "",
+                             t->f->groups[gi].name, (double)eg->cpu_ns / 1e6);
+            if (n > 0)
+                gl += (size_t)n < sizeof(groups) - gl ? (size_t)n : sizeof(groups) - gl - 1;
+        }
+    }
+    pl_str(&pl, "groups", groups, gl);
+    int jank = e - b > (int64_t)JANK_MS * 1000000;
+    pl_str(&pl, "jank", jank ? "yes" : "no", jank ? 3 : 2);
+    char flags[64];
+    snprintf(flags, sizeof(flags), "%s%s%s",
+             r->u.event.flags & PGF_EVENT_F_IMPLICIT ? "implicit " : "",
+             r->u.event.flags & PGF_EVENT_F_DISCARDED ? "discarded " : "",
+             r->u.event.flags & PGF_EVENT_F_NESTED ? "nested-loop" : "");
+    pl_str(&pl, "flags", flags, strlen(flags));
+    pl_end(&pl);
+    marker_row(t, loc, b, e, 1, best_cat, &pl);
+}
+
+static void interval_record(struct gthread *t, const struct pgr_record *r)
+{
+    int64_t s = tns(t, r->u.interval.start_tsc);
+    int64_t e = s + perfgroup__ticks_ns(&t->clk, r->u.interval.duration);
+    seen(t, s);
+    seen(t, e);
+    uint32_t site = perfgroup__site_index(t->f, r->u.interval.function_id);
+    if (trace_interval(t, site, r->u.interval.group_mask, r->u.interval.depth, s, e) && !t->g->out->err)
+        t->g->out->err = ENOMEM;
+    if (!r->u.interval.group_mask || site == UNKNOWN)
+        return;
+    /* a group interval: one marker named after the group(s) the pair acquired */
+    const struct pgc_site *st = &t->f->sites[site];
+    char name[256];
+    size_t nl = 0;
+    uint32_t cat = CAT_OTHER;
+    for (uint32_t b = 0; b < st->ngroups && b < 8; b++) {
+        if (!(r->u.interval.group_mask & (1u << b)))
+            continue;
+        const char *gn = t->f->groups[st->groups[b]].name;
+        if (nl == 0)
+            cat = group_cat(t, st->groups[b]);
+        int n = snprintf(name + nl, sizeof(name) - nl, "%s%s", nl ? "+" : "", gn);
+        if (n > 0)
+            nl += (size_t)n < sizeof(name) - nl ? (size_t)n : sizeof(name) - nl - 1;
+    }
+    if (!nl)
+        return;
+    struct pgc_out pl;
+    pl_begin(&pl, "PerfgroupInterval");
+    pl_str(&pl, "function", st->display, strlen(st->display));
+    pl_str(&pl, "file", st->file, strlen(st->file));
+    pl_u64(&pl, "line", st->line);
+    pl_u64(&pl, "depth", r->u.interval.depth);
+    pl_end(&pl);
+    marker_row(t, intern_str(t, name, nl), s, e, 1, cat, &pl);
+}
+
+static void user_marker(struct gthread *t, const struct pgr_record *r)
+{
+    int64_t s = tns(t, r->u.marker.start_tsc), e = tns(t, r->u.marker.end_tsc);
+    seen(t, s);
+    const char *name = perfgroup__string(t->f, r->u.marker.name_string_id);
+    if (!name)
+        name = "(marker)";
+    struct pgc_out pl;
+    pl_begin(&pl, "PerfgroupMarker");
+    pl_str(&pl, "text", r->u.marker.text.ptr, r->u.marker.text.len);
+    pl_end(&pl);
+    int instant = r->u.marker.end_tsc == r->u.marker.start_tsc || e < s;
+    marker_row(t, intern_str(t, name, strlen(name)), s, e, instant ? 0 : 1, CAT_OTHER, &pl);
+}
+
+static void dropped_marker(struct gthread *t, const struct pgr_record *r)
+{
+    struct pgc_out pl;
+    pl_begin(&pl, "PerfgroupDropped");
+    pl_u64(&pl, "records", r->u.dropped.records);
+    pl_u64(&pl, "bytes", r->u.dropped.bytes);
+    pl_u64(&pl, "chunks", r->u.dropped.chunks);
+    pl_end(&pl);
+    marker_row(t, intern_str(t, "Records dropped", 15), t->last_ns, 0, 0, CAT_OTHER, &pl);
+}
+
+static void overhead_marker(struct gthread *t, const struct pgr_record *r)
+{
+    struct pgc_out pl;
+    pl_begin(&pl, "PerfgroupOverhead");
+    pl_ms(&pl, "commit", (int64_t)r->u.overhead.commit_ns);
+    pl_u64(&pl, "commits", r->u.overhead.commits);
+    pl_u64(&pl, "slowPaths", r->u.overhead.slow_paths);
+    pl_u64(&pl, "resyncs", r->u.overhead.resyncs);
+    pl_end(&pl);
+    marker_row(t, intern_str(t, "Runtime overhead", 16), t->last_ns, 0, 0, CAT_OTHER, &pl);
+}
+
+static void clock_record(struct gthread *t, const struct pgr_record *r)
+{
+    perfgroup__clock_update(&t->clk, t->f, r);
+    int64_t now = tns(t, r->u.clock.tsc);
+    if (t->have_clock && now > t->last_clock_ns && r->u.clock.thread_cpu_ns >= t->last_clock_cpu &&
+        r->u.clock.thread_cpu_ns)
+        t->cpu_rate = (double)(r->u.clock.thread_cpu_ns - t->last_clock_cpu) /
+                      (double)(now - t->last_clock_ns);
+    t->have_clock = 1;
+    t->last_clock_ns = now;
+    t->last_clock_cpu = r->u.clock.thread_cpu_ns;
+}
+
+static int on_record(void *ctx, const struct pgr_record *r)
+{
+    struct gecko *g = ctx;
+    struct gthread *t = g->t;
+    switch (r->kind) {
+    case PGF_REC_CLOCK: clock_record(t, r); break;
+    case PGF_REC_EVENT: event_record(t, r); break;
+    case PGF_REC_INTERVAL: interval_record(t, r); break;
+    case PGF_REC_MARKER: user_marker(t, r); break;
+    case PGF_REC_DROPPED: dropped_marker(t, r); break;
+    case PGF_REC_OVERHEAD: overhead_marker(t, r); break;
+    case PGF_REC_THREAD_END: seen(t, tns(t, r->u.thread_end.end_tsc)); break;
+    default: break;
+    }
+    if ((++g->records_done & 0xffff) == 0)
+        perfgroup__progress(g->opt, g->records_done, g->records_total);
+    return g->out->err ? -1 : 0;
+}
+
+/* ---- Threads ------------------------------------------------------------------------- */
+static void write_thread_head(struct gecko *g, const char *name, const char *process_name,
+                              uint32_t tid)
+{
+    struct pgc_out *o = g->out;
+    PGC_SEP(o, g->nthreads_written, "\n{\"name\":");
+    perfgroup__out_json_str(o, name, strlen(name));
+    PGC_LIT(o, ",\"processType\":\"default\",\"processName\":");
+    perfgroup__out_json_str(o, process_name, strlen(process_name));
+    PGC_LIT(o, ",\"pid\":");
+    perfgroup__out_u64(o, g->f->pid);
+    PGC_LIT(o, ",\"tid\":");
+    perfgroup__out_u64(o, tid);
+    g->nthreads_written++;
+}
+
+static const char samples_schema[] =
+    ",\"samples\":{\"schema\":{\"stack\":0,\"time\":1,\"eventDelay\":2,\"threadCPUDelta\":3},"
+    "\"data\":[";
+static const char markers_schema[] =
+    ",\"markers\":{\"schema\":{\"name\":0,\"startTime\":1,\"endTime\":2,\"phase\":3,"
+    "\"category\":4,\"data\":5},\"data\":[";
+
+static int begin_thread(void *ctx, uint32_t ti)
+{
+    struct gecko *g = ctx;
+    struct gthread *t = calloc(1, sizeof(*t));
+    if (!t)
+        return fail_oom(g);
+    g->t = t;
+    t->g = g;
+    t->f = g->f;
+    t->th = &g->f->threads[ti];
+    t->cpu_rate = 1.0;
+    t->last_sample_ns = INT64_MIN;
+    perfgroup__clock_init(&t->clk, g->f);
+    t->acc = calloc(g->f->ngroups + 1, sizeof(*t->acc));
+    t->markers = tmpfile();
+    FILE **ns = realloc(g->cspill, (g->ncspill + 1) * sizeof(*ns));
+    if (!t->acc || !t->markers || !ns)
+        return fail_oom(g);
+    g->cspill = ns;
+    g->cspill[g->ncspill++] = tmpfile();
+    if (!g->cspill[g->ncspill - 1])
+        return fail_oom(g);
+    int is_main = !g->main_written && (ti == g->main_thread || g->main_thread == UNKNOWN);
+    if (is_main)
+        g->main_written = 1;
+    /* The main thread is named GeckoMain (the front-end attaches counters only to it) and
+     * shows under processName, which carries the name the program gave it. */
+    write_thread_head(g, is_main ? "GeckoMain" : t->th->name, is_main ? t->th->name : g->f->program,
+                      t->th->tid);
+    t->idle_stack = intern_stack(t, UNKNOWN, label_frame(t, "(outside instrumented functions)", CAT_IDLE));
+    perfgroup__out_raw(g->out, samples_schema, sizeof(samples_schema) - 1);
+    return 0;
+}
+
+static void gthread_free(struct gthread *t)
+{
+    for (uint32_t i = 0; i < t->nstrings; i++)
+        free(t->strings[i]);
+    free(t->strings);
+    free(t->frame_loc);
+    free(t->frame_cat);
+    free(t->frame_line);
+    free(t->stack_prefix);
+    free(t->stack_frame);
+    free(t->runs);
+    free(t->pool);
+    free(t->levels);
+    free(t->acc);
+    perfgroup__map_free(&t->string_map);
+    perfgroup__map_free(&t->frame_map);
+    perfgroup__map_free(&t->stack_map);
+    perfgroup__map_free(&t->level_map);
+    if (t->markers)
+        fclose(t->markers);
+    free(t);
+}
+
+static int copy_file(struct pgc_out *o, FILE *f)
+{
+    char b[1 << 15];
+    size_t n;
+    fflush(f);
+    rewind(f);
+    while ((n = fread(b, 1, sizeof(b), f)) > 0)
+        perfgroup__out_raw(o, b, n);
+    return ferror(f) ? -1 : 0;
+}
+
+static int end_thread(void *ctx, uint32_t ti)
+{
+    struct gecko *g = ctx;
+    struct gthread *t = g->t;
+    struct pgc_out *o = g->out;
+    (void)ti;
+    flush_runs(t); /* outermost intervals that never closed (cut recording): write anyway */
+    if (g->f->not_closed) {
+        struct pgc_out pl;
+        pl_begin(&pl, "PerfgroupCut");
+        const char *why = "the program did not close the recording (crash, kill or still "
+                          "running): records after this point are lost, at most the one being "
+                          "written per thread";
+        pl_str(&pl, "reason", why, strlen(why));
+        pl_end(&pl);
+        marker_row(t, intern_str(t, "Recording cut", 13), t->last_ns, 0, 0, CAT_OTHER, &pl);
+    }
+    PGC_LIT(o, "]}");
+    perfgroup__out_raw(o, markers_schema, sizeof(markers_schema) - 1);
+    if (copy_file(o, t->markers) && !o->err)
+        o->err = EIO;
+    PGC_LIT(o, "]},\"registerTime\":");
+    out_ms(o, t->have_time ? t->first_ns : 0);
+    PGC_LIT(o, ",\"unregisterTime\":");
+    if (g->f->not_closed || !t->have_time)
+        PGC_LIT(o, "null");
+    else
+        out_ms(o, t->last_ns);
+    PGC_LIT(o, ",\n\"frameTable\":{\"schema\":{\"location\":0,\"relevantForJS\":1,\"innerWindowID\":2,"
+               "\"implementation\":3,\"line\":4,\"column\":5,\"category\":6,\"subcategory\":7},"
+               "\"data\":[");
+    for (uint32_t i = 0; i < t->nframes; i++) {
+        PGC_SEP(o, i, "\n[");
+        perfgroup__out_u64(o, t->frame_loc[i]);
+        PGC_LIT(o, ",false,0,null,");
+        if (t->frame_line[i])
+            perfgroup__out_u64(o, t->frame_line[i]);
+        else
+            PGC_LIT(o, "null");
+        PGC_LIT(o, ",null,");
+        perfgroup__out_u64(o, t->frame_cat[i]);
+        PGC_LIT(o, ",0]");
+    }
+    PGC_LIT(o, "]},\n\"stackTable\":{\"schema\":{\"prefix\":0,\"frame\":1},\"data\":[");
+    for (uint32_t i = 0; i < t->nstacks; i++) {
+        PGC_SEP(o, i, "\n[");
+        if (t->stack_prefix[i] == UNKNOWN)
+            PGC_LIT(o, "null");
+        else
+            perfgroup__out_u64(o, t->stack_prefix[i]);
+        PGC_LIT(o, ",");
+        perfgroup__out_u64(o, t->stack_frame[i]);
+        PGC_LIT(o, "]");
+    }
+    PGC_LIT(o, "]},\n\"stringTable\":[");
+    for (uint32_t i = 0; i < t->nstrings; i++) {
+        if (i)
+            PGC_LIT(o, ",\n");
+        perfgroup__out_json_str(o, t->strings[i], strlen(t->strings[i]));
+    }
+    PGC_LIT(o, "]}");
+    gthread_free(t);
+    g->t = NULL;
+    return o->err ? -1 : 0;
+}
+
+/* A process whose recording has no thread data still needs a thread to be shown. */
+static void empty_thread(struct gecko *g)
+{
+    struct pgc_out *o = g->out;
+    write_thread_head(g, "GeckoMain", g->f->program, g->f->pid);
+    perfgroup__out_raw(o, samples_schema, sizeof(samples_schema) - 1);
+    PGC_LIT(o, "]}");
+    perfgroup__out_raw(o, markers_schema, sizeof(markers_schema) - 1);
+    PGC_LIT(o, "]},\"registerTime\":0,\"unregisterTime\":null,"
+               "\"frameTable\":{\"schema\":{\"location\":0,\"relevantForJS\":1,\"innerWindowID\":2,"
+               "\"implementation\":3,\"line\":4,\"column\":5,\"category\":6,\"subcategory\":7},"
+               "\"data\":[]},\"stackTable\":{\"schema\":{\"prefix\":0,\"frame\":1},\"data\":[]},"
+               "\"stringTable\":[]}");
+}
+
+/* ---- Counters ------------------------------------------------------------------------ */
+struct crec { int64_t ns; uint32_t group, pad; uint64_t count; };
+
+static void write_counters(struct gecko *g)
+{
+    struct pgc_out *o = g->out;
+    uint32_t ng = g->f->ngroups, chosen[MAX_COUNTERS], nchosen = 0;
+    /* the MAX_COUNTERS groups with the most CPU */
+    for (uint32_t k = 0; k < MAX_COUNTERS; k++) {
+        uint32_t best = UNKNOWN;
+        for (uint32_t i = 0; i < ng; i++) {
+            int taken = 0;
+            for (uint32_t j = 0; j < nchosen; j++)
+                taken |= chosen[j] == i;
+            if (!taken && g->group_cpu[i] && (best == UNKNOWN || g->group_cpu[i] > g->group_cpu[best]))
+                best = i;
+        }
+        if (best == UNKNOWN)
+            break;
+        chosen[nchosen++] = best;
+    }
+    PGC_LIT(o, ",\n\"counters\":[");
+    uint32_t nc = g->ncspill;
+    struct crec *head = calloc(nc ? nc : 1, sizeof(*head));
+    int *live = calloc(nc ? nc : 1, sizeof(*live));
+    for (uint32_t k = 0; k < nchosen && head && live; k++) {
+        uint32_t gi = chosen[k];
+        PGC_SEP(o, k, "\n{\"name\":");
+        char name[300];
+        snprintf(name, sizeof(name), "CPU: %s", g->f->groups[gi].name);
+        perfgroup__out_json_str(o, name, strlen(name));
+        PGC_LIT(o, ",\"category\":\"perfgroup\",\"description\":");
+        snprintf(name, sizeof(name), "CPU time of group %s (ns per sample)", g->f->groups[gi].name);
+        perfgroup__out_json_str(o, name, strlen(name));
+        PGC_LIT(o, ",\"samples\":{\"schema\":{\"time\":0,\"count\":1,\"number\":2},\"data\":[");
+        /* k-way merge by time over the thread spills, this group only */
+        for (uint32_t i = 0; i < nc; i++) {
+            live[i] = 0;
+            if (!g->cspill[i])
+                continue;
+            fflush(g->cspill[i]);
+            rewind(g->cspill[i]);
+            while (fread(&head[i], sizeof(head[i]), 1, g->cspill[i]) == 1)
+                if (head[i].group == gi) {
+                    live[i] = 1;
+                    break;
+                }
+        }
+        uint64_t n = 0;
+        int64_t last = INT64_MIN;
+        for (;;) {
+            uint32_t m = UNKNOWN;
+            for (uint32_t i = 0; i < nc; i++)
+                if (live[i] && (m == UNKNOWN || head[i].ns < head[m].ns))
+                    m = i;
+            if (m == UNKNOWN)
+                break;
+            int64_t at = head[m].ns < last ? last : head[m].ns;
+            last = at;
+            PGC_SEP(o, n++, "[");
+            out_ms(o, at);
+            PGC_LIT(o, ",");
+            perfgroup__out_u64(o, head[m].count);
+            PGC_LIT(o, ",1]");
+            live[m] = 0;
+            while (fread(&head[m], sizeof(head[m]), 1, g->cspill[m]) == 1)
+                if (head[m].group == gi) {
+                    live[m] = 1;
+                    break;
+                }
+        }
+        PGC_LIT(o, "]}}");
+    }
+    free(head);
+    free(live);
+    PGC_LIT(o, "]");
+}
+
+/* ---- Meta ---------------------------------------------------------------------------- */
+static void write_schema(struct pgc_out *o)
+{
+    /* one entry per marker type; every field labelled and formatted */
+    PGC_LIT(o,
+        "\"markerSchema\":["
+        "{\"name\":\"PerfgroupEvent\",\"tooltipLabel\":\"{marker.name}: {marker.data.cpu} CPU\","
+        "\"tableLabel\":\"{marker.name} cpu {marker.data.cpu}, wall {marker.data.wall} "
+        "{marker.data.groups}\",\"chartLabel\":\"{marker.name}\","
+        "\"display\":[\"marker-chart\",\"marker-table\",\"timeline-overview\"],"
+        "\"data\":[{\"key\":\"cpu\",\"label\":\"CPU time\",\"format\":\"milliseconds\"},"
+        "{\"key\":\"wall\",\"label\":\"Wall time\",\"format\":\"milliseconds\"},"
+        "{\"key\":\"groups\",\"label\":\"Groups (CPU)\",\"format\":\"string\",\"searchable\":true},"
+        "{\"key\":\"jank\",\"label\":\"Jank (> 50 ms)\",\"format\":\"string\",\"searchable\":true},"
+        "{\"key\":\"flags\",\"label\":\"Flags\",\"format\":\"string\"}]},\n"
+        "{\"name\":\"PerfgroupInterval\",\"tooltipLabel\":\"{marker.name}: {marker.data.function}\","
+        "\"tableLabel\":\"{marker.data.function} ({marker.data.file}:{marker.data.line})\","
+        "\"chartLabel\":\"{marker.data.function}\",\"display\":[\"marker-chart\",\"marker-table\"],"
+        "\"data\":[{\"key\":\"function\",\"label\":\"Function\",\"format\":\"string\",\"searchable\":true},"
+        "{\"key\":\"file\",\"label\":\"File\",\"format\":\"file-path\"},"
+        "{\"key\":\"line\",\"label\":\"Line\",\"format\":\"integer\"},"
+        "{\"key\":\"depth\",\"label\":\"Depth\",\"format\":\"integer\"}]},\n"
+        "{\"name\":\"PerfgroupMarker\",\"tooltipLabel\":\"{marker.name}: {marker.data.text}\","
+        "\"tableLabel\":\"{marker.data.text}\",\"chartLabel\":\"{marker.data.text}\","
+        "\"display\":[\"marker-chart\",\"marker-table\",\"timeline-overview\"],"
+        "\"data\":[{\"key\":\"text\",\"label\":\"Text\",\"format\":\"string\",\"searchable\":true}]},\n"
+        "{\"name\":\"PerfgroupDropped\",\"tooltipLabel\":\"{marker.data.records} records dropped\","
+        "\"tableLabel\":\"{marker.data.records} records, {marker.data.bytes} dropped\","
+        "\"display\":[\"marker-chart\",\"marker-table\",\"timeline-overview\"],"
+        "\"data\":[{\"key\":\"records\",\"label\":\"Records lost\",\"format\":\"integer\"},"
+        "{\"key\":\"bytes\",\"label\":\"Bytes lost\",\"format\":\"bytes\"},"
+        "{\"key\":\"chunks\",\"label\":\"Chunks recycled\",\"format\":\"integer\"}]},\n"
+        "{\"name\":\"PerfgroupCut\",\"tooltipLabel\":\"Recording cut\",\"tableLabel\":\"{marker.data.reason}\","
+        "\"display\":[\"marker-chart\",\"marker-table\",\"timeline-overview\"],"
+        "\"data\":[{\"key\":\"reason\",\"label\":\"What was lost\",\"format\":\"string\"}]},\n"
+        "{\"name\":\"PerfgroupOverhead\",\"tooltipLabel\":\"Runtime overhead: {marker.data.commit}\","
+        "\"tableLabel\":\"commits {marker.data.commits} took {marker.data.commit}\","
+        "\"display\":[\"marker-table\"],"
+        "\"data\":[{\"key\":\"commit\",\"label\":\"Time in commits\",\"format\":\"milliseconds\"},"
+        "{\"key\":\"commits\",\"label\":\"Commits\",\"format\":\"integer\"},"
+        "{\"key\":\"slowPaths\",\"label\":\"Slow paths\",\"format\":\"integer\"},"
+        "{\"key\":\"resyncs\",\"label\":\"Clock resyncs\",\"format\":\"integer\"}]}]");
+}
+
+static void write_categories(struct gecko *g)
+{
+    struct pgc_out *o = g->out;
+    PGC_LIT(o, "\"categories\":["
+               "{\"name\":\"Idle\",\"color\":\"transparent\",\"subcategories\":[\"Other\"]},"
+               "{\"name\":\"Other\",\"color\":\"grey\",\"subcategories\":[\"Other\"]},"
+               "{\"name\":\"Event\",\"color\":\"lightblue\",\"subcategories\":[\"Other\"]},"
+               "{\"name\":\"Function groups\",\"color\":\"darkgrey\",\"subcategories\":[\"Other\"]}");
+    for (uint32_t i = 0; i < g->cats.n; i++) {
+        PGC_LIT(o, ",\n{\"name\":");
+        perfgroup__out_json_str(o, g->cats.names[i], strlen(g->cats.names[i]));
+        PGC_LIT(o, ",\"color\":\"");
+        perfgroup__out_str(o, group_colors[i % (sizeof(group_colors) / sizeof(*group_colors))]);
+        PGC_LIT(o, "\",\"subcategories\":[\"Other\"]}");
+    }
+    PGC_LIT(o, "]");
+}
+
+static void write_meta(struct gecko *g, struct pgc_file *f, int root)
+{
+    struct pgc_out *o = g->out;
+    PGC_LIT(o, "{\"meta\":{\"version\":36,\"startTime\":");
+    perfgroup__out_fixed(o, f->start_realtime_ns, 1000000);
+    PGC_LIT(o, ",\"shutdownTime\":null,\"interval\":");
+    perfgroup__out_fixed(o, g->iv, 1000000);
+    PGC_LIT(o, ",\"processType\":0,\"product\":");
+    perfgroup__out_json_str(o, f->program, strlen(f->program));
+    PGC_LIT(o, ",\"stackwalk\":0,\"debug\":0,\"gcpoison\":0,\"asyncstack\":0,"
+               "\"presymbolicated\":true,\"platform\":\"Linux\",\"oscpu\":\"Linux\","
+               "\"abi\":\"perfgroup\",\"misc\":");
+    char misc[128];
+    snprintf(misc, sizeof(misc), "perfgroup %s mode, pid %u",
+             f->mode == PGF_MODE_TRACE ? "trace" : "stats", f->pid);
+    perfgroup__out_json_str(o, misc, strlen(misc));
+    PGC_LIT(o, ",\"sampleUnits\":{\"time\":\"ms\",\"eventDelay\":\"ms\",\"threadCPUDelta\":\"ns\"},"
+               "\"startTimeAsClockMonotonicNanosecondsSinceBoot\":");
+    perfgroup__out_i64(o, f->start_monotonic_ns);
+    PGC_LIT(o, ",\n");
+    write_categories(g);
+    PGC_LIT(o, ",\n");
+    if (root)
+        write_schema(o);
+    else
+        PGC_LIT(o, "\"markerSchema\":[]");
+    PGC_LIT(o, "},\n\"libs\":[],\"pages\":[],\"threads\":[");
+}
+
+/* ---- Processes ----------------------------------------------------------------------- */
+static int write_process(struct gecko *g, struct pgc_file *f, int root)
+{
+    static const struct pgc_stream_cb cb = {begin_thread, on_record, end_thread};
+    g->f = f;
+    /* GeckoMain: the thread whose tid is the pid; if the runtime gave that tid two thread
+     * indexes (a marker written before the core saw the thread), the one with most records */
+    g->main_thread = UNKNOWN;
+    uint64_t best = 0;
+    for (uint32_t i = 0; i < f->nthreads; i++) {
+        if (f->threads[i].tid != f->pid)
+            continue;
+        uint64_t n = 1;
+        for (size_t c = 0; c < pgr_chunk_count(f->r); c++) {
+            const struct pgr_chunk_info *ci = pgr_chunk(f->r, c);
+            if (ci->kind == PGF_CHUNK_DATA && ci->thread == f->threads[i].index)
+                n += ci->record_count;
+        }
+        if (n > best) {
+            best = n;
+            g->main_thread = i;
+        }
+    }
+    g->main_written = 0;
+    g->nthreads_written = 0;
+    g->group_cpu = calloc(f->ngroups + 1, sizeof(*g->group_cpu));
+    if (!g->group_cpu)
+        return fail_oom(g);
+    write_meta(g, f, root);
+    int rc = perfgroup__file_stream(f, &cb, g, g->err);
+    if (rc) {
+        if (g->t) {
+            gthread_free(g->t);
+            g->t = NULL;
+        }
+    } else {
+        if (g->nthreads_written == 0)
+            empty_thread(g);
+        PGC_LIT(g->out, "]");
+        write_counters(g);
+    }
+    for (uint32_t i = 0; i < g->ncspill; i++)
+        if (g->cspill[i])
+            fclose(g->cspill[i]);
+    free(g->cspill);
+    g->cspill = NULL;
+    g->ncspill = 0;
+    free(g->group_cpu);
+    g->group_cpu = NULL;
+    return rc ? -1 : 0;
+}
+
+static size_t pick_root(struct pgc_file *files, size_t n)
+{
+    size_t best = 0;
+    int best_orphan = 0;
+    for (size_t i = 0; i < n; i++) {
+        int orphan = 1;
+        for (size_t j = 0; j < n; j++)
+            if (j != i && files[j].pid == files[i].ppid)
+                orphan = 0;
+        if (i == 0 || (orphan && !best_orphan) ||
+            (orphan == best_orphan && files[i].start_realtime_ns < files[best].start_realtime_ns)) {
+            best = i;
+            best_orphan = orphan;
+        }
+    }
+    return best;
+}
+
+int perfgroup__gecko_write(struct pgc_file *files, size_t nfiles, const struct pgc_options *opt,
+                           struct pgc_out *out, struct pgc_error *err)
+{
+    struct gecko g;
+    memset(&g, 0, sizeof(g));
+    g.opt = opt;
+    g.out = out;
+    g.err = err;
+    g.iv = opt->interval_ns > 0 ? opt->interval_ns : 1000000;
+    for (size_t i = 0; i < nfiles; i++)
+        g.records_total += files[i].records_total;
+    int rc = cats_build(&g.cats, files, nfiles);
+    if (rc) {
+        g.f = &files[0];
+        return fail_oom(&g);
+    }
+    size_t root = pick_root(files, nfiles);
+    rc = write_process(&g, &files[root], 1);
+    PGC_LIT(out, ",\n\"processes\":[");
+    /* the others (forked children, or unrelated runs) by start time */
+    size_t done = 0;
+    int64_t after = INT64_MIN;
+    size_t after_i = 0;
+    while (!rc && done + 1 < nfiles) {
+        size_t next = SIZE_MAX;
+        for (size_t i = 0; i < nfiles; i++) {
+            if (i == root)
+                continue;
+            int later = files[i].start_realtime_ns > after ||
+                        (files[i].start_realtime_ns == after && i > after_i);
+            if (later && (next == SIZE_MAX || files[i].start_realtime_ns < files[next].start_realtime_ns))
+                next = i;
+        }
+        if (next == SIZE_MAX)
+            break;
+        if (done)
+            PGC_LIT(out, ",\n");
+        rc = write_process(&g, &files[next], 0);
+        PGC_LIT(out, ",\"processes\":[]}");
+        after = files[next].start_realtime_ns;
+        after_i = next;
+        done++;
+    }
+    PGC_LIT(out, "]}\n");
+    perfgroup__progress(opt, g.records_total, g.records_total);
+    perfgroup__map_free(&g.cats.by_name);
+    free(g.cats.names);
+    if (rc)
+        return -1;
+    perfgroup__out_flush(out);
+    return out->err ? -out->err : 0;
+}

@@ -1,0 +1,414 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * input.c — one recording as the converter sees it: the shared reader (pgreader) opened and
+ * validated, every definition copied into lookup tables, then the data records streamed
+ * thread by thread to a sink. Errors become one "<file>: byte <offset>: <what>" line.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "pgconv.h"
+
+static char *dup_str(struct pgr_str s)
+{
+    char *p = malloc((size_t)s.len + 1);
+    if (!p)
+        return NULL;
+    memcpy(p, s.ptr, s.len);
+    p[s.len] = '\0';
+    /* an embedded NUL would cut names short in C: show it as '?' */
+    for (uint32_t i = 0; i < s.len; i++)
+        if (p[i] == '\0')
+            p[i] = '?';
+    return p;
+}
+
+static void set_err(struct pgc_error *err, const char *path, uint64_t off, const char *what)
+{
+    if (err->set)
+        return;
+    err->set = 1;
+    snprintf(err->msg, sizeof(err->msg), "%s: byte %" PRIu64 ": %s", path, off, what);
+}
+
+static int reader_err(struct pgc_file *f, struct pgc_error *err)
+{
+    const struct pgr_error *e = pgr_error(f->r);
+    if (e)
+        set_err(err, f->path, e->offset, e->message);
+    else
+        set_err(err, f->path, 0, "unreadable recording");
+    return -1;
+}
+
+static int oom(struct pgc_file *f, struct pgc_error *err)
+{
+    set_err(err, f->path, 0, "out of memory");
+    return -1;
+}
+
+#define GROW(arr, n, elt)                                                                     \
+    do {                                                                                      \
+        if (((n) & ((n) - 1)) == 0) {                                                         \
+            void *g__ = realloc((arr), ((n) ? (size_t)(n) * 2 : 8) * sizeof(elt));            \
+            if (!g__)                                                                         \
+                return oom(f, err);                                                           \
+            (arr) = g__;                                                                      \
+        }                                                                                     \
+    } while (0)
+
+/* A function group is named after its function, mangled for C++ ("_ZN3app5parseEv()"):
+ * show it demangled. */
+static void demangle_group(struct pgc_group *g)
+{
+    size_t n = strlen(g->name);
+    if (n < 3 || g->name[0] != '_' || g->name[1] != 'Z')
+        return;
+    int parens = n > 2 && strcmp(g->name + n - 2, "()") == 0;
+    if (parens)
+        g->name[n - 2] = '\0';
+    char *d = perfgroup__demangle(g->name);
+    if (parens)
+        g->name[n - 2] = '(';
+    if (d) {
+        free(g->name);
+        g->name = d;
+    }
+}
+
+static int add_def(struct pgc_file *f, const struct pgr_record *r, struct pgc_error *err)
+{
+    uint32_t idx;
+    switch (r->kind) {
+    case PGF_REC_PROCESS: {
+        free(f->program);
+        for (uint32_t i = 0; i < f->nargs; i++)
+            free(f->args[i]);
+        free(f->args);
+        f->args = NULL;
+        f->nargs = 0;
+        f->pid = r->u.process.pid;
+        f->ppid = r->u.process.ppid;
+        f->program = dup_str(r->u.process.program);
+        if (!f->program)
+            return oom(f, err);
+        if (r->u.process.nargs) {
+            f->args = calloc(r->u.process.nargs, sizeof(*f->args));
+            if (!f->args)
+                return oom(f, err);
+            for (uint32_t i = 0; i < r->u.process.nargs; i++) {
+                if (!(f->args[i] = dup_str(r->u.process.args[i])))
+                    return oom(f, err);
+                f->nargs = i + 1;
+            }
+        }
+        f->start_realtime_ns = r->u.process.start_realtime_ns;
+        f->start_monotonic_ns = r->u.process.start_monotonic_ns;
+        f->start_tsc = r->u.process.start_tsc;
+        if (r->u.process.tsc_hz)
+            f->tsc_hz = r->u.process.tsc_hz;
+        f->mode = r->u.process.mode;
+        return 0;
+    }
+    case PGF_REC_GROUP: {
+        if (perfgroup__map_get(&f->group_ids, r->u.group.group_id, &idx)) {
+            set_err(err, f->path, r->offset, "group: duplicate group_id");
+            return -1;
+        }
+        GROW(f->groups, f->ngroups, struct pgc_group);
+        struct pgc_group *g = &f->groups[f->ngroups];
+        g->id = r->u.group.group_id;
+        g->kind = r->u.group.group_kind;
+        g->active = (uint32_t)r->u.group.active;
+        if (!(g->name = dup_str(r->u.group.name)))
+            return oom(f, err);
+        demangle_group(g);
+        if (perfgroup__map_put(&f->group_ids, g->id, f->ngroups))
+            return oom(f, err);
+        f->ngroups++;
+        return 0;
+    }
+    case PGF_REC_SITE: {
+        if (perfgroup__map_get(&f->site_ids, r->u.site.function_id, &idx)) {
+            /* the same function from another TU: the contract merges them; keep the first */
+            return 0;
+        }
+        GROW(f->sites, f->nsites, struct pgc_site);
+        struct pgc_site *s = &f->sites[f->nsites];
+        memset(s, 0, sizeof(*s));
+        s->id = r->u.site.function_id;
+        s->line = r->u.site.line;
+        if (!(s->function = dup_str(r->u.site.function)) || !(s->file = dup_str(r->u.site.file)))
+            return oom(f, err);
+        s->display = perfgroup__demangle(s->function);
+        if (!s->display)
+            s->display = s->function;
+        if (r->u.site.ngroups) {
+            s->groups = malloc(r->u.site.ngroups * sizeof(*s->groups));
+            if (!s->groups)
+                return oom(f, err);
+        }
+        for (uint32_t i = 0; i < r->u.site.ngroups; i++) {
+            uint32_t gi;
+            if (!perfgroup__map_get(&f->group_ids, r->u.site.group_ids[i], &gi)) {
+                set_err(err, f->path, r->offset, "site: undefined group_id");
+                f->nsites++; /* owned memory is freed at close */
+                return -1;
+            }
+            s->groups[s->ngroups++] = gi;
+        }
+        if (perfgroup__map_put(&f->site_ids, s->id, f->nsites))
+            return oom(f, err);
+        f->nsites++;
+        return 0;
+    }
+    case PGF_REC_THREAD: {
+        char *name = dup_str(r->u.thread.name);
+        if (!name)
+            return oom(f, err);
+        if (perfgroup__map_get(&f->thread_ids, r->u.thread.thread_index, &idx)) {
+            /* renamed: the latest name is the one the program chose last */
+            free(f->threads[idx].name);
+            f->threads[idx].name = name;
+            f->threads[idx].tid = r->u.thread.tid;
+            return 0;
+        }
+        GROW(f->threads, f->nthreads, struct pgc_thread);
+        f->threads[f->nthreads] = (struct pgc_thread){r->u.thread.thread_index, r->u.thread.tid, name};
+        if (perfgroup__map_put(&f->thread_ids, r->u.thread.thread_index, f->nthreads))
+            return oom(f, err);
+        f->nthreads++;
+        return 0;
+    }
+    case PGF_REC_STRING: {
+        if (perfgroup__map_get(&f->string_ids, r->u.string.string_id, &idx))
+            return 0;
+        GROW(f->strings, f->nstrings, struct pgc_string);
+        f->strings[f->nstrings].id = r->u.string.string_id;
+        if (!(f->strings[f->nstrings].text = dup_str(r->u.string.text)))
+            return oom(f, err);
+        if (perfgroup__map_put(&f->string_ids, r->u.string.string_id, f->nstrings))
+            return oom(f, err);
+        f->nstrings++;
+        return 0;
+    }
+    default:
+        set_err(err, f->path, r->offset, "data record in a definitions chunk");
+        return -1;
+    }
+}
+
+/* A thread index that has data but no PGF_REC_THREAD: give it a name so it still shows. */
+static int ensure_thread(struct pgc_file *f, uint32_t index, struct pgc_error *err)
+{
+    uint32_t idx;
+    if (perfgroup__map_get(&f->thread_ids, index, &idx))
+        return (int)idx;
+    GROW(f->threads, f->nthreads, struct pgc_thread);
+    char buf[32];
+    snprintf(buf, sizeof(buf), "thread %u", index);
+    char *name = strdup(buf);
+    if (!name)
+        return oom(f, err);
+    f->threads[f->nthreads] = (struct pgc_thread){index, 0, name};
+    if (perfgroup__map_put(&f->thread_ids, index, f->nthreads))
+        return oom(f, err);
+    return (int)f->nthreads++;
+}
+
+int perfgroup__file_open(struct pgc_file *f, const char *path, struct pgc_error *err)
+{
+    memset(f, 0, sizeof(*f));
+    f->path = path;
+    f->r = pgr_open(path);
+    if (!f->r)
+        return oom(f, err);
+    if (pgr_error(f->r))
+        return reader_err(f, err);
+    f->hdr = *pgr_header(f->r);
+    f->pid = f->hdr.pid;
+    f->ppid = f->hdr.ppid;
+    f->start_realtime_ns = f->hdr.start_realtime_ns;
+    f->start_monotonic_ns = f->hdr.start_monotonic_ns;
+    f->start_tsc = f->hdr.start_tsc;
+    f->tsc_hz = f->hdr.tsc_hz;
+    f->mode = f->hdr.mode;
+    f->not_closed = f->hdr.state != PGF_STATE_CLOSED;
+    char prog[sizeof(f->hdr.program) + 1];
+    memcpy(prog, f->hdr.program, sizeof(f->hdr.program));
+    prog[sizeof(f->hdr.program)] = '\0';
+    if (!(f->program = strdup(prog[0] ? prog : "program")))
+        return oom(f, err);
+    for (size_t i = 0; i < pgr_chunk_count(f->r); i++) {
+        const struct pgr_chunk_info *c = pgr_chunk(f->r, i);
+        if (c->kind == PGF_CHUNK_DATA)
+            f->records_total += c->record_count;
+    }
+    /* A file shorter than its header says: a clean (closed) file must be whole, and the
+     * definitions must be whole in any file; a cut data chunk of an unclosed recording is
+     * what a crash leaves, and converts with a warning. */
+    struct stat st;
+    uint64_t want = f->hdr.chunks_offset + (uint64_t)f->hdr.chunk_count * f->hdr.chunk_size;
+    if (stat(path, &st) == 0 && (uint64_t)st.st_size < want) {
+        int defs_cut = 0;
+        for (size_t i = 0; i < pgr_chunk_count(f->r); i++) {
+            const struct pgr_chunk_info *c = pgr_chunk(f->r, i);
+            uint64_t end = f->hdr.chunks_offset + (uint64_t)c->index * f->hdr.chunk_size +
+                           PGF_CHUNK_HEADER_SIZE + c->committed;
+            if (c->kind == PGF_CHUNK_DEFS && end > (uint64_t)st.st_size)
+                defs_cut = 1;
+        }
+        if (!f->not_closed || defs_cut || pgr_chunk_count(f->r) == 0) {
+            char m[160];
+            snprintf(m, sizeof(m), "truncated: %s end of file (%llu of %llu bytes)",
+                     defs_cut || pgr_chunk_count(f->r) == 0 ? "definitions cut by the"
+                                                            : "closed recording cut by the",
+                     (unsigned long long)st.st_size, (unsigned long long)want);
+            set_err(err, path, (uint64_t)st.st_size, m);
+            return -1;
+        }
+    }
+    struct pgr_record rec;
+    int rc;
+    while ((rc = pgr_next(f->r, &rec)) > 0) {
+        if (rec.thread != PGF_THREAD_DEFS) {
+            f->pending = rec;
+            f->has_pending = 1;
+            break;
+        }
+        if (add_def(f, &rec, err))
+            return -1;
+    }
+    if (rc < 0)
+        return reader_err(f, err);
+    return 0;
+}
+
+/* Warnings go to stderr as they are: "perfgroup-convert: warning: <file>: byte N: <what>". */
+static void print_warnings(const struct pgc_file *f)
+{
+    for (size_t i = 0; i < pgr_warning_count(f->r); i++) {
+        const struct pgr_error *w = pgr_warning(f->r, i);
+        fprintf(stderr, "perfgroup-convert: warning: %s: byte %" PRIu64 ": %s\n", f->path,
+                w->offset, w->message);
+    }
+    if (!f->not_closed)
+        return;
+    /* say what was lost: the chunks still being written when the writer stopped */
+    uint32_t writing = 0;
+    uint64_t kept = 0;
+    for (size_t i = 0; i < pgr_chunk_count(f->r); i++) {
+        const struct pgr_chunk_info *c = pgr_chunk(f->r, i);
+        if (c->kind == PGF_CHUNK_DATA && c->state == PGF_CSTATE_WRITING) {
+            writing++;
+            kept += c->record_count;
+        }
+    }
+    fprintf(stderr,
+            "perfgroup-convert: warning: %s: recording not closed: %u thread chunk(s) were being "
+            "written (%" PRIu64 " whole records kept); lost: at most the record each thread was "
+            "writing, and everything after the cut; %" PRIu64 " records dropped before it\n",
+            f->path, writing, kept, f->hdr.records_dropped);
+}
+
+int perfgroup__file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, void *ctx,
+                           struct pgc_error *err)
+{
+    struct pgr_record rec;
+    int have = f->has_pending, rc = 0;
+    int64_t cur = -1;
+    if (have)
+        rec = f->pending;
+    f->has_pending = 0;
+    for (;;) {
+        if (!have) {
+            int n = pgr_next(f->r, &rec);
+            if (n < 0)
+                return reader_err(f, err);
+            if (n == 0)
+                break;
+        }
+        have = 0;
+        if (rec.thread == PGF_THREAD_DEFS) {
+            set_err(err, f->path, rec.offset, "definitions after data");
+            return -1;
+        }
+        if ((int64_t)rec.thread != cur) {
+            uint32_t idx;
+            if (cur >= 0) {
+                perfgroup__map_get(&f->thread_ids, (uint32_t)cur, &idx);
+                if ((rc = cb->end_thread(ctx, idx)))
+                    return rc;
+            }
+            int t = ensure_thread(f, rec.thread, err);
+            if (t < 0)
+                return -1;
+            cur = rec.thread;
+            if ((rc = cb->begin_thread(ctx, (uint32_t)t)))
+                return rc;
+        }
+        if ((rc = cb->record(ctx, &rec)))
+            return rc;
+    }
+    if (cur >= 0) {
+        uint32_t idx;
+        perfgroup__map_get(&f->thread_ids, (uint32_t)cur, &idx);
+        if ((rc = cb->end_thread(ctx, idx)))
+            return rc;
+    }
+    print_warnings(f);
+    return 0;
+}
+
+uint32_t perfgroup__group_index(const struct pgc_file *f, uint32_t id)
+{
+    uint32_t v;
+    return perfgroup__map_get(&f->group_ids, id, &v) ? v : UINT32_MAX;
+}
+
+uint32_t perfgroup__site_index(const struct pgc_file *f, uint32_t id)
+{
+    uint32_t v;
+    return perfgroup__map_get(&f->site_ids, id, &v) ? v : UINT32_MAX;
+}
+
+const char *perfgroup__string(const struct pgc_file *f, uint32_t id)
+{
+    uint32_t v;
+    return id && perfgroup__map_get(&f->string_ids, id, &v) ? f->strings[v].text : NULL;
+}
+
+void perfgroup__file_close(struct pgc_file *f)
+{
+    if (f->r)
+        pgr_close(f->r);
+    free(f->program);
+    for (uint32_t i = 0; i < f->nargs; i++)
+        free(f->args[i]);
+    free(f->args);
+    for (uint32_t i = 0; i < f->ngroups; i++)
+        free(f->groups[i].name);
+    for (uint32_t i = 0; i < f->nsites; i++) {
+        if (f->sites[i].display != f->sites[i].function)
+            free(f->sites[i].display);
+        free(f->sites[i].function);
+        free(f->sites[i].file);
+        free(f->sites[i].groups);
+    }
+    for (uint32_t i = 0; i < f->nthreads; i++)
+        free(f->threads[i].name);
+    for (uint32_t i = 0; i < f->nstrings; i++)
+        free(f->strings[i].text);
+    free(f->groups);
+    free(f->sites);
+    free(f->threads);
+    free(f->strings);
+    perfgroup__map_free(&f->group_ids);
+    perfgroup__map_free(&f->site_ids);
+    perfgroup__map_free(&f->thread_ids);
+    perfgroup__map_free(&f->string_ids);
+    memset(f, 0, sizeof(*f));
+}

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pgconv.h — perfgroup-convert's internal interfaces: the decoded recording (definitions and
+ * a per-thread record stream), the output sinks (Gecko, summary, Chrome) and the small
+ * utilities they share (buffered JSON writer, hash map, error reporting).
+ *
+ * Flow: main.c opens every input (input.c validates the whole file first), then for each
+ * file and each of its threads streams that thread's records, oldest chunk first, into the
+ * selected sink. A sink keeps only per-thread state that grows with unique strings, frames
+ * and stacks; everything that grows with records goes straight to the output or to a
+ * temporary spill file.
+ */
+#ifndef PGCONV_H
+#define PGCONV_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "perfgroup/format.h"
+#include "pgreader.h"
+
+#define PGC_EXIT_USAGE 1
+#define PGC_EXIT_BADINPUT 2
+
+/* ---- Error reporting ---------------------------------------------------------------- */
+/* One error per run: the first one wins (mpack's sticky error). */
+struct pgc_error {
+    int set;
+    char msg[512];
+};
+
+/* ---- Hash map: u64 key -> u32 value (open addressing, grows) -------------------------- */
+struct pgc_map {
+    uint64_t *keys;
+    uint32_t *vals;
+    size_t cap, len;
+};
+void perfgroup__map_free(struct pgc_map *m);
+/* Returns 1 and *val if found. */
+int perfgroup__map_get(const struct pgc_map *m, uint64_t key, uint32_t *val);
+/* Returns 0 or -ENOMEM. */
+int perfgroup__map_put(struct pgc_map *m, uint64_t key, uint32_t val);
+uint64_t perfgroup__hash_bytes(const void *p, size_t n);
+
+/* ---- Buffered writer with JSON helpers ------------------------------------------------ */
+struct pgc_out {
+    FILE *f;
+    char buf[1 << 16];
+    size_t len;
+    int err; /* sticky errno */
+};
+void perfgroup__out_init(struct pgc_out *o, FILE *f);
+void perfgroup__out_flush(struct pgc_out *o);
+void perfgroup__out_raw(struct pgc_out *o, const char *s, size_t n);
+void perfgroup__out_str(struct pgc_out *o, const char *s); /* raw C string */
+void perfgroup__out_json_str(struct pgc_out *o, const char *s, size_t n); /* quoted, escaped */
+void perfgroup__out_u64(struct pgc_out *o, uint64_t v);
+void perfgroup__out_i64(struct pgc_out *o, int64_t v);
+/* ns as a decimal number of milliseconds (or micro when div is 1000) with up to 6 decimals */
+void perfgroup__out_fixed(struct pgc_out *o, int64_t v, int64_t div);
+void perfgroup__out_double(struct pgc_out *o, double v);
+#define PGC_LIT(o, s) perfgroup__out_raw((o), "" s, sizeof("" s) - 1) /* literals only */
+/* a comma when `cond` (evaluated once), then the literal */
+#define PGC_SEP(o, cond, s)                                                                   \
+    do {                                                                                      \
+        if (cond)                                                                             \
+            perfgroup__out_raw((o), ",", 1);                                                  \
+        PGC_LIT(o, s);                                                                        \
+    } while (0)
+
+/* ---- The recording (definitions, read through pgreader) ------------------------------ */
+struct pgc_group {
+    uint32_t id;
+    uint32_t kind;   /* PERFGROUP_KIND_* */
+    uint32_t active;
+    char *name;
+};
+
+struct pgc_site {
+    uint32_t id;
+    uint32_t line;
+    char *function;  /* as recorded (mangled) */
+    char *display;   /* demangled, or == function */
+    char *file;
+    uint32_t ngroups;
+    uint32_t *groups; /* indices into pgc_file.groups */
+};
+
+struct pgc_thread {
+    uint32_t index;
+    uint32_t tid;
+    char *name;      /* the latest name the program gave it */
+};
+
+struct pgc_string {
+    uint32_t id;
+    char *text;
+};
+
+struct pgc_file {
+    const char *path;
+    pgr_reader *r;
+    struct pgf_file_header hdr;
+    /* the process (PGF_REC_PROCESS, or the file header when it is missing) */
+    uint32_t pid, ppid;
+    char *program;
+    char **args;
+    uint32_t nargs;
+    int64_t start_realtime_ns, start_monotonic_ns;
+    uint64_t start_tsc, tsc_hz;
+    uint32_t mode;
+    /* definitions by index; the maps go from id to index */
+    struct pgc_group *groups;   uint32_t ngroups;  struct pgc_map group_ids;
+    struct pgc_site *sites;     uint32_t nsites;   struct pgc_map site_ids;
+    struct pgc_thread *threads; uint32_t nthreads; struct pgc_map thread_ids;
+    struct pgc_string *strings; uint32_t nstrings; struct pgc_map string_ids;
+    /* facts from the chunk index */
+    uint64_t records_total;    /* records in data chunks */
+    int not_closed;            /* header.state != CLOSED */
+    /* the first data record, read while looking for the end of the definitions */
+    struct pgr_record pending;
+    int has_pending;
+};
+
+/* Opens and validates a recording and reads all its definitions. Returns 0, or -1 with err
+ * set to "<path>: byte <off>: <what>" (bad input: exit 2). Prints the reader's warnings. */
+int perfgroup__file_open(struct pgc_file *f, const char *path, struct pgc_error *err);
+void perfgroup__file_close(struct pgc_file *f);
+
+/* Streams the data records, thread by thread (ascending index), oldest first. begin/end
+ * bracket each thread (index into f->threads); rec gets every record. Callbacks return 0 to
+ * go on. Returns 0, a callback's non-zero value, or -1 with err set (corrupted input). */
+struct pgc_stream_cb {
+    int (*begin_thread)(void *ctx, uint32_t thread);
+    int (*record)(void *ctx, const struct pgr_record *r);
+    int (*end_thread)(void *ctx, uint32_t thread);
+};
+int perfgroup__file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, void *ctx,
+                           struct pgc_error *err);
+
+/* Index of a definition by id, UINT32_MAX if undefined. */
+uint32_t perfgroup__group_index(const struct pgc_file *f, uint32_t id);
+uint32_t perfgroup__site_index(const struct pgc_file *f, uint32_t id);
+/* Text of a string id, NULL if undefined (id 0 = no name). */
+const char *perfgroup__string(const struct pgc_file *f, uint32_t id);
+
+/* Demangles a C++ name; returns a malloc'd string or NULL if not mangled. */
+char *perfgroup__demangle(const char *name);
+
+/* ---- Conversion ---------------------------------------------------------------------- */
+struct pgc_options {
+    int64_t interval_ns;    /* sample interval (default 1 ms) */
+    int progress;           /* print a progress line on stderr */
+    int summary_json;
+};
+
+/* Each writes the whole output for the files to out (already open). They return 0, -1 with
+ * err set for bad input, or -errno for an output failure. */
+int perfgroup__gecko_write(struct pgc_file *files, size_t nfiles, const struct pgc_options *opt,
+                           struct pgc_out *out, struct pgc_error *err);
+int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct pgc_options *opt,
+                             struct pgc_out *out, struct pgc_error *err);
+int perfgroup__chrome_write(struct pgc_file *files, size_t nfiles, const struct pgc_options *opt,
+                            struct pgc_out *out, struct pgc_error *err);
+
+/* Time helpers shared by the sinks: a per-thread tsc -> ns-since-process-start mapping that
+ * follows the thread's PGF_REC_CLOCK records. */
+struct pgc_clock {
+    uint64_t ref_tsc;
+    int64_t ref_ns;   /* ns since the process's start_monotonic at ref_tsc */
+    double ns_per_tick;
+};
+void perfgroup__clock_init(struct pgc_clock *c, const struct pgc_file *f);
+void perfgroup__clock_update(struct pgc_clock *c, const struct pgc_file *f,
+                             const struct pgr_record *r);
+int64_t perfgroup__clock_ns(const struct pgc_clock *c, uint64_t tsc);
+int64_t perfgroup__ticks_ns(const struct pgc_clock *c, uint64_t ticks);
+
+/* Progress reporting (stderr, only when enabled). */
+void perfgroup__progress(const struct pgc_options *opt, uint64_t done, uint64_t total);
+
+#endif /* PGCONV_H */

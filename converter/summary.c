@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * summary.c — the about:performance table: per process and thread, and overall, one row per
+ * group (CPU ms, % of the thread's CPU, wall ms, blocked ms, activations, events, longest
+ * event, jank histogram > 1 … > 512 ms), sorted by CPU; as text or as JSON (--json).
+ *
+ * A group's wall time in an event is its cycles (TSC ticks while it ran) converted to time;
+ * blocked = wall - CPU (time it held the thread without using a CPU); the jank histogram
+ * counts events in which the group's wall time exceeded 2^k ms (Firefox's buckets).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pgconv.h"
+
+#define JANK 10
+
+struct row {
+    const char *name;
+    uint64_t cpu_ns, wall_ns, blocked_ns, activations, events, longest_ns;
+    uint64_t jank[JANK];
+};
+
+struct summary {
+    const struct pgc_options *opt;
+    struct pgc_out *out;
+    struct pgc_file *f;
+    struct pgc_clock clk;
+    struct row *rows;      /* current thread, one per group of f */
+    uint64_t thread_cpu, thread_events;
+    struct row *all;       /* overall, by group name */
+    uint32_t nall;
+    struct pgc_map all_map;
+    uint64_t all_cpu, all_events;
+    int nthreads_out, nprocs_out;
+    uint64_t records_done, records_total;
+    struct pgc_error *err;
+};
+
+static void add_row(struct row *d, const struct row *s)
+{
+    d->cpu_ns += s->cpu_ns;
+    d->wall_ns += s->wall_ns;
+    d->blocked_ns += s->blocked_ns;
+    d->activations += s->activations;
+    d->events += s->events;
+    if (s->longest_ns > d->longest_ns)
+        d->longest_ns = s->longest_ns;
+    for (int k = 0; k < JANK; k++)
+        d->jank[k] += s->jank[k];
+}
+
+static int by_cpu(const void *a, const void *b)
+{
+    const struct row *x = a, *y = b;
+    if (x->cpu_ns != y->cpu_ns)
+        return x->cpu_ns < y->cpu_ns ? 1 : -1;
+    return strcmp(x->name, y->name);
+}
+
+static double ms(uint64_t ns)
+{
+    return (double)ns / 1e6;
+}
+
+/* Rows with no activity are left out; the rest sorted by CPU. Returns how many. */
+static uint32_t sorted(struct row *rows, uint32_t n, struct row **out)
+{
+    struct row *s = malloc((n ? n : 1) * sizeof(*s));
+    uint32_t k = 0;
+    if (!s)
+        return UINT32_MAX;
+    for (uint32_t i = 0; i < n; i++)
+        if (rows[i].events || rows[i].activations || rows[i].cpu_ns)
+            s[k++] = rows[i];
+    qsort(s, k, sizeof(*s), by_cpu);
+    *out = s;
+    return k;
+}
+
+static void text_table(struct summary *S, const char *title, struct row *rows, uint32_t n,
+                       uint64_t total_cpu, uint64_t events)
+{
+    struct pgc_out *o = S->out;
+    char b[512];
+    struct row *s;
+    uint32_t k = sorted(rows, n, &s);
+    if (k == UINT32_MAX)
+        return;
+    snprintf(b, sizeof(b), "\n%s — CPU %.3f ms in %" PRIu64 " events\n", title, ms(total_cpu), events);
+    perfgroup__out_str(o, b);
+    snprintf(b, sizeof(b), "%-24s %11s %6s %11s %11s %9s %8s %10s  %s\n", "group", "cpu ms", "cpu%",
+             "wall ms", "blocked ms", "activ.", "events", "longest", "jank >1 >2 >4 >8 >16 >32 >64 >128 >256 >512 ms");
+    perfgroup__out_str(o, b);
+    for (uint32_t i = 0; i < k; i++) {
+        const struct row *r = &s[i];
+        double pct = total_cpu ? 100.0 * (double)r->cpu_ns / (double)total_cpu : 0;
+        int n0 = snprintf(b, sizeof(b), "%-24.24s %11.3f %6.1f %11.3f %11.3f %9" PRIu64 " %8" PRIu64
+                          " %10.3f ", r->name, ms(r->cpu_ns), pct, ms(r->wall_ns), ms(r->blocked_ns),
+                          r->activations, r->events, ms(r->longest_ns));
+        for (int j = 0; j < JANK && n0 > 0 && (size_t)n0 < sizeof(b) - 24; j++)
+            n0 += snprintf(b + n0, sizeof(b) - (size_t)n0, " %" PRIu64, r->jank[j]);
+        perfgroup__out_str(o, b);
+        PGC_LIT(o, "\n");
+    }
+    if (!k)
+        PGC_LIT(o, "(no group activity)\n");
+    free(s);
+}
+
+static void json_rows(struct summary *S, struct row *rows, uint32_t n, uint64_t total_cpu)
+{
+    struct pgc_out *o = S->out;
+    struct row *s;
+    uint32_t k = sorted(rows, n, &s);
+    if (k == UINT32_MAX)
+        return;
+    PGC_LIT(o, "\"groups\":[");
+    for (uint32_t i = 0; i < k; i++) {
+        const struct row *r = &s[i];
+        PGC_SEP(o, i, "\n{\"group\":");
+        perfgroup__out_json_str(o, r->name, strlen(r->name));
+        PGC_LIT(o, ",\"cpu_ms\":");
+        perfgroup__out_fixed(o, (int64_t)r->cpu_ns, 1000000);
+        PGC_LIT(o, ",\"cpu_percent\":");
+        perfgroup__out_double(o, total_cpu ? 100.0 * (double)r->cpu_ns / (double)total_cpu : 0);
+        PGC_LIT(o, ",\"wall_ms\":");
+        perfgroup__out_fixed(o, (int64_t)r->wall_ns, 1000000);
+        PGC_LIT(o, ",\"blocked_ms\":");
+        perfgroup__out_fixed(o, (int64_t)r->blocked_ns, 1000000);
+        PGC_LIT(o, ",\"activations\":");
+        perfgroup__out_u64(o, r->activations);
+        PGC_LIT(o, ",\"events\":");
+        perfgroup__out_u64(o, r->events);
+        PGC_LIT(o, ",\"longest_ms\":");
+        perfgroup__out_fixed(o, (int64_t)r->longest_ns, 1000000);
+        PGC_LIT(o, ",\"jank\":[");
+        for (int j = 0; j < JANK; j++) {
+            if (j)
+                PGC_LIT(o, ",");
+            perfgroup__out_u64(o, r->jank[j]);
+        }
+        PGC_LIT(o, "]}");
+    }
+    PGC_LIT(o, "]");
+    free(s);
+}
+
+static int begin_thread(void *ctx, uint32_t ti)
+{
+    struct summary *S = ctx;
+    (void)ti;
+    perfgroup__clock_init(&S->clk, S->f);
+    memset(S->rows, 0, (S->f->ngroups + 1) * sizeof(*S->rows));
+    for (uint32_t i = 0; i < S->f->ngroups; i++)
+        S->rows[i].name = S->f->groups[i].name;
+    S->thread_cpu = S->thread_events = 0;
+    return 0;
+}
+
+static int on_record(void *ctx, const struct pgr_record *r)
+{
+    struct summary *S = ctx;
+    if ((++S->records_done & 0xffff) == 0)
+        perfgroup__progress(S->opt, S->records_done, S->records_total);
+    if (r->kind == PGF_REC_CLOCK) {
+        perfgroup__clock_update(&S->clk, S->f, r);
+        return 0;
+    }
+    if (r->kind != PGF_REC_EVENT)
+        return 0;
+    S->thread_cpu += r->u.event.cpu_ns;
+    S->thread_events++;
+    for (uint32_t i = 0; i < r->u.event.ngroups; i++) {
+        const struct pgr_event_group *eg = &r->u.event.groups[i];
+        uint32_t gi = perfgroup__group_index(S->f, eg->group_id);
+        if (gi == UINT32_MAX)
+            continue;
+        struct row *w = &S->rows[gi];
+        uint64_t wall = (uint64_t)perfgroup__ticks_ns(&S->clk, eg->cycles);
+        w->cpu_ns += eg->cpu_ns;
+        w->wall_ns += wall;
+        w->blocked_ns += wall > eg->cpu_ns ? wall - eg->cpu_ns : 0;
+        w->activations += eg->activations;
+        w->events++;
+        if (wall > w->longest_ns)
+            w->longest_ns = wall;
+        for (int k = 0; k < JANK; k++)
+            if (wall > (1000000ull << k))
+                w->jank[k]++;
+    }
+    return 0;
+}
+
+static int end_thread(void *ctx, uint32_t ti)
+{
+    struct summary *S = ctx;
+    struct pgc_out *o = S->out;
+    const struct pgc_thread *th = &S->f->threads[ti];
+    for (uint32_t i = 0; i < S->f->ngroups; i++) {
+        const char *name = S->rows[i].name;
+        uint64_t h = perfgroup__hash_bytes(name, strlen(name));
+        uint32_t v;
+        /* names are unique per file; across files equal names add up */
+        if (!perfgroup__map_get(&S->all_map, h, &v) || strcmp(S->all[v].name, name) != 0) {
+            struct row *na = realloc(S->all, (S->nall + 1) * sizeof(*na));
+            if (!na || perfgroup__map_put(&S->all_map, h, S->nall))
+                return -1;
+            S->all = na;
+            memset(&S->all[S->nall], 0, sizeof(*na));
+            S->all[S->nall].name = name;
+            v = S->nall++;
+        }
+        add_row(&S->all[v], &S->rows[i]);
+    }
+    S->all_cpu += S->thread_cpu;
+    S->all_events += S->thread_events;
+    if (S->opt->summary_json) {
+        PGC_SEP(o, S->nthreads_out, "\n{\"tid\":");
+        perfgroup__out_u64(o, th->tid);
+        PGC_LIT(o, ",\"name\":");
+        perfgroup__out_json_str(o, th->name, strlen(th->name));
+        PGC_LIT(o, ",\"cpu_ms\":");
+        perfgroup__out_fixed(o, (int64_t)S->thread_cpu, 1000000);
+        PGC_LIT(o, ",\"events\":");
+        perfgroup__out_u64(o, S->thread_events);
+        PGC_LIT(o, ",");
+        json_rows(S, S->rows, S->f->ngroups, S->thread_cpu);
+        PGC_LIT(o, "}");
+    } else {
+        char title[600];
+        snprintf(title, sizeof(title), "%s (pid %u) thread %s (tid %u)", S->f->program, S->f->pid,
+                 th->name, th->tid);
+        text_table(S, title, S->rows, S->f->ngroups, S->thread_cpu, S->thread_events);
+    }
+    S->nthreads_out++;
+    return o->err ? -1 : 0;
+}
+
+int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct pgc_options *opt,
+                             struct pgc_out *out, struct pgc_error *err)
+{
+    static const struct pgc_stream_cb cb = {begin_thread, on_record, end_thread};
+    struct summary S;
+    memset(&S, 0, sizeof(S));
+    S.opt = opt;
+    S.out = out;
+    S.err = err;
+    for (size_t i = 0; i < nfiles; i++)
+        S.records_total += files[i].records_total;
+    int rc = 0;
+    if (opt->summary_json)
+        PGC_LIT(out, "{\"processes\":[");
+    for (size_t i = 0; i < nfiles && !rc; i++) {
+        struct pgc_file *f = &files[i];
+        S.f = f;
+        S.rows = calloc(f->ngroups + 1, sizeof(*S.rows));
+        if (!S.rows) {
+            rc = -ENOMEM;
+            break;
+        }
+        S.nthreads_out = 0;
+        if (opt->summary_json) {
+            PGC_SEP(out, i, "\n{\"pid\":");
+            perfgroup__out_u64(out, f->pid);
+            PGC_LIT(out, ",\"ppid\":");
+            perfgroup__out_u64(out, f->ppid);
+            PGC_LIT(out, ",\"program\":");
+            perfgroup__out_json_str(out, f->program, strlen(f->program));
+            PGC_LIT(out, ",\"file\":");
+            perfgroup__out_json_str(out, f->path, strlen(f->path));
+            PGC_LIT(out, ",\"mode\":\"");
+            perfgroup__out_str(out, f->mode == PGF_MODE_TRACE ? "trace" : "stats");
+            PGC_LIT(out, "\",\"complete\":");
+            perfgroup__out_str(out, f->not_closed ? "false" : "true");
+            PGC_LIT(out, ",\"records_dropped\":");
+            perfgroup__out_u64(out, f->hdr.records_dropped);
+            PGC_LIT(out, ",\"threads\":[");
+        } else {
+            char b[700];
+            snprintf(b, sizeof(b), "%s%s: %s, pid %u (parent %u), %s mode%s", i ? "\n" : "",
+                     f->path, f->program, f->pid, f->ppid,
+                     f->mode == PGF_MODE_TRACE ? "trace" : "stats",
+                     f->not_closed ? ", NOT CLOSED (cut by a crash or kill)" : "");
+            perfgroup__out_str(out, b);
+            if (f->hdr.records_dropped) {
+                snprintf(b, sizeof(b), ", %" PRIu64 " records dropped", f->hdr.records_dropped);
+                perfgroup__out_str(out, b);
+            }
+            PGC_LIT(out, "\n");
+        }
+        rc = perfgroup__file_stream(f, &cb, &S, err);
+        if (opt->summary_json)
+            PGC_LIT(out, "]}");
+        free(S.rows);
+        S.rows = NULL;
+    }
+    if (!rc) {
+        if (opt->summary_json) {
+            PGC_LIT(out, "],\n\"overall\":{\"cpu_ms\":");
+            perfgroup__out_fixed(out, (int64_t)S.all_cpu, 1000000);
+            PGC_LIT(out, ",\"events\":");
+            perfgroup__out_u64(out, S.all_events);
+            PGC_LIT(out, ",");
+            json_rows(&S, S.all, S.nall, S.all_cpu);
+            PGC_LIT(out, "}}\n");
+        } else {
+            text_table(&S, "overall", S.all, S.nall, S.all_cpu, S.all_events);
+        }
+    }
+    perfgroup__progress(opt, S.records_total, S.records_total);
+    free(S.all);
+    perfgroup__map_free(&S.all_map);
+    if (rc == -ENOMEM || rc > 0) {
+        if (!err->set) {
+            err->set = 1;
+            snprintf(err->msg, sizeof(err->msg), "out of memory");
+        }
+        return -1;
+    }
+    if (rc)
+        return -1;
+    perfgroup__out_flush(out);
+    return out->err ? -out->err : 0;
+}

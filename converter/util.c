@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * util.c — the small shared pieces of perfgroup-convert: a u64 hash map, a buffered writer
+ * with JSON number/string formatting, the tsc -> time mapping, C++ demangling and the
+ * progress line.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pgconv.h"
+
+/* ---- Hash map ------------------------------------------------------------------------ */
+#define EMPTY UINT64_MAX
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+uint64_t perfgroup__hash_bytes(const void *p, size_t n)
+{
+    const unsigned char *s = p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= s[i];
+        h *= 1099511628211ull;
+    }
+    return mix(h) & ~(1ull << 63); /* never EMPTY */
+}
+
+void perfgroup__map_free(struct pgc_map *m)
+{
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof(*m));
+}
+
+int perfgroup__map_get(const struct pgc_map *m, uint64_t key, uint32_t *val)
+{
+    if (m->cap == 0)
+        return 0;
+    size_t mask = m->cap - 1;
+    for (size_t i = mix(key) & mask;; i = (i + 1) & mask) {
+        if (m->keys[i] == key) {
+            *val = m->vals[i];
+            return 1;
+        }
+        if (m->keys[i] == EMPTY)
+            return 0;
+    }
+}
+
+static int map_grow(struct pgc_map *m)
+{
+    size_t ncap = m->cap ? m->cap * 2 : 64;
+    uint64_t *nk = malloc(ncap * sizeof(*nk));
+    uint32_t *nv = malloc(ncap * sizeof(*nv));
+    if (!nk || !nv) {
+        free(nk);
+        free(nv);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < ncap; i++)
+        nk[i] = EMPTY;
+    for (size_t i = 0; i < m->cap; i++) {
+        if (m->keys[i] == EMPTY)
+            continue;
+        size_t j = mix(m->keys[i]) & (ncap - 1);
+        while (nk[j] != EMPTY)
+            j = (j + 1) & (ncap - 1);
+        nk[j] = m->keys[i];
+        nv[j] = m->vals[i];
+    }
+    free(m->keys);
+    free(m->vals);
+    m->keys = nk;
+    m->vals = nv;
+    m->cap = ncap;
+    return 0;
+}
+
+int perfgroup__map_put(struct pgc_map *m, uint64_t key, uint32_t val)
+{
+    if (key == EMPTY)
+        key = EMPTY - 1; /* callers never use this value; keep the sentinel free */
+    if ((m->len + 1) * 4 >= m->cap * 3 && map_grow(m) != 0)
+        return -ENOMEM;
+    size_t mask = m->cap - 1;
+    for (size_t i = mix(key) & mask;; i = (i + 1) & mask) {
+        if (m->keys[i] == key) {
+            m->vals[i] = val;
+            return 0;
+        }
+        if (m->keys[i] == EMPTY) {
+            m->keys[i] = key;
+            m->vals[i] = val;
+            m->len++;
+            return 0;
+        }
+    }
+}
+
+/* ---- Writer -------------------------------------------------------------------------- */
+void perfgroup__out_init(struct pgc_out *o, FILE *f)
+{
+    o->f = f;
+    o->len = 0;
+    o->err = 0;
+}
+
+void perfgroup__out_flush(struct pgc_out *o)
+{
+    if (o->len && !o->err && fwrite(o->buf, 1, o->len, o->f) != o->len)
+        o->err = errno ? errno : EIO;
+    o->len = 0;
+}
+
+void perfgroup__out_raw(struct pgc_out *o, const char *s, size_t n)
+{
+    if (o->len + n > sizeof(o->buf)) {
+        perfgroup__out_flush(o);
+        if (n > sizeof(o->buf)) {
+            if (!o->err && fwrite(s, 1, n, o->f) != n)
+                o->err = errno ? errno : EIO;
+            return;
+        }
+    }
+    memcpy(o->buf + o->len, s, n);
+    o->len += n;
+}
+
+void perfgroup__out_str(struct pgc_out *o, const char *s)
+{
+    perfgroup__out_raw(o, s, strlen(s));
+}
+
+void perfgroup__out_json_str(struct pgc_out *o, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    perfgroup__out_raw(o, "\"", 1);
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f)
+            continue;
+        perfgroup__out_raw(o, s + run, i - run);
+        run = i + 1;
+        char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+        if (c == '"' || c == '\\') {
+            e[1] = (char)c;
+            perfgroup__out_raw(o, e, 2);
+        } else {
+            perfgroup__out_raw(o, e, 6);
+        }
+    }
+    perfgroup__out_raw(o, s + run, n - run);
+    perfgroup__out_raw(o, "\"", 1);
+}
+
+void perfgroup__out_u64(struct pgc_out *o, uint64_t v)
+{
+    char b[24];
+    int i = 24;
+    do {
+        b[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    perfgroup__out_raw(o, b + i, (size_t)(24 - i));
+}
+
+void perfgroup__out_i64(struct pgc_out *o, int64_t v)
+{
+    if (v < 0) {
+        perfgroup__out_raw(o, "-", 1);
+        perfgroup__out_u64(o, (uint64_t)0 - (uint64_t)v);
+    } else {
+        perfgroup__out_u64(o, (uint64_t)v);
+    }
+}
+
+void perfgroup__out_fixed(struct pgc_out *o, int64_t v, int64_t div)
+{
+    uint64_t a = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    if (v < 0)
+        perfgroup__out_raw(o, "-", 1);
+    perfgroup__out_u64(o, a / (uint64_t)div);
+    uint64_t frac = a % (uint64_t)div;
+    if (!frac)
+        return;
+    char b[24];
+    int n = 0;
+    for (uint64_t d = (uint64_t)div / 10; d; d /= 10) {
+        b[n++] = (char)('0' + (frac / d) % 10);
+    }
+    while (n > 0 && b[n - 1] == '0')
+        n--;
+    perfgroup__out_raw(o, ".", 1);
+    perfgroup__out_raw(o, b, (size_t)n);
+}
+
+void perfgroup__out_double(struct pgc_out *o, double v)
+{
+    char b[40];
+    if (v != v || v > 1e300 || v < -1e300)
+        v = 0; /* JSON has no NaN/Infinity */
+    int n = snprintf(b, sizeof(b), "%.6g", v);
+    perfgroup__out_raw(o, b, (size_t)n);
+}
+
+/* ---- Clock --------------------------------------------------------------------------- */
+void perfgroup__clock_init(struct pgc_clock *c, const struct pgc_file *f)
+{
+    c->ref_tsc = f->start_tsc;
+    c->ref_ns = 0;
+    if (f->hdr.clock == PGF_CLOCK_MONOTONIC || f->tsc_hz == 0)
+        c->ns_per_tick = 1.0;
+    else
+        c->ns_per_tick = 1e9 / (double)f->tsc_hz;
+}
+
+void perfgroup__clock_update(struct pgc_clock *c, const struct pgc_file *f,
+                             const struct pgr_record *r)
+{
+    if (r->kind != PGF_REC_CLOCK || r->u.clock.monotonic_ns == 0 || f->hdr.clock == PGF_CLOCK_MONOTONIC)
+        return;
+    c->ref_tsc = r->u.clock.tsc;
+    c->ref_ns = r->u.clock.monotonic_ns - f->start_monotonic_ns;
+}
+
+int64_t perfgroup__clock_ns(const struct pgc_clock *c, uint64_t tsc)
+{
+    double d = (double)(int64_t)(tsc - c->ref_tsc) * c->ns_per_tick;
+    if (d > 9e18 || d < -9e18)
+        d = 0; /* garbage in: keep the arithmetic defined */
+    return c->ref_ns + (int64_t)d;
+}
+
+int64_t perfgroup__ticks_ns(const struct pgc_clock *c, uint64_t ticks)
+{
+    double d = (double)ticks * c->ns_per_tick;
+    return d > 9e18 ? INT64_MAX / 4 : (int64_t)d;
+}
+
+/* ---- Demangling ---------------------------------------------------------------------- */
+/*
+ * GCC's own demangler (libiberty's cp-demangle.c, as shipped in libstdc++ under the
+ * Itanium ABI name __cxa_demangle): the one every GNU tool uses, maintained with the
+ * compiler that produces the names. Declared here so the converter stays C; linking
+ * libstdc++ adds no C++ code of ours.
+ */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+char *perfgroup__demangle(const char *name)
+{
+    if (!name || name[0] != '_' || name[1] != 'Z')
+        return NULL;
+    int status = 0;
+    char *d = __cxa_demangle(name, NULL, NULL, &status);
+    if (status != 0) {
+        free(d);
+        return NULL;
+    }
+    return d;
+}
+
+/* ---- Progress ------------------------------------------------------------------------ */
+void perfgroup__progress(const struct pgc_options *opt, uint64_t done, uint64_t total)
+{
+    static unsigned last = 1000;
+    if (!opt->progress || total == 0)
+        return;
+    unsigned pct = (unsigned)(done * 100 / total);
+    if (pct == last)
+        return;
+    last = pct;
+    fprintf(stderr, "\rperfgroup-convert: %3u%% (%" PRIu64 " of %" PRIu64 " records)%s", pct,
+            done, total, done >= total ? "\n" : "");
+}

@@ -1,0 +1,318 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""check_profile.py — structural checker for perfgroup-convert's outputs, run on every
+profile the test suite produces. For a Gecko profile it enforces the rules of
+shared/GECKO_FORMAT.md (what the Firefox Profiler's importer accepts and what crashes its UI);
+for a Chrome trace, what Perfetto and chrome://tracing need.
+
+    check_profile.py FILE.json...      exit 0 if all pass, 1 with one line per problem
+"""
+import json
+import sys
+
+COLORS = {"transparent", "purple", "green", "orange", "yellow", "lightblue", "blue", "brown",
+          "magenta", "red", "lightred", "darkgrey", "grey"}
+DISPLAY = {"marker-chart", "marker-table", "timeline-overview", "timeline-memory",
+           "timeline-ipc", "timeline-fileio", "timeline-network", "stack-chart"}
+FORMATS = {"url", "file-path", "sanitized-string", "string", "unique-string", "flow-id",
+           "terminating-flow-id", "duration", "time", "seconds", "milliseconds", "microseconds",
+           "nanoseconds", "bytes", "percentage", "integer", "decimal", "hexadecimal", "pid",
+           "tid", "list", "table"}
+SPECIAL = {"JS allocation", "Native allocation", "GCSlice", "GCMajor", "IPC", "Network",
+           "CompositorScreenshot"}
+FRAME_SCHEMA = {"location": 0, "relevantForJS": 1, "innerWindowID": 2, "implementation": 3,
+                "line": 4, "column": 5, "category": 6, "subcategory": 7}
+MARKER_SCHEMA = {"name": 0, "startTime": 1, "endTime": 2, "phase": 3, "category": 4, "data": 5}
+
+
+class Checker:
+    def __init__(self, path):
+        self.path = path
+        self.problems = []
+
+    def err(self, where, what):
+        if len(self.problems) < 50:
+            self.problems.append("%s: %s: %s" % (self.path, where, what))
+
+    def num(self, v):
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+    def idx(self, v, n):
+        return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < n
+
+    # ---- Gecko --------------------------------------------------------------------------
+    def gecko(self, p):
+        for k in ("meta", "threads", "processes", "libs"):
+            if k not in p:
+                self.err("profile", "missing top-level %r" % k)
+                return
+        if not isinstance(p["threads"], list) or not p["threads"]:
+            self.err("profile", "threads must be a non-empty list")
+        meta = p["meta"]
+        if meta.get("version") != 36:
+            self.err("meta", "version must be 36, is %r" % meta.get("version"))
+        if not (self.num(meta.get("interval")) and meta["interval"] > 0):
+            self.err("meta", "interval must be a positive number")
+        if meta.get("presymbolicated") is not True:
+            self.err("meta", "presymbolicated must be true")
+        if not self.num(meta.get("startTime")):
+            self.err("meta", "startTime must be a number")
+        if not isinstance(meta.get("product"), str) or not meta["product"]:
+            self.err("meta", "product must be a non-empty string")
+        cats = meta.get("categories")
+        if not isinstance(cats, list) or not cats:
+            self.err("meta", "categories must be a non-empty list")
+            cats = []
+        for i, c in enumerate(cats):
+            if not isinstance(c.get("name"), str):
+                self.err("meta.categories[%d]" % i, "name missing")
+            if c.get("color") not in COLORS:
+                self.err("meta.categories[%d]" % i, "color %r not allowed" % c.get("color"))
+            if not isinstance(c.get("subcategories"), list) or not c["subcategories"]:
+                self.err("meta.categories[%d]" % i, "subcategories must be a non-empty list")
+        if not any(c.get("color") == "grey" for c in cats):
+            self.err("meta.categories", "no grey category")
+        schemas = self.marker_schemas(meta.get("markerSchema"))
+        self.process(p, cats, schemas, "profile", True)
+        for i, sub in enumerate(p["processes"]):
+            where = "processes[%d]" % i
+            for k in ("meta", "threads", "libs", "processes"):
+                if k not in sub:
+                    self.err(where, "missing %r" % k)
+                    break
+            else:
+                if not self.num(sub["meta"].get("startTime")):
+                    self.err(where + ".meta", "startTime must be a number")
+                if sub["meta"].get("version") != 36:
+                    self.err(where + ".meta", "version must be 36")
+                if sub["processes"]:
+                    self.err(where, "nested sub-processes are ignored by the importer")
+                self.process(sub, cats, schemas, where, False)
+        return cats
+
+    def marker_schemas(self, ms):
+        out = {}
+        if not isinstance(ms, list):
+            self.err("meta", "markerSchema must be a list")
+            return out
+        for s in ms:
+            name = s.get("name")
+            where = "markerSchema[%r]" % name
+            if not isinstance(name, str):
+                self.err(where, "name missing")
+                continue
+            if name in SPECIAL:
+                self.err(where, "special payload type name")
+            if not isinstance(s.get("display"), list):
+                self.err(where, "display missing")
+            else:
+                for d in s["display"]:
+                    if d not in DISPLAY:
+                        self.err(where, "display %r unknown" % d)
+            if not isinstance(s.get("data"), list):
+                self.err(where, "data missing")
+                continue
+            fields = {}
+            for f in s["data"]:
+                if "key" in f:
+                    if not isinstance(f.get("label"), str) or f.get("format") not in FORMATS:
+                        self.err(where, "field %r needs a label and a known format" % f.get("key"))
+                    fields[f["key"]] = f.get("format")
+            out[name] = fields
+        return out
+
+    def table(self, t, name, schema=None):
+        tab = t.get(name)
+        if not isinstance(tab, dict) or "schema" not in tab or not isinstance(tab.get("data"), list):
+            self.err("thread %r" % t.get("name"), "%s needs {schema, data}" % name)
+            return None, []
+        if schema and tab["schema"] != schema:
+            self.err("thread %r" % t.get("name"), "%s schema %r" % (name, tab["schema"]))
+        return tab["schema"], tab["data"]
+
+    def process(self, p, cats, schemas, where, root):
+        threads = p.get("threads") or []
+        main = [t for t in threads if t.get("name") == "GeckoMain"]
+        if p.get("counters") and not main:
+            self.err(where, "counters but no GeckoMain thread: the importer drops them")
+        for c in p.get("counters") or []:
+            w = "%s counter %r" % (where, c.get("name"))
+            for k in ("name", "category", "description"):
+                if not isinstance(c.get(k), str):
+                    self.err(w, "%s missing" % k)
+            s = c.get("samples", {})
+            if s.get("schema") != {"time": 0, "count": 1, "number": 2}:
+                self.err(w, "samples schema")
+            last = None
+            for row in s.get("data", []):
+                if len(row) != 3 or not all(self.num(x) for x in row):
+                    self.err(w, "bad row %r" % (row,))
+                    break
+                if last is not None and row[0] < last:
+                    self.err(w, "counter times go back")
+                    break
+                last = row[0]
+        for t in threads:
+            self.thread(t, cats, schemas)
+
+    def thread(self, t, cats, schemas):
+        w = "thread %r" % t.get("name")
+        if not isinstance(t.get("name"), str) or not t["name"]:
+            self.err(w, "name missing (crashes the UI)")
+        for k in ("processType", "processName"):
+            if not isinstance(t.get(k), str):
+                self.err(w, "%s missing" % k)
+        for k in ("pid", "tid"):
+            if not isinstance(t.get(k), (int, str)):
+                self.err(w, "%s missing" % k)
+        if not self.num(t.get("registerTime")):
+            self.err(w, "registerTime must be a number")
+        if "unregisterTime" not in t or not (t["unregisterTime"] is None or self.num(t["unregisterTime"])):
+            self.err(w, "unregisterTime must be a number or null")
+        strings = t.get("stringTable")
+        if not isinstance(strings, list) or not all(isinstance(s, str) for s in strings):
+            self.err(w, "stringTable must be a list of strings")
+            strings = []
+        ns = len(strings)
+        _, frames = self.table(t, "frameTable", FRAME_SCHEMA)
+        for i, f in enumerate(frames):
+            if len(f) != 8:
+                self.err(w, "frame %d has %d columns" % (i, len(f)))
+                continue
+            if not self.idx(f[0], ns):
+                self.err(w, "frame %d location %r out of range" % (i, f[0]))
+            if f[6] is not None:
+                if not self.idx(f[6], len(cats)):
+                    self.err(w, "frame %d category %r out of range" % (i, f[6]))
+                elif f[7] is not None and not self.idx(f[7], len(cats[f[6]].get("subcategories", []))):
+                    self.err(w, "frame %d subcategory %r out of range" % (i, f[7]))
+            if f[4] is not None and not isinstance(f[4], int):
+                self.err(w, "frame %d line %r" % (i, f[4]))
+        _, stacks = self.table(t, "stackTable", {"prefix": 0, "frame": 1})
+        for i, s in enumerate(stacks):
+            if len(s) != 2:
+                self.err(w, "stack %d has %d columns" % (i, len(s)))
+                continue
+            if s[0] is not None and not (isinstance(s[0], int) and 0 <= s[0] < i):
+                self.err(w, "stack %d prefix %r does not point to an earlier row" % (i, s[0]))
+            if not self.idx(s[1], len(frames)):
+                self.err(w, "stack %d frame %r out of range" % (i, s[1]))
+        sschema, samples = self.table(t, "samples")
+        if sschema is not None:
+            for k in ("stack", "time", "eventDelay"):
+                if k not in sschema:
+                    self.err(w, "samples schema lacks %s" % k)
+                    return
+            last = None
+            cpu = sschema.get("threadCPUDelta")
+            for i, s in enumerate(samples):
+                st, tm, ed = s[sschema["stack"]], s[sschema["time"]], s[sschema["eventDelay"]]
+                if st is not None and not self.idx(st, len(stacks)):
+                    self.err(w, "sample %d stack %r out of range" % (i, st))
+                if not self.num(tm):
+                    self.err(w, "sample %d time %r" % (i, tm))
+                    continue
+                if last is not None and tm < last:
+                    self.err(w, "sample %d time goes back (%r < %r)" % (i, tm, last))
+                last = tm
+                if not self.num(ed):
+                    self.err(w, "sample %d eventDelay %r" % (i, ed))
+                if cpu is not None and not (s[cpu] is None or (self.num(s[cpu]) and s[cpu] >= 0)):
+                    self.err(w, "sample %d threadCPUDelta %r" % (i, s[cpu]))
+        _, markers = self.table(t, "markers", MARKER_SCHEMA)
+        for i, m in enumerate(markers):
+            if len(m) != 6:
+                self.err(w, "marker %d has %d columns" % (i, len(m)))
+                continue
+            name, start, end, phase, cat, data = m
+            if not self.idx(name, ns):
+                self.err(w, "marker %d name %r out of range" % (i, name))
+            if phase not in (0, 1, 2, 3):
+                self.err(w, "marker %d phase %r" % (i, phase))
+            if start is None and end is None:
+                self.err(w, "marker %d has both times null (import fails)" % i)
+            if phase == 0 and (not self.num(start) or end is not None):
+                self.err(w, "instant marker %d needs a start and a null end" % i)
+            if phase == 1:
+                if not (self.num(start) and self.num(end)):
+                    self.err(w, "interval marker %d needs both times (null end crashes the UI)" % i)
+                elif end < start:
+                    self.err(w, "interval marker %d ends before it starts" % i)
+            if not self.idx(cat, len(cats)):
+                self.err(w, "marker %d category %r out of range (crashes the UI)" % (i, cat))
+            if data is not None:
+                typ = data.get("type") if isinstance(data, dict) else None
+                if typ is None:
+                    self.err(w, "marker %d data without type" % i)
+                elif typ in SPECIAL:
+                    self.err(w, "marker %d uses special payload type %r" % (i, typ))
+                elif typ not in schemas:
+                    self.err(w, "marker %d type %r has no markerSchema" % (i, typ))
+                else:
+                    for k, fmt in schemas[typ].items():
+                        if fmt == "unique-string" and k in data and not self.idx(data[k], ns):
+                            self.err(w, "marker %d field %s is not a string index" % (i, k))
+
+    # ---- Chrome -------------------------------------------------------------------------
+    def chrome(self, p):
+        ev = p.get("traceEvents")
+        if not isinstance(ev, list):
+            self.err("trace", "traceEvents must be a list")
+            return
+        named = set()
+        for i, e in enumerate(ev):
+            ph = e.get("ph")
+            if ph not in ("X", "M", "i", "B", "E", "C"):
+                self.err("event %d" % i, "phase %r" % ph)
+                continue
+            if not isinstance(e.get("name"), str) or not isinstance(e.get("pid"), int) or \
+               not isinstance(e.get("tid"), int):
+                self.err("event %d" % i, "name/pid/tid missing")
+            if ph == "M":
+                if e["name"] not in ("process_name", "thread_name") or \
+                   not isinstance(e.get("args", {}).get("name"), str):
+                    self.err("event %d" % i, "metadata event needs args.name")
+                named.add((e["name"], e.get("pid"), e.get("tid")))
+                continue
+            if not self.num(e.get("ts")):
+                self.err("event %d" % i, "ts missing")
+            if ph == "X" and not (self.num(e.get("dur")) and e["dur"] >= 0):
+                self.err("event %d" % i, "X event needs dur >= 0")
+            if ("thread_name", e.get("pid"), e.get("tid")) not in named:
+                self.err("event %d" % i, "thread %r has no thread_name metadata before it" % e.get("tid"))
+            if ("process_name", e.get("pid"), e.get("pid")) not in named:
+                self.err("event %d" % i, "process %r has no process_name metadata" % e.get("pid"))
+
+
+def check(path):
+    c = Checker(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            p = json.load(f)
+    except (OSError, ValueError) as e:
+        return ["%s: not JSON: %s" % (path, e)]
+    if isinstance(p, dict) and "traceEvents" in p:
+        c.chrome(p)
+    elif isinstance(p, dict) and "meta" in p:
+        c.gecko(p)
+    else:
+        c.err("file", "neither a Gecko profile nor a Chrome trace")
+    return c.problems
+
+
+def main(paths):
+    if not paths:
+        sys.stderr.write(__doc__)
+        return 2
+    bad = 0
+    for p in paths:
+        probs = check(p)
+        for line in probs:
+            print(line)
+        bad += bool(probs)
+    print("%d passed, %d failed" % (len(paths) - bad, bad))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

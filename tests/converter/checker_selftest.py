@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""checker_selftest.py — check_profile.py must accept a minimal valid Gecko profile and reject
+each single defect that GECKO_FORMAT.md says breaks the Firefox Profiler's import or UI."""
+import copy
+import json
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_profile  # noqa: E402
+
+GOOD = {
+    "meta": {"version": 36, "interval": 1, "startTime": 1000.5, "product": "p",
+             "presymbolicated": True,
+             "categories": [{"name": "Idle", "color": "transparent", "subcategories": ["Other"]},
+                            {"name": "Other", "color": "grey", "subcategories": ["Other"]}],
+             "markerSchema": [{"name": "T", "display": ["marker-table"],
+                               "data": [{"key": "k", "label": "K", "format": "integer"}]}]},
+    "libs": [], "processes": [],
+    "threads": [{
+        "name": "GeckoMain", "processType": "default", "processName": "p", "pid": 1, "tid": 1,
+        "registerTime": 0, "unregisterTime": None,
+        "stringTable": ["a", "b", "m"],
+        "frameTable": {"schema": check_profile.FRAME_SCHEMA,
+                       "data": [[0, False, 0, None, 1, None, 1, 0], [1, False, 0, None, None, None, 0, 0]]},
+        "stackTable": {"schema": {"prefix": 0, "frame": 1}, "data": [[None, 0], [0, 1]]},
+        "samples": {"schema": {"stack": 0, "time": 1, "eventDelay": 2},
+                    "data": [[1, 0.5, 0], [0, 1.5, 0]]},
+        "markers": {"schema": check_profile.MARKER_SCHEMA,
+                    "data": [[2, 0.1, None, 0, 1, {"type": "T", "k": 1}], [2, 0.1, 0.9, 1, 1, None]]},
+    }],
+    "counters": [{"name": "c", "category": "x", "description": "d",
+                  "samples": {"schema": {"time": 0, "count": 1, "number": 2},
+                              "data": [[0, 1, 1], [1, 2, 1]]}}],
+}
+
+
+def th(p):
+    return p["threads"][0]
+
+
+DEFECTS = {
+    "version 37": lambda p: p["meta"].update(version=37),
+    "no threads": lambda p: p.update(threads=[]),
+    "no libs": lambda p: p.pop("libs"),
+    "not presymbolicated": lambda p: p["meta"].pop("presymbolicated"),
+    "no grey category": lambda p: p["meta"]["categories"][1].update(color="blue"),
+    "unknown colour": lambda p: p["meta"]["categories"][0].update(color="pink"),
+    "thread without name": lambda p: th(p).pop("name"),
+    "forward stack prefix": lambda p: th(p)["stackTable"]["data"].__setitem__(0, [1, 0]),
+    "stack frame out of range": lambda p: th(p)["stackTable"]["data"][1].__setitem__(1, 9),
+    "frame category out of range": lambda p: th(p)["frameTable"]["data"][0].__setitem__(6, 7),
+    "location out of range": lambda p: th(p)["frameTable"]["data"][0].__setitem__(0, 99),
+    "sample stack out of range": lambda p: th(p)["samples"]["data"][0].__setitem__(0, 5),
+    "no eventDelay": lambda p: th(p)["samples"].update(schema={"stack": 0, "time": 1}),
+    "sample time goes back": lambda p: th(p)["samples"]["data"][1].__setitem__(1, 0.1),
+    "marker both times null": lambda p: th(p)["markers"]["data"][0].__setitem__(1, None),
+    "interval marker null end": lambda p: th(p)["markers"]["data"][1].__setitem__(2, None),
+    "marker category out of range": lambda p: th(p)["markers"]["data"][0].__setitem__(4, 2),
+    "marker phase 4": lambda p: th(p)["markers"]["data"][0].__setitem__(3, 4),
+    "marker type without schema": lambda p: th(p)["markers"]["data"][0][5].update(type="U"),
+    "schema without display": lambda p: p["meta"]["markerSchema"][0].pop("display"),
+    "schema without data": lambda p: p["meta"]["markerSchema"][0].pop("data"),
+    "schema field unknown format": lambda p: p["meta"]["markerSchema"][0]["data"][0].update(format="x"),
+    "counters without GeckoMain": lambda p: th(p).update(name="main"),
+    "special payload type": lambda p: p["meta"]["markerSchema"][0].update(name="IPC"),
+}
+
+
+def problems(p):
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(p, f)
+    try:
+        return check_profile.check(f.name)
+    finally:
+        os.unlink(f.name)
+
+
+def main():
+    bad = 0
+    got = problems(GOOD)
+    if got:
+        print("FAIL: the valid profile was rejected: %s" % got)
+        bad += 1
+    for name, mutate in DEFECTS.items():
+        p = copy.deepcopy(GOOD)
+        mutate(p)
+        got = problems(p)
+        if got:
+            print("ok %s: %s" % (name, got[0]))
+        else:
+            print("FAIL: %s was not caught" % name)
+            bad += 1
+    n = len(DEFECTS) + 1
+    print("%d passed, %d failed" % (n - bad, bad))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
