@@ -1,0 +1,117 @@
+# SPDX-License-Identifier: MIT
+# cmake/PerfGroupInstrument.cmake — perfgroup_instrument(): compile a target with the perfgroup
+# plugin of its compiler and link it against the runtime. Loaded by PerfGroupConfig.cmake
+# (find_package(PerfGroup)) and by perfgroup's own CMakeLists.txt (add_subdirectory(perfgroup)).
+#
+#   perfgroup_instrument(<target> [GROUP <name>] [MAP <file>] [RUNTIME SHARED|STATIC]
+#                        [OPTIONS <plugin option>...])
+#
+#   GROUP   the file group of every function of the target not placed by MAP
+#           (the plugins' default=<name>); without GROUP and MAP only PERF_GROUP()-annotated
+#           functions are instrumented.
+#   MAP     a map file, lines "GLOB GROUP" (the plugins' map=<file>, path made absolute).
+#   RUNTIME link PerfGroup::perfgroup (SHARED, the default) or PerfGroup::perfgroup_static.
+#   OPTIONS further plugin options, e.g. exclude=*_hot or system-headers.
+#
+# For each language of the target (C, CXX) the compiler decides the flags:
+#   GCC    -fplugin=<perfgroup.so> -fplugin-arg-perfgroup-<option>...
+#   Clang  -fplugin=<perfgroup-clang.so> -fpass-plugin=<perfgroup-clang.so>
+#          -fplugin-arg-perfgroup-<option>...
+# They are COMPILE options only: Clang warns about -fplugin-arg-* on a link line (an error
+# under -Werror). -fpass-plugin= is what instruments when clang compiles without a front end
+# (-save-temps, .ll/.bc input); the plugin skips it when the front end already loaded it.
+# The plugin must be the one built for the compiler's major version (GCC 12, LLVM 14).
+include_guard(GLOBAL)
+
+function(perfgroup_instrument target)
+  cmake_parse_arguments(PARSE_ARGV 1 _pg "" "GROUP;MAP;RUNTIME" "OPTIONS")
+  set(_where "perfgroup_instrument(${target})")
+  if(_pg_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "${_where}: unknown argument(s): ${_pg_UNPARSED_ARGUMENTS}")
+  endif()
+  if(NOT TARGET ${target})
+    message(FATAL_ERROR "${_where}: no such target")
+  endif()
+  get_target_property(_type ${target} TYPE)
+  if(_type STREQUAL "INTERFACE_LIBRARY")
+    message(FATAL_ERROR "${_where}: an INTERFACE library has nothing to compile")
+  endif()
+
+  set(_opts ${_pg_OPTIONS})
+  if(DEFINED _pg_GROUP)
+    if(NOT _pg_GROUP MATCHES "^[^ \t,=]+$")
+      message(FATAL_ERROR "${_where}: GROUP '${_pg_GROUP}' must be one word (no space, ',' or '=')")
+    endif()
+    list(APPEND _opts default=${_pg_GROUP})
+  endif()
+  if(DEFINED _pg_MAP)
+    get_filename_component(_map "${_pg_MAP}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    if(NOT EXISTS "${_map}")
+      message(FATAL_ERROR "${_where}: MAP file '${_map}' does not exist")
+    endif()
+    list(APPEND _opts map=${_map})
+  endif()
+  if(NOT DEFINED _pg_RUNTIME OR _pg_RUNTIME STREQUAL "SHARED")
+    set(_runtime PerfGroup::perfgroup)
+  elseif(_pg_RUNTIME STREQUAL "STATIC")
+    set(_runtime PerfGroup::perfgroup_static)
+  else()
+    message(FATAL_ERROR "${_where}: RUNTIME must be SHARED or STATIC, not '${_pg_RUNTIME}'")
+  endif()
+
+  # One generator expression per (language, compiler) pair that perfgroup has a plugin for.
+  get_property(_langs GLOBAL PROPERTY ENABLED_LANGUAGES)
+  set(_flags "")
+  foreach(_lang IN ITEMS C CXX)
+    if(NOT _lang IN_LIST _langs)
+      continue()
+    endif()
+    set(_id ${CMAKE_${_lang}_COMPILER_ID})
+    string(REGEX MATCH "^[0-9]+" _major "${CMAKE_${_lang}_COMPILER_VERSION}")
+    if(_id STREQUAL "GNU")
+      set(_plugin PerfGroup::gcc_plugin)
+      set(_want ${PerfGroup_GCC_MAJOR})
+    elseif(_id STREQUAL "Clang")
+      set(_plugin PerfGroup::clang_plugin)
+      set(_want ${PerfGroup_LLVM_MAJOR})
+    else()
+      message(FATAL_ERROR "${_where}: perfgroup has no plugin for the ${_lang} compiler "
+                          "${_id} (GCC and Clang only)")
+    endif()
+    if(NOT TARGET ${_plugin})
+      message(FATAL_ERROR "${_where}: the ${_lang} compiler is ${_id}, but this perfgroup was "
+                          "built without ${_plugin}")
+    endif()
+    if(_want AND NOT _major STREQUAL _want)
+      message(FATAL_ERROR "${_where}: ${_plugin} is built for ${_id} ${_want}, the ${_lang} "
+                          "compiler is ${_id} ${CMAKE_${_lang}_COMPILER_VERSION}")
+    endif()
+    set(_so $<TARGET_FILE:${_plugin}>)
+    set(_f -fplugin=${_so})
+    if(_id STREQUAL "Clang")
+      list(APPEND _f -fpass-plugin=${_so})
+    endif()
+    foreach(_o IN LISTS _opts)
+      list(APPEND _f -fplugin-arg-perfgroup-${_o})
+    endforeach()
+    list(JOIN _f "$<SEMICOLON>" _f)
+    list(APPEND _flags "$<$<COMPILE_LANGUAGE:${_lang}>:${_f}>")
+    # In a build tree the plugin is a target of this build: build it before compiling.
+    get_target_property(_real ${_plugin} ALIASED_TARGET)
+    if(_real)
+      add_dependencies(${target} ${_real})
+    endif()
+  endforeach()
+  target_compile_options(${target} PRIVATE ${_flags})
+
+  # Link the runtime without choosing target_link_libraries()' plain or keyword signature
+  # for the caller (CMake forbids mixing them on one target).
+  if(_type STREQUAL "STATIC_LIBRARY")
+    set_property(TARGET ${target} APPEND PROPERTY INTERFACE_LINK_LIBRARIES ${_runtime})
+    set_property(TARGET ${target} APPEND PROPERTY LINK_LIBRARIES PerfGroup::headers)
+  elseif(_type STREQUAL "OBJECT_LIBRARY")
+    set_property(TARGET ${target} APPEND PROPERTY LINK_LIBRARIES PerfGroup::headers)
+  else()
+    set_property(TARGET ${target} APPEND PROPERTY LINK_LIBRARIES ${_runtime})
+  endif()
+endfunction()
