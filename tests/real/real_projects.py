@@ -107,6 +107,7 @@ class Tools:
         self.include = A.include
         self.plugin = {"gcc": A.gcc_plugin, "clang": A.clang_plugin}
         self.convert = A.convert
+        self.pgdump = A.pgdump
         self.cache = A.cache
 
 
@@ -217,7 +218,7 @@ def suite_lua(T, bdir, env):
 
 
 def smoke_lua(T, bdir, env):
-    return [os.path.join(bdir, "lua"), "-e", "local t = {} for i = 1, 10 do t[i] = i end print(#t)"], None
+    return [os.path.join(bdir, "lua"), "-e", "local t = {} for i = 1, 10 do t[i] = i end print(#t)"], None, {}
 
 
 # ---- zlib ----------------------------------------------------------------------------------------
@@ -250,13 +251,17 @@ def suite_zlib(T, bdir, env):
 
 
 def smoke_zlib(T, bdir, env):
-    return ["sh", "-c", "echo perfgroup | ./minigzip | ./minigzip -d"], bdir
+    return ["sh", "-c", "echo perfgroup | ./minigzip | ./minigzip -d"], bdir, {}
 
 
 # ---- libuv ---------------------------------------------------------------------------------------
 def build_libuv(T, cc, variant, bdir):
     src = debian_source("libuv1", T.cache)
     cflags, ldflags = variant_flags(T, "libuv", cc, variant, bdir)
+    if ldflags:
+        # CMake puts linker flags before the objects; Debian's gcc links --as-needed, which
+        # would drop the runtime seen before anything needs it.
+        ldflags = ["-Wl,--no-as-needed"] + ldflags
     shutil.rmtree(bdir, ignore_errors=True)
     cmd = ["cmake", "-S", src, "-B", bdir, "-DCMAKE_BUILD_TYPE=None", f"-DCMAKE_C_COMPILER={COMPILERS[cc]}",
            f"-DCMAKE_C_FLAGS={' '.join(cflags)}", f"-DCMAKE_EXE_LINKER_FLAGS={' '.join(ldflags)}",
@@ -293,7 +298,8 @@ def suite_libuv(T, bdir, env):
 
 def smoke_libuv(T, bdir, env):
     # One test run in-process (runner syntax: <test> <test>), so one process writes the trace.
-    return [os.path.join(bdir, "uv_run_tests_a"), "timer", "timer"], os.path.join(bdir, "cwd")
+    return ([os.path.join(bdir, "uv_run_tests_a"), "timer", "timer"], os.path.join(bdir, "cwd"),
+            {"UV_RUN_AS_ROOT": "1"})
 
 
 PROJECTS = {
@@ -324,32 +330,49 @@ def run_suite(T, project, bdir, variant, recdir=None, buffer="4M"):
     results = PROJECTS[project][1](T, bdir, env)
     wall, cpu = time.monotonic() - t0, cpu_children() - c0
     if recdir and os.path.isdir(recdir):
-        files = sorted(glob.glob(os.path.join(recdir, "*.pgm")))
+        # rec.<pid>.pgm, and rec.<pid>.pgm.exec<n> after an exec; not *.tmp* (being created)
+        files = sorted(f for f in glob.glob(os.path.join(recdir, "rec.*"))
+                       if ".tmp" not in os.path.basename(f))
     return results, wall, cpu, files
 
 
 def recorded_groups(T, files):
-    """Every group name in the recordings, read back by perfgroup-convert --summary --json."""
-    groups = set()
+    """Every group name in the recordings, read back by perfgroup-convert --summary --json, and
+    how many files the converter warned about (recordings not closed: processes that were
+    killed or left by _exit without the atexit flush)."""
+    groups, warned = set(), 0
     for f in files:
-        rc, out = sh([T.convert, f, "--summary", "--json"], check=False)
-        if rc != 0:
-            raise Fail(f"perfgroup-convert could not read {f}: {out.strip()}")
-        doc = json.loads(out)
-        for p in doc.get("processes", []):
+        r = subprocess.run([T.convert, f, "--summary", "--json"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, errors="replace")
+        if r.returncode != 0:
+            raise Fail(f"perfgroup-convert could not read {f}: {r.stderr.strip()}")
+        warned += bool(r.stderr.strip())
+        for p in json.loads(r.stdout).get("processes", []):
             for t in p.get("threads", []):
                 groups.update(g["group"] for g in t.get("groups", []))
-    return groups
+    return groups, warned
+
+
+def uv_iteration_events(T, files):
+    """Event records named 'uv loop iteration' (uvhook.c) in the recordings, by pgdump."""
+    n = 0
+    for f in files:
+        out = subprocess.run([T.pgdump, f], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             text=True, errors="replace").stdout
+        m = re.search(r'^string .* id=(\d+) text="uv loop iteration"$', out, re.M)
+        if m:
+            n += len(re.findall(rf"^event .* name={m.group(1)} ", out, re.M))
+    return n
 
 
 def smoke_trace(T, project, bdir, workdir):
     """Runs one small program with PERFGROUP_TEXT; returns {group: hook calls}."""
-    cmd, cwd = PROJECTS[project][2](T, bdir, None)
+    cmd, cwd, extra = PROJECTS[project][2](T, bdir, None)
     trace = os.path.join(workdir, f"{project}.trace")
     if os.path.exists(trace):
         os.unlink(trace)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PERFGROUP_")}
-    env["PERFGROUP_TEXT"] = trace
+    env.update(extra, PERFGROUP_TEXT=trace)
     sh(cmd, cwd=cwd, env=env)
     counts = {}
     for line in open(trace, errors="replace"):
@@ -361,11 +384,16 @@ def smoke_trace(T, project, bdir, workdir):
     return counts
 
 
-def check(T, project, cc, variants, workdir):
+def check(T, project, cc, variants, workdir, reuse=False):
     build, _, _ = PROJECTS[project]
     base_dir = os.path.join(workdir, "none")
-    build(T, cc, "none", base_dir)
-    base, _, _, _ = run_suite(T, project, base_dir, "none")
+    saved = os.path.join(workdir, "none-results.json")
+    if reuse and os.path.exists(saved):
+        base = json.load(open(saved))
+    else:
+        build(T, cc, "none", base_dir)
+        base, _, _, _ = run_suite(T, project, base_dir, "none")
+        json.dump(base, open(saved, "w"))
     passed = sorted(t for t, ok in base.items() if ok)
     log(f"== {project}/{cc} uninstrumented: {len(passed)}/{len(base)} tests pass")
     if not passed:
@@ -384,11 +412,17 @@ def check(T, project, cc, variants, workdir):
             failures.append(f"{v}: {len(lost)} tests pass uninstrumented but not instrumented: "
                             + ", ".join(lost[:20]))
         want = EXPECT_GROUPS[project][v]
-        groups = recorded_groups(T, files)
+        groups, warned = recorded_groups(T, files)
         missing = [g for g in want if g not in groups]
-        log(f"   recorded groups: {', '.join(sorted(groups))}")
+        log(f"   recorded groups: {', '.join(sorted(groups))}; {warned} of {len(files)} files "
+            "with converter warnings (not closed)")
         if missing:
             failures.append(f"{v}: groups {missing} not in the recordings")
+        if project == "libuv":
+            n = uv_iteration_events(T, files)
+            log(f"   'uv loop iteration' events (pgdump): {n}")
+            if n == 0:
+                failures.append(f"{v}: no 'uv loop iteration' event in the recordings")
         counts = smoke_trace(T, project, bdir, bdir)
         log(f"   PERFGROUP_TEXT hook calls by group: {counts}")
         top = EXPECT_GROUPS[project][v][0] if project != "lua" else ("lua" if v == "default" else "vm")
@@ -404,6 +438,8 @@ def main():
     ap.add_argument("project", choices=sorted(PROJECTS))
     ap.add_argument("--cc", choices=sorted(COMPILERS), required=True)
     ap.add_argument("--variants", default="default,map")
+    ap.add_argument("--reuse-baseline", action="store_true",
+                    help="take the uninstrumented results of an earlier run in --workdir")
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--cache", required=True, help="where Debian sources are fetched and unpacked")
     ap.add_argument("--runtime-dir", required=True, help="directory of libperfgroup.so")
@@ -411,10 +447,11 @@ def main():
     ap.add_argument("--gcc-plugin", default="")
     ap.add_argument("--clang-plugin", default="")
     ap.add_argument("--convert", required=True, help="perfgroup-convert")
+    ap.add_argument("--pgdump", required=True, help="pgdump (reader/)")
     A = ap.parse_args()
     os.makedirs(A.workdir, exist_ok=True)
     try:
-        check(Tools(A), A.project, A.cc, A.variants.split(","), A.workdir)
+        check(Tools(A), A.project, A.cc, A.variants.split(","), A.workdir, A.reuse_baseline)
     except (Fail, subprocess.TimeoutExpired) as e:
         log(f"FAIL: {e}")
         return 1
