@@ -7,6 +7,8 @@
     package  --cc gcc|clang the consumer project (consumer/) with find_package(PerfGroup) against
                             the staged prefix
     subdir   --cc gcc|clang the consumer project with add_subdirectory(<perfgroup sources>)
+    misuse                  perfgroup_instrument() called wrongly: configuring fails with a
+                            message naming the argument
     pkgconfig --cc gcc|clang the consumer's sources compiled by hand with
                             `pkg-config --cflags --libs perfgroup` and the plugin path it names
 
@@ -169,9 +171,37 @@ def case_pkgconfig(A):
     check_trace(prog, A.workdir)
 
 
+MISUSE = [  # (arguments after the target, text the configure error must contain)
+    ("MAP no-such.map", "MAP file"),
+    ("GROUP app RUNTIME DYNAMIC", "RUNTIME must be SHARED or STATIC, not 'DYNAMIC'"),
+    ("GROUP app COLOR red", "unknown argument(s): COLOR;red"),
+    ('GROUP "two words"', "GROUP 'two words' must be one word"),
+]
+
+
+def case_misuse(A):
+    prefix = stage_prefix(A)
+    for i, (args, want) in enumerate(MISUSE):
+        src = os.path.join(A.workdir, f"src{i}")
+        os.makedirs(src, exist_ok=True)
+        with open(os.path.join(src, "CMakeLists.txt"), "w") as f:
+            f.write("cmake_minimum_required(VERSION 3.25)\nproject(misuse C)\n"
+                    "find_package(PerfGroup REQUIRED)\n"
+                    f"add_executable(app {CONSUMER}/parser.c)\n"
+                    f"perfgroup_instrument(app {args})\n")
+        r = subprocess.run(["cmake", "-S", src, "-B", os.path.join(A.workdir, f"build{i}"),
+                            f"-DCMAKE_PREFIX_PATH={prefix}"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+        flat = " ".join(r.stdout.split())
+        if r.returncode == 0 or f"perfgroup_instrument(app): {want}" not in flat:
+            raise Fail(f"perfgroup_instrument(app {args}): expected a configure error containing "
+                       f"{want!r}, got exit {r.returncode}:\n{r.stdout}")
+        print(f"ok: perfgroup_instrument(app {args}) -> {want}")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["install", "package", "subdir", "pkgconfig"])
+    ap.add_argument("case", choices=["install", "package", "subdir", "pkgconfig", "misuse"])
     ap.add_argument("--cc", choices=sorted(COMPILERS), default="gcc")
     ap.add_argument("--build-dir", required=True, help="perfgroup's build directory")
     ap.add_argument("--source-dir", required=True, help="perfgroup's source directory")
