@@ -98,6 +98,13 @@ def markdown(results, A, cmd):
            "recording off and on. Build time = CPU time of all build processes (configure included",
            "for zlib and libuv); suite time = wall and CPU time of the suite's processes. Medians of",
            f"{A.build_rounds} interleaved builds and {A.suite_rounds} interleaved suite runs.", "",
+           "Reading the numbers: zlib's `make test` runs in tens of milliseconds, so its suite",
+           "ratios are mostly noise; Lua's suites call small functions at a high rate, the worst",
+           "case for any entry/exit instrumentation, and `finstr` is the floor for a hook pair per",
+           "call. Recording files are preallocated (`PERFGROUP_BUFFER`, 4 MiB per process here):",
+           "the allocated size is that times the processes; what was written is far smaller.",
+           "libuv is not in this table (its suite takes minutes per build); its pass counts are",
+           "in docs/packaging.md.", "",
            f"Command: `{cmd}`", "", f"Run of {time.strftime('%Y-%m-%d')}:", ""]
     for (project, cc), (rows, rec) in results.items():
         out += [f"**{project}, {cc}**", "",
