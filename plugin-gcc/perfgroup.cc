@@ -369,6 +369,8 @@ skip_reason (tree fndecl)
 static const char *
 file_group (tree fndecl)
 {
+  if (!default_group && map_entries.is_empty ())
+    return NULL; /* the common case: no file groups at all, skip the line-map lookup */
   if (DECL_IN_SYSTEM_HEADER (fndecl) && !system_headers)
     return NULL;
   unsigned i;

@@ -99,9 +99,9 @@ static void print_record(const struct pgr_record *r) {
         break;
     case PGF_REC_OVERHEAD:
         printf(" commit_ns=%" PRIu64 " commits=%" PRIu64 " slow_paths=%" PRIu64
-               " resyncs=%" PRIu64,
+               " resyncs=%" PRIu64 " dropped=%" PRIu64,
                r->u.overhead.commit_ns, r->u.overhead.commits, r->u.overhead.slow_paths,
-               r->u.overhead.resyncs);
+               r->u.overhead.resyncs, r->u.overhead.dropped);
         break;
     case PGF_REC_THREAD_END:
         printf(" end=%" PRIu64, r->u.thread_end.end_tsc);

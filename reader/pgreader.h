@@ -42,7 +42,6 @@
  *   "bad first_record N"                                       chunk start + 20
  *   "committed N exceeds chunk"                                chunk start + 24
  *   "duplicate chunk seq N"                                    chunk start + 8
- *   "record_count N but M records" (FULL chunk, or off by > 1) chunk start + 28
  *   "record is not a msgpack array" / "empty record"           record start
  *   "truncated record" (runs past committed)                   record start
  *   "msgpack nesting too deep" / "bad msgpack type byte 0xNN"  that byte
@@ -51,7 +50,8 @@
  *   "<record>: value N out of range for <field>"               that field
  * Warnings: "recording not closed (crash, kill or still running)", "file cut short: N of M
  * bytes", "chunk beyond end of file ignored", "chunk cut by end of file: last record
- * incomplete", "unknown record kind N skipped".
+ * incomplete", "unknown record kind N skipped", "record_count N but M records" (chunk start
+ * + 28: a FULL chunk's count differs, or a WRITING one's by more than one).
  */
 #ifndef PERFGROUP_PGREADER_H
 #define PERFGROUP_PGREADER_H
@@ -146,6 +146,7 @@ struct pgr_record {
         } dropped;
         struct {
             uint64_t commit_ns, commits, slow_paths, resyncs;
+            uint64_t dropped;         /* 0 when absent (files before this field) */
         } overhead;
         struct {
             uint64_t end_tsc;

@@ -97,7 +97,7 @@ PG_HIDDEN void perfgroup__clock_init(void)
 #if defined(__x86_64__) || defined(__i386__)
     unsigned a, b, c, d;
     int invariant = 0;
-    if (__get_cpuid_max(0x80000000, NULL) >= 0x80000007) {
+    if ((unsigned)__get_cpuid_max(0x80000000, NULL) >= 0x80000007u) {
         __cpuid(0x80000007, a, b, c, d);
         invariant = (d >> 8) & 1;
     }

@@ -507,7 +507,7 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
     }
     atomic_store_explicit(&t->seq, seq + 2, memory_order_release);
 
-    if (perfgroup__rec_mode && t->rec) {
+    if (perfgroup__rec_mode_now() && t->rec) {
         if (t->rec_name_ptr != ename) {
             t->rec_name_ptr = ename;
             t->rec_name_id = perfgroup__rec_string(ename);
@@ -520,9 +520,10 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
     t->iter++;
     t->ov_commits++;
     t->ov_commit_ns += perfgroup__ticks_to_ns(pg_clock_now() - t0);
-    if (perfgroup__rec_mode && t->rec && (t->ov_commits & 1023) == 0) {
-        perfgroup__rec_overhead(t->rec, t->ov_commit_ns, t->ov_commits, t->ov_slow, t->ov_resyncs);
-        t->ov_commit_ns = t->ov_commits = t->ov_slow = t->ov_resyncs = 0;
+    if (perfgroup__rec_mode_now() && t->rec && (t->ov_commits & 1023) == 0) {
+        perfgroup__rec_overhead(t->rec, t->ov_commit_ns, t->ov_commits, t->ov_slow, t->ov_resyncs,
+                                t->ov_dropped);
+        t->ov_commit_ns = t->ov_commits = t->ov_slow = t->ov_resyncs = t->ov_dropped = 0;
     }
     t->in_runtime = was;
 }
@@ -649,7 +650,8 @@ static void thread_exit(void *arg)
     perfgroup__alerts_deliver(t);
     t->in_runtime = 1;
     if (t->rec) {
-        perfgroup__rec_overhead(t->rec, t->ov_commit_ns, t->ov_commits, t->ov_slow, t->ov_resyncs);
+        perfgroup__rec_overhead(t->rec, t->ov_commit_ns, t->ov_commits, t->ov_slow, t->ov_resyncs,
+                                t->ov_dropped);
         perfgroup__rec_thread_end(t->rec, tsc);
         t->rec = NULL;
     }

@@ -57,7 +57,7 @@ static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func 
             }
         }
     }
-    if (mask == 0 && PG_LIKELY(perfgroup__rec_mode != PGF_MODE_TRACE))
+    if (mask == 0 && PG_LIKELY(perfgroup__rec_mode_now() != PGF_MODE_TRACE))
         return 0; /* re-entry: every group already has its stopwatch */
 
     if (PG_UNLIKELY(d >= PG_STACK_MAX)) {
@@ -116,7 +116,7 @@ static PG_ALWAYS_INLINE void exit_frame(struct pg_thread *t, uint32_t idx, uint6
     /* A stale frame (a nested loop or a new event started since) is dropped uncharged: its
      * groups' `running` holds an old iteration, which no longer blocks a new stopwatch. */
     t->depth = idx;
-    if (PG_UNLIKELY(perfgroup__rec_mode == PGF_MODE_TRACE))
+    if (PG_UNLIKELY(perfgroup__rec_mode_now() == PGF_MODE_TRACE))
         perfgroup__rec_interval(t->rec, fn->id, (uint8_t)mask, (uint8_t)(idx > 255 ? 255 : idx),
                                 f->tsc, tsc - f->tsc);
     if (PG_UNLIKELY(t->event_open == PG_EV_IMPLICIT) && idx == t->implicit_frame)

@@ -18,9 +18,6 @@
 
 #include "record.h"
 
-void perfgroup__rec_exec_begin(void);
-void perfgroup__rec_exec_failed(void);
-
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execvpe_fn)(const char *, char *const[], char *const[]);
 

@@ -65,6 +65,10 @@ struct writer {
     uint32_t index, tid;
     int is_defs, lazy, dead;
     int32_t cur, reserved;            /* chunk indexes, -1 = none */
+    int32_t last_full;                /* its newest FULL chunk, -1 = none */
+    uint32_t open_committed;          /* current chunk's bytes after its opening records */
+    uint8_t *chunk_end;               /* end of the current chunk */
+    uint64_t last_clock;              /* clock of its last PGF_REC_CLOCK */
     uint64_t records_before;          /* records committed in earlier chunks */
     uint64_t dropped_total;           /* records that found no chunk */
     uint64_t lost_records, lost_bytes, lost_chunks; /* for the next DROPPED (g.mu) */
@@ -214,7 +218,19 @@ static int32_t take_chunk(struct writer *w) {
         idx = g.free_stack[--g.nfree];
         c = chunk_at(idx);
     } else if (g.nheap) {
+        /* The oldest FULL chunk, unless it still holds its owner's newest records (the
+         * owner, descheduled for long, has not written into its next chunk yet): a
+         * thread's newest whole records survive recycling whatever its pace. */
         idx = heap_pop();
+        struct writer *ow = g.owner[idx];
+        if (g.nheap && ow && ow->gen == g.gen && ow->last_full == (int32_t)idx &&
+            (ow->cur < 0 || __atomic_load_n(&chunk_at((uint32_t)ow->cur)->committed,
+                                            __ATOMIC_ACQUIRE) == ow->open_committed)) {
+            uint32_t keep = idx;
+            uint64_t keep_seq = chunk_at(keep)->seq;
+            idx = heap_pop();
+            heap_push(keep_seq, keep);
+        }
         c = chunk_at(idx);
         __atomic_store_n(&c->magic, 0, __ATOMIC_RELEASE);
         struct writer *o = g.owner[idx];
@@ -231,7 +247,8 @@ static int32_t take_chunk(struct writer *w) {
     c->kind = PGF_CHUNK_FREE;
     c->state = 0;
     g.owner[idx] = w;
-    /* pre-fault: one store per page past the header (the chunk is ours and invisible) */
+    /* pre-fault: one store per page past the header (the chunk is ours and invisible).
+     * MADV_POPULATE_WRITE measured no faster here (docs/benchmarks.md). */
     volatile uint8_t *p = (volatile uint8_t *)c;
     for (uint32_t off = 4096; off < g.chunk_size; off += 4096)
         p[off] = 0;
@@ -256,7 +273,9 @@ static void start_chunk(struct writer *w, int32_t idx) {
     w->cur = idx;
     w->hot.chunk = c;
     w->hot.data = w->hot.pos = (uint8_t *)c + PGF_CHUNK_HEADER_SIZE;
-    __atomic_store_n(&w->hot.end, (uint8_t *)c + g.chunk_size, __ATOMIC_RELAXED);
+    w->chunk_end = (uint8_t *)c + g.chunk_size;
+    /* `end` stays NULL until the slow path is done (perfgroup__rec_reserve, cold_end): a
+     * signal handler's record meanwhile goes to the slow path, is refused and counted */
 }
 
 /* The current chunk is done: FULL, and recyclable if it holds data. */
@@ -266,8 +285,10 @@ static void finish_chunk(struct writer *w) {
     struct pgf_chunk_header *c = w->hot.chunk;
     w->records_before += c->record_count;
     __atomic_store_n(&c->state, PGF_CSTATE_FULL, __ATOMIC_RELEASE);
-    if (!w->is_defs)
+    if (!w->is_defs) {
         heap_push(c->seq, (uint32_t)w->cur);
+        w->last_full = w->cur;
+    }
     w->cur = -1;
     w->hot.chunk = NULL;
     w->hot.pos = w->hot.data = NULL;
@@ -295,10 +316,33 @@ static void publish(struct writer *w, uint8_t *newpos, uint64_t tsc) {
 
 static void thread_def(struct writer *w);
 
+/*
+ * A signal handler may run instrumented code on a thread that is inside the recorder (in a
+ * chunk switch holding the mutex, or writing a cold record). Such a nested call must not
+ * wait for the mutex its own thread holds, nor put bytes in the middle of a record being
+ * written: lock() refuses it, and the record is dropped and counted (nested_drops, folded
+ * into the thread's drop counts at its next chunk switch).
+ */
+static __thread int in_rec;
+static __thread uint64_t nested_drops;
+
+static int lock(void) {
+    if (in_rec)
+        return -1;
+    in_rec = 1;
+    pthread_mutex_lock(&g.mu);
+    return 0;
+}
+
+static void unlock(void) {
+    pthread_mutex_unlock(&g.mu);
+    in_rec = 0;
+}
+
 /* Forget any chunk of an older recording. */
 static void attach(struct writer *w) {
     w->gen = g.gen;
-    w->cur = w->reserved = -1;
+    w->cur = w->reserved = w->last_full = -1;
     w->records_before = w->dropped_total = 0;
     w->lost_records = w->lost_bytes = w->lost_chunks = 0;
     w->hot.chunk = NULL;
@@ -312,6 +356,20 @@ static void count_drop(struct writer *w) {
     w->dropped_total++;
     w->lost_records++;
     __atomic_fetch_add(&g.hdr->records_dropped, 1, __ATOMIC_RELAXED);
+}
+
+/* A PGF_REC_CLOCK record (at most CLOCK_MAX bytes) of the calling thread, now. */
+#define CLOCK_MAX (1 + 1 + 4 * 9)
+static uint64_t pack_clock(struct writer *w, msgpack_packer *pk) {
+    uint64_t t = now_tsc();
+    msgpack_pack_array(pk, 5);
+    msgpack_pack_uint8(pk, PGF_REC_CLOCK);
+    msgpack_pack_uint64(pk, t);
+    msgpack_pack_int64(pk, ns_of(CLOCK_REALTIME));
+    msgpack_pack_int64(pk, ns_of(CLOCK_MONOTONIC));
+    msgpack_pack_uint64(pk, (uint64_t)ns_of(CLOCK_THREAD_CPUTIME_ID));
+    w->last_clock = t;
+    return t;
 }
 
 /* The slow path proper (g.mu held). */
@@ -329,11 +387,15 @@ static int reserve_locked(struct writer *w, uint32_t need) {
     }
     if (w->gen != g.gen)
         attach(w);
-    if (w->hot.chunk && (uintptr_t)w->hot.pos + need <= (uintptr_t)w->hot.chunk + g.chunk_size) {
-        __atomic_store_n(&w->hot.end, (uint8_t *)w->hot.chunk + g.chunk_size,
-                         __ATOMIC_RELAXED);
-        return 0;
+    if (!w->is_defs && nested_drops) {
+        /* one instruction each: a handler may count one more while this runs */
+        uint64_t n = __atomic_exchange_n(&nested_drops, 0, __ATOMIC_RELAXED);
+        w->dropped_total += n;
+        w->lost_records += n;
+        __atomic_fetch_add(&g.hdr->records_dropped, n, __ATOMIC_RELAXED);
     }
+    if (w->hot.chunk && (uintptr_t)w->hot.pos + need <= (uintptr_t)w->chunk_end)
+        return 0;
     /* 64 bytes cover the CLOCK and DROPPED records that open a data chunk */
     if (need > g.chunk_size - PGF_CHUNK_HEADER_SIZE - (w->is_defs ? 0 : 96)) {
         count_drop(w);
@@ -351,13 +413,7 @@ static int reserve_locked(struct writer *w, uint32_t need) {
         uint8_t rec[96];
         struct span s = { rec, rec + sizeof rec };
         msgpack_packer pk = { &s, span_write };
-        uint64_t t = now_tsc();
-        msgpack_pack_array(&pk, 5);
-        msgpack_pack_uint8(&pk, PGF_REC_CLOCK);
-        msgpack_pack_uint64(&pk, t);
-        msgpack_pack_int64(&pk, ns_of(CLOCK_REALTIME));
-        msgpack_pack_int64(&pk, ns_of(CLOCK_MONOTONIC));
-        msgpack_pack_uint64(&pk, (uint64_t)ns_of(CLOCK_THREAD_CPUTIME_ID));
+        uint64_t t = pack_clock(w, &pk);
         uint8_t *mid = s.p;
         if (w->lost_records || w->lost_chunks) {
             msgpack_pack_array(&pk, 4);
@@ -370,6 +426,7 @@ static int reserve_locked(struct writer *w, uint32_t need) {
         emit(w, rec, (uint32_t)(mid - rec), t);
         if (s.p != mid)
             emit(w, mid, (uint32_t)(s.p - mid), t);
+        w->open_committed = (uint32_t)(w->hot.pos - w->hot.data);
         uint64_t hz = estimate_hz();
         if (hz)
             __atomic_store_n(&g.hdr->tsc_hz, hz, __ATOMIC_RELAXED);
@@ -381,20 +438,53 @@ static int reserve_locked(struct writer *w, uint32_t need) {
 
 int perfgroup__rec_reserve(struct perfgroup_rec_thread *hw, uint32_t need) {
     struct writer *w = (struct writer *)hw;
+    if (lock()) {
+        __atomic_fetch_add(&nested_drops, 1, __ATOMIC_RELAXED);
+        return -1;
+    }
     int saved = errno;
-    pthread_mutex_lock(&g.mu);
     int rc = reserve_locked(w, need);
-    pthread_mutex_unlock(&g.mu);
+    if (rc == 0) /* open the fast path again (the caller re-checks its room) */
+        __atomic_store_n(&w->hot.end, w->chunk_end, __ATOMIC_RELAXED);
+    unlock();
     errno = saved;
     return rc;
 }
 
-/* Room for need bytes without the lock when the chunk has it (owner thread only). */
-static int room(struct writer *w, uint32_t need) {
-    uint8_t *end = __atomic_load_n(&w->hot.end, __ATOMIC_RELAXED);
-    if ((uintptr_t)w->hot.pos + need <= (uintptr_t)end)
-        return 0;
-    return perfgroup__rec_reserve(&w->hot, need);
+/* A cold record of at most `need` bytes is about to be written at w->hot.pos (owner thread
+ * only): make room (without the lock when the chunk has it), then lower `end` so that a
+ * signal handler's record lands in the slow path (and is dropped) instead of in the middle
+ * of this one. 0 = go ahead, then call cold_end; -1 = dropped. */
+static int cold_begin(struct writer *w, uint32_t need) {
+    if (in_rec) {
+        __atomic_fetch_add(&nested_drops, 1, __ATOMIC_RELAXED);
+        return -1;
+    }
+    in_rec = 1;
+    __atomic_store_n(&w->hot.end, NULL, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    /* from here no handler writes into w: check and make room */
+    if (!w->hot.chunk || w->gen != __atomic_load_n(&g.gen, __ATOMIC_RELAXED) ||
+        (uintptr_t)w->hot.pos + need > (uintptr_t)w->chunk_end) {
+        pthread_mutex_lock(&g.mu);
+        int saved = errno;
+        int rc = reserve_locked(w, need);
+        errno = saved;
+        pthread_mutex_unlock(&g.mu);
+        if (rc) {
+            in_rec = 0; /* `end` stays NULL: the next record takes the slow path */
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void cold_end(struct writer *w) {
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    /* not if the recording was closed or replaced meanwhile: then the slow path re-attaches */
+    if (w->hot.chunk && w->gen == __atomic_load_n(&g.gen, __ATOMIC_RELAXED))
+        __atomic_store_n(&w->hot.end, w->chunk_end, __ATOMIC_RELAXED);
+    in_rec = 0;
 }
 
 /* ---- definitions ------------------------------------------------------------------------ */
@@ -423,7 +513,8 @@ static void defs_put(size_t from, size_t to) {
     } while (0)
 
 void perfgroup__rec_group(uint32_t group_id, const char *name, int kind, int active) {
-    pthread_mutex_lock(&g.mu);
+    if (lock())
+        return;
     DEF_BEGIN();
     msgpack_pack_array(pk, 5);
     msgpack_pack_uint8(pk, PGF_REC_GROUP);
@@ -435,12 +526,13 @@ void perfgroup__rec_group(uint32_t group_id, const char *name, int kind, int act
     else
         msgpack_pack_false(pk);
     DEF_END();
-    pthread_mutex_unlock(&g.mu);
+    unlock();
 }
 
 void perfgroup__rec_function(uint32_t function_id, const char *function, const char *file,
                              uint32_t line, const uint32_t *group_ids, unsigned ngroups) {
-    pthread_mutex_lock(&g.mu);
+    if (lock())
+        return;
     DEF_BEGIN();
     msgpack_pack_array(pk, 6);
     msgpack_pack_uint8(pk, PGF_REC_SITE);
@@ -454,7 +546,7 @@ void perfgroup__rec_function(uint32_t function_id, const char *function, const c
     for (unsigned i = 0; i < ngroups; i++)
         msgpack_pack_uint32(pk, group_ids[i]);
     DEF_END();
-    pthread_mutex_unlock(&g.mu);
+    unlock();
 }
 
 static uint32_t hash_str(const char *s) {
@@ -468,7 +560,8 @@ uint32_t perfgroup__rec_string(const char *text) {
     if (!text)
         text = "";
     uint32_t h = hash_str(text), id = 0;
-    pthread_mutex_lock(&g.mu);
+    if (lock())
+        return 0;
     if (g.str_count * 2 >= g.str_cap) {
         uint32_t nc = g.str_cap ? g.str_cap * 2 : 64;
         struct str_ent *ns = calloc(nc, sizeof *ns);
@@ -505,7 +598,7 @@ uint32_t perfgroup__rec_string(const char *text) {
         DEF_END();
     }
 out:
-    pthread_mutex_unlock(&g.mu);
+    unlock();
     return id;
 }
 
@@ -724,7 +817,7 @@ static int open_locked(const char *tmpl, unsigned mode, uint64_t buffer, uint32_
     g.heap = heap;
     g.nheap = 0;
     g.owner = owner;
-    g.gen++;
+    __atomic_fetch_add(&g.gen, 1, __ATOMIC_RELAXED);
     g.defs.is_defs = 1;
     attach(&g.defs);
     process_def();
@@ -772,7 +865,7 @@ static void close_locked(void) {
     g.free_stack = NULL;
     g.heap = NULL;
     g.owner = NULL;
-    g.gen++;
+    __atomic_fetch_add(&g.gen, 1, __ATOMIC_RELAXED);
 }
 
 /* fork(): the parent keeps its file; the child records into its own. */
@@ -783,8 +876,17 @@ static void atfork_child(void) {
         uint8_t *old = g.map;
         size_t old_size = g.map_size;
         unsigned mode = g.mode;
-        /* the other threads do not exist here: forget their writers */
+        /* the other threads do not exist here: forget their writers (unlinked, so that a
+         * thread_end for one of them, e.g. this thread's other writer, touches nothing) */
         struct writer *me = tls_writer;
+        for (struct writer *w = g.live, *nx; w; w = nx) {
+            nx = w->next;
+            w->prev = w->next = NULL;
+            /* every chunk is in the parent's mapping, unmapped below: slow path first */
+            __atomic_store_n(&w->hot.end, NULL, __ATOMIC_RELAXED);
+            w->hot.chunk = NULL;
+            w->hot.pos = w->hot.data = NULL;
+        }
         g.live = NULL;
         if (me) {
             me->prev = me->next = NULL;
@@ -802,7 +904,7 @@ static void atfork_child(void) {
             __atomic_store_n(&perfgroup__rec_mode, 0, __ATOMIC_RELAXED);
             g.reported = 0;
             report("cannot record the forked child to", path, -rc);
-            g.gen++;
+            __atomic_fetch_add(&g.gen, 1, __ATOMIC_RELAXED);
         }
         munmap(old, old_size);
     }
@@ -814,7 +916,8 @@ static void rec_fini(void) { perfgroup__rec_close(); }
 
 static int open_recording(const char *tmpl, unsigned mode, uint64_t buffer, uint32_t chunk,
                           char *path, size_t pathcap) {
-    pthread_mutex_lock(&g.mu);
+    if (lock())
+        return -EDEADLK;
     int rc;
     snprintf(path, pathcap, "%s", tmpl);
     if (g.hdr) {
@@ -832,7 +935,7 @@ static int open_recording(const char *tmpl, unsigned mode, uint64_t buffer, uint
                 g.atfork_done = 1;
         }
     }
-    pthread_mutex_unlock(&g.mu);
+    unlock();
     return rc;
 }
 
@@ -857,10 +960,11 @@ static uint64_t parse_size(const char *s) {
 }
 
 void perfgroup__rec_init(void) {
-    pthread_mutex_lock(&g.mu);
+    if (lock())
+        return;
     int first = !g.env_read;
     g.env_read = 1;
-    pthread_mutex_unlock(&g.mu);
+    unlock();
     const char *out = getenv("PERFGROUP_OUTPUT");
     if (!first || !out || !*out)
         return;
@@ -868,55 +972,67 @@ void perfgroup__rec_init(void) {
                *c = getenv("PERFGROUP_CHUNK");
     unsigned mode = PGF_MODE_STATS;
     uint64_t buffer = DEFAULT_BUFFER, chunk = DEFAULT_CHUNK;
-    const char *bad = NULL;
+    char bad[256] = "";
     if (m && *m) {
         if (strcmp(m, "trace") == 0)
             mode = PGF_MODE_TRACE;
         else if (strcmp(m, "stats") != 0)
-            bad = "PERFGROUP_MODE (stats or trace)";
+            snprintf(bad, sizeof bad, "PERFGROUP_MODE=%.40s: expected stats or trace", m);
     }
     if (b && *b && !(buffer = parse_size(b)))
-        bad = "PERFGROUP_BUFFER (e.g. 256M)";
-    if (c && *c && (!(chunk = parse_size(c)) || chunk > MAX_CHUNK))
-        bad = "PERFGROUP_CHUNK (a power of 2, 4K..16M)";
+        snprintf(bad, sizeof bad, "PERFGROUP_BUFFER=%.40s: expected a size like 256M", b);
+    if (c && *c && !(chunk = parse_size(c)))
+        snprintf(bad, sizeof bad, "PERFGROUP_CHUNK=%.40s: expected a size like 64K", c);
     char path[PATH_MAX];
-    int rc = bad ? -EINVAL : open_recording(out, mode, buffer, (uint32_t)chunk, path, sizeof path);
+    int rc = -EINVAL;
+    if (!bad[0] && chunk <= MAX_CHUNK)
+        rc = open_recording(out, mode, buffer, (uint32_t)chunk, path, sizeof path);
+    if (rc == -EINVAL && !bad[0])
+        snprintf(bad, sizeof bad,
+                 "PERFGROUP_CHUNK=%.40s, PERFGROUP_BUFFER=%.40s: the chunk must be a power of 2 "
+                 "from 4K to 16M and the buffer hold 4K + 2 chunks",
+                 c && *c ? c : "64K", b && *b ? b : "256M");
     if (rc) {
-        pthread_mutex_lock(&g.mu);
-        if (bad)
-            report("bad setting", bad, EINVAL);
-        else if (rc == -EINVAL)
-            report("bad PERFGROUP_BUFFER/PERFGROUP_CHUNK (buffer must hold 2 chunks)", NULL, EINVAL);
-        else
+        if (lock())
+            return;
+        if (bad[0]) {
+            if (!g.reported)
+                fprintf(stderr, "perfgroup: %s; running unrecorded\n", bad);
+            g.reported = 1;
+        } else {
             report("cannot record to", path, -rc);
-        pthread_mutex_unlock(&g.mu);
+        }
+        unlock();
     }
 }
 
 void perfgroup__rec_close(void) {
-    pthread_mutex_lock(&g.mu);
+    if (lock())
+        return;
     close_locked();
-    pthread_mutex_unlock(&g.mu);
+    unlock();
 }
 
 /* Called around exec (rec_exec.c): a successful exec closes the file cleanly; a failed one
  * reopens it (same generation, same chunks). */
 void perfgroup__rec_exec_begin(void) {
-    pthread_mutex_lock(&g.mu);
+    if (lock())
+        return;
     if (g.hdr) {
         g.hdr->end_tsc = now_tsc();
         __atomic_store_n(&g.hdr->state, PGF_STATE_CLOSED, __ATOMIC_RELEASE);
     }
-    pthread_mutex_unlock(&g.mu);
+    unlock();
 }
 
 void perfgroup__rec_exec_failed(void) {
-    pthread_mutex_lock(&g.mu);
+    if (lock())
+        return;
     if (g.hdr) {
         g.hdr->end_tsc = 0;
         __atomic_store_n(&g.hdr->state, PGF_STATE_RECORDING, __ATOMIC_RELEASE);
     }
-    pthread_mutex_unlock(&g.mu);
+    unlock();
 }
 
 /* ---- threads ------------------------------------------------------------------------------ */
@@ -924,23 +1040,26 @@ void perfgroup__rec_exec_failed(void) {
 struct perfgroup_rec_thread *perfgroup__rec_thread_start(uint32_t thread_index, uint32_t tid,
                                                          const char *name) {
     /* out of memory: a writer that never attaches, so the hot path needs no NULL check */
-    static struct writer dead = { .dead = 1, .cur = -1, .reserved = -1 };
+    static struct writer dead = { .dead = 1, .cur = -1, .reserved = -1, .last_full = -1 };
     struct writer *w = calloc(1, sizeof *w);
     if (!w)
         return &dead.hot;
     w->index = thread_index;
     w->tid = tid;
-    w->cur = w->reserved = -1;
+    w->cur = w->reserved = w->last_full = -1;
     snprintf(w->name, sizeof w->name, "%s", name ? name : "");
-    pthread_mutex_lock(&g.mu);
+    if (lock()) {
+        free(w);
+        return &dead.hot;
+    }
     w->next = g.live;
     if (g.live)
         g.live->prev = w;
     g.live = w;
     if (g.hdr)
         attach(w); /* writes the THREAD definition now */
-    pthread_mutex_unlock(&g.mu);
-    if (!tls_writer)
+    unlock();
+    if (!tls_writer || tls_writer->lazy) /* markers follow the core's writer once it exists */
         tls_writer = w;
     return &w->hot;
 }
@@ -949,11 +1068,12 @@ void perfgroup__rec_thread_name(struct perfgroup_rec_thread *hw, const char *nam
     struct writer *w = (struct writer *)hw;
     if (!w)
         return;
-    pthread_mutex_lock(&g.mu);
+    if (lock())
+        return;
     snprintf(w->name, sizeof w->name, "%s", name ? name : "");
     if (g.hdr && w->gen == g.gen)
         thread_def(w);
-    pthread_mutex_unlock(&g.mu);
+    unlock();
 }
 
 void perfgroup__rec_thread_end(struct perfgroup_rec_thread *hw, uint64_t tsc) {
@@ -961,7 +1081,8 @@ void perfgroup__rec_thread_end(struct perfgroup_rec_thread *hw, uint64_t tsc) {
     if (!w || w->dead)
         return;
     int saved = errno;
-    pthread_mutex_lock(&g.mu);
+    if (lock())
+        return;
     if (g.hdr && w->gen == g.gen) {
         uint8_t rec[16];
         struct span s = { rec, rec + sizeof rec };
@@ -986,7 +1107,7 @@ void perfgroup__rec_thread_end(struct perfgroup_rec_thread *hw, uint64_t tsc) {
         g.live = w->next;
     if (w->next)
         w->next->prev = w->prev;
-    pthread_mutex_unlock(&g.mu);
+    unlock();
     if (tls_writer == w)
         tls_writer = NULL;
     free(w);
@@ -1003,11 +1124,17 @@ void perfgroup__rec_event(struct perfgroup_rec_thread *hw, uint32_t name_string_
         return;
     if (ngroups > 4096)
         ngroups = 4096;
-    uint32_t max = 1 + 1 + 5 + 9 + 9 + 9 + 5 + 5 + ngroups * (1 + 5 + 9 + 9 + 9);
-    if (room(w, max))
+    uint32_t max = CLOCK_MAX + 1 + 1 + 5 + 9 + 9 + 9 + 5 + 5 + ngroups * (1 + 5 + 9 + 9 + 9);
+    if (cold_begin(w, max))
         return;
     struct span s = { w->hot.pos, w->hot.pos + max };
     msgpack_packer pk = { &s, span_write };
+    /* a clock pair at least once a second of events, besides the one opening each chunk */
+    uint64_t hz = estimate_hz();
+    if (hz && end_tsc - w->last_clock > hz && end_tsc > w->last_clock) {
+        uint64_t t = pack_clock(w, &pk);
+        publish(w, s.p, t);
+    }
     msgpack_pack_array(&pk, 7);
     msgpack_pack_uint8(&pk, PGF_REC_EVENT);
     msgpack_pack_uint32(&pk, name_string_id);
@@ -1024,6 +1151,7 @@ void perfgroup__rec_event(struct perfgroup_rec_thread *hw, uint32_t name_string_
         msgpack_pack_uint64(&pk, groups[i].activations);
     }
     publish(w, s.p, end_tsc);
+    cold_end(w);
 }
 
 void perfgroup__rec_marker(struct perfgroup_rec_thread *hw, uint32_t name_string_id,
@@ -1033,7 +1161,7 @@ void perfgroup__rec_marker(struct perfgroup_rec_thread *hw, uint32_t name_string
         return;
     uint32_t tl = (uint32_t)clip(text, MAX_TEXT);
     uint32_t max = 1 + 1 + 5 + 5 + tl + 9 + 9;
-    if (room(w, max))
+    if (cold_begin(w, max))
         return;
     struct span s = { w->hot.pos, w->hot.pos + max };
     msgpack_packer pk = { &s, span_write };
@@ -1044,25 +1172,29 @@ void perfgroup__rec_marker(struct perfgroup_rec_thread *hw, uint32_t name_string
     msgpack_pack_uint64(&pk, start_tsc);
     msgpack_pack_uint64(&pk, end_tsc);
     publish(w, s.p, end_tsc);
+    cold_end(w);
 }
 
 void perfgroup__rec_overhead(struct perfgroup_rec_thread *hw, uint64_t commit_ns,
-                             uint64_t commits, uint64_t slow_paths, uint64_t resyncs) {
+                             uint64_t commits, uint64_t slow_paths, uint64_t resyncs,
+                             uint64_t dropped) {
     struct writer *w = (struct writer *)hw;
     if (!w)
         return;
-    uint32_t max = 1 + 1 + 4 * 9;
-    if (room(w, max))
+    uint32_t max = 1 + 1 + 5 * 9;
+    if (cold_begin(w, max))
         return;
     struct span s = { w->hot.pos, w->hot.pos + max };
     msgpack_packer pk = { &s, span_write };
-    msgpack_pack_array(&pk, 5);
+    msgpack_pack_array(&pk, 6);
     msgpack_pack_uint8(&pk, PGF_REC_OVERHEAD);
     msgpack_pack_uint64(&pk, commit_ns);
     msgpack_pack_uint64(&pk, commits);
     msgpack_pack_uint64(&pk, slow_paths);
     msgpack_pack_uint64(&pk, resyncs);
+    msgpack_pack_uint64(&pk, dropped);
     publish(w, s.p, w->hot.chunk->last_tsc);
+    cold_end(w);
 }
 
 /* ---- public API --------------------------------------------------------------------------- */
@@ -1079,10 +1211,11 @@ int perfgroup_record_open(const char *path, int mode, uint64_t buffer_bytes,
 }
 
 int perfgroup_record_close(void) {
-    pthread_mutex_lock(&g.mu);
+    if (lock())
+        return -EDEADLK;
     int rc = g.hdr ? 0 : -ENOENT;
     close_locked();
-    pthread_mutex_unlock(&g.mu);
+    unlock();
     return rc;
 }
 

@@ -3,14 +3,14 @@
 """lua_compile_time.py — compile-time cost of the GCC plugin on a real C code base: the C
 sources of Lua 5.4 from Debian's lua5.4 source package, compiled file by file with gcc -O2.
 
-Variants, compiled in interleaved rounds (the order rotates every round) so that machine
-noise hits all of them alike:
+Variants, interleaved file by file (each file is compiled by every variant back to back, in
+an order that rotates) so that the shared machine's changing load hits all of them alike:
     none        gcc -O2                                         the baseline
     plugin      gcc -O2 -fplugin=perfgroup.so                   loaded, nothing annotated
     default     gcc -O2 -fplugin=... -fplugin-arg-perfgroup-default=lua   every function instrumented
     finstr      gcc -O2 -finstrument-functions                  GCC's own entry/exit hooks
-Measured: CPU time (user + system) of the compiler processes, from getrusage(RUSAGE_CHILDREN);
-reported: the median per variant over the rounds, and ratios to `none` (and default/finstr).
+Measured: CPU time (user + system) of each compiler process tree (wait4 rusage), summed over
+the files of a round; reported: the median per variant over the rounds, and ratios to `none` (and default/finstr).
 
     bench/compile-time/lua_compile_time.py --plugin build/plugin-gcc/perfgroup.so \
         [--rounds 7] [--workdir /tmp/perfgroup-lua] [--markdown docs/benchmarks.md]
@@ -22,7 +22,6 @@ Getting the sources needs deb-src: the script adds its own apt source file
 import argparse
 import glob
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -65,16 +64,28 @@ def variants(plugin):
     }
 
 
-def build(src, outdir, flags):
-    """Compile every .c of Lua once; return the compilers' CPU seconds."""
+def compile_one(c, outdir, flags):
+    """Compile one file; return the compiler's CPU seconds (user + system, all its children)."""
     os.makedirs(outdir, exist_ok=True)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    for c in sorted(glob.glob(os.path.join(src, "*.c"))):
-        obj = os.path.join(outdir, os.path.basename(c)[:-2] + ".o")
-        subprocess.run(["gcc", "-O2", "-Wall", "-DLUA_COMPAT_5_3", "-DLUA_USE_LINUX"] + flags
-                       + ["-c", c, "-o", obj], check=True)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    obj = os.path.join(outdir, os.path.basename(c)[:-2] + ".o")
+    p = subprocess.Popen(["gcc", "-O2", "-Wall", "-DLUA_COMPAT_5_3", "-DLUA_USE_LINUX"] + flags
+                         + ["-c", c, "-o", obj])
+    _, status, ru = os.wait4(p.pid, 0)
+    if status:
+        raise SystemExit(f"gcc failed on {c} with {flags}")
+    return ru.ru_utime + ru.ru_stime
+
+
+def round_(src, workdir, vs, r):
+    """One round: every file compiled once per variant, the variants back to back per file
+    (rotating their order), so slow drifts of the shared machine's load hit all alike."""
+    names = list(vs)
+    total = dict.fromkeys(names, 0.0)
+    for i, c in enumerate(sorted(glob.glob(os.path.join(src, "*.c")))):
+        k = (r + i) % len(names)
+        for n in names[k:] + names[:k]:
+            total[n] += compile_one(c, os.path.join(workdir, "obj-" + n), vs[n])
+    return total
 
 
 def count_sites(outdir):
@@ -100,13 +111,12 @@ def main():
     vs = variants(plugin)
     names = list(vs)
     times = {n: [] for n in names}
-    for n in names:  # warm-up: page cache, and proof that every variant builds
-        build(src, os.path.join(a.workdir, "obj-" + n), vs[n])
+    round_(src, a.workdir, vs, 0)  # warm-up: page cache, and proof that every variant builds
     sites = count_sites(os.path.join(a.workdir, "obj-default"))
     for r in range(a.rounds):
-        order = names[r % len(names):] + names[:r % len(names)]
-        for n in order:
-            times[n].append(build(src, os.path.join(a.workdir, "obj-" + n), vs[n]))
+        t = round_(src, a.workdir, vs, r)
+        for n in names:
+            times[n].append(t[n])
         print(f"round {r + 1}/{a.rounds}: " + "  ".join(f"{n}={times[n][-1]:.2f}s" for n in names), flush=True)
     med = {n: statistics.median(times[n]) for n in names}
     base = med["none"]
@@ -117,7 +127,7 @@ def main():
         "",
         f"Lua {os.path.basename(os.path.dirname(src))} from Debian's `lua5.4` source package: {files} C files, "
         f"each compiled with `gcc -O2` (GCC {subprocess.run(['gcc', '-dumpfullversion'], capture_output=True, text=True).stdout.strip()}). "
-        f"CPU time (user+sys) of the compilers, median of {a.rounds} interleaved rounds, "
+        f"CPU time (user+sys) of the compilers, median of {a.rounds} rounds interleaved file by file, "
         f"measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on the shared 2-core VM. "
         f"With `default=` the plugin emitted {sites} sites (every Lua function).",
         "",

@@ -8,7 +8,8 @@
  *      chunk header field 56 is `records_before` (was `reserved`), `dropped_before` counts
  *      only records lost for want of a chunk, PGF_REC_INTERVAL has one exact 29-byte
  *      encoding (PGF_INTERVAL_SIZE), publishing order and recycling order are specified,
- *      string ids start at 1, file naming (%p, fork, exec) is specified below.
+ *      string ids start at 1, file naming (%p, fork, exec) is specified below,
+ *      PGF_REC_OVERHEAD gained `dropped` (6th element).
  *
  * Layout (all integers little-endian; every offset is from the start of the file):
  *
@@ -45,7 +46,8 @@
  * last_tsc, then stores the new `committed` with release ordering. A reader loads
  * `committed` with acquire ordering and never looks past it: it never sees a torn record.
  * So in a WRITING chunk of a killed writer record_count may exceed the whole records by one;
- * in a FULL chunk it is exact. Records never span chunks.
+ * in a FULL chunk it is exact (unless instrumented code in a signal handler nested a record
+ * inside another on the same thread: docs/file-format.md). Records never span chunks.
  *
  * Exact accounting per thread: chunk.records_before + chunk.record_count of a thread's newest
  * chunk is every record it committed; records_before + record_count - (records in its
@@ -165,7 +167,8 @@ struct pgf_chunk_header {
  *
  * Data (a thread's DATA chunks):
  *   PGF_REC_CLOCK    [kind, tsc, realtime_ns, monotonic_ns, thread_cpu_ns]
- *                    first record of every data chunk, and periodically
+ *                    first record of every data chunk, and periodically (before an EVENT
+ *                    ending more than a second after the thread's last PGF_REC_CLOCK)
  *   PGF_REC_EVENT    [kind, name_string_id, begin_tsc, end_tsc, cpu_ns, flags,
  *                     [[group_id, cycles, cpu_ns, activations], ...]]
  *                    flags: PGF_EVENT_F_*; cpu_ns of an implicit event is estimated
@@ -178,8 +181,10 @@ struct pgf_chunk_header {
  *   PGF_REC_MARKER   [kind, name_string_id, text, start_tsc, end_tsc]  end == start: instant
  *   PGF_REC_DROPPED  [kind, records, bytes, chunks]        this thread lost these since the
  *                    previous PGF_REC_DROPPED (to recycling of its chunks, or a full buffer)
- *   PGF_REC_OVERHEAD [kind, commit_ns, commits, slow_paths, resyncs]  runtime's own cost
- *                    since the previous PGF_REC_OVERHEAD
+ *   PGF_REC_OVERHEAD [kind, commit_ns, commits, slow_paths, resyncs, dropped]  runtime's own
+ *                    cost since the previous PGF_REC_OVERHEAD; dropped = enter/exit pairs
+ *                    the hooks could not count (site not resolvable without blocking,
+ *                    shadow stack full)
  *   PGF_REC_THREAD_END [kind, end_tsc]
  */
 enum pgf_record_kind {

@@ -104,7 +104,7 @@ def main():
         return 1
     rt = os.path.abspath(a.runtime)
     link_cmd = [cc, a.opt, "-pthread", obj, "-o", exe, rt]
-    if ".so" in os.path.basename(rt):  # also libperfgroup.so.0.1.0 ($<TARGET_FILE:perfgroup>)
+    if ".so" in os.path.basename(rt):  # libperfgroup.so or a versioned libperfgroup.so.0.1.0
         link_cmd.append("-Wl,-rpath," + os.path.dirname(rt))
     if run(link_cmd).returncode:
         print("FAIL: link")

@@ -138,7 +138,8 @@ def case_preprocess():
 
 def case_shared_lib():
     """A shared library with its own sites: its own perfgroup_sites section and module
-    constructor (hidden bounds, not exported), and its functions are traced with their groups."""
+    constructor (hidden bounds, not exported); the runtime resolved both of its sites before
+    main (registered), and its functions are traced with their groups."""
     lib = w("libshlib.so")
     sh(["gcc", A.opt, "-g", "-fPIC", "-shared", "-Wall", "-Werror", "-I" + A.include] + plugin()
        + [os.path.join(SRC, "shlib.c"), A.runtime, "-Wl,-rpath," + os.path.dirname(A.runtime), "-o", lib])
@@ -154,6 +155,9 @@ def case_shared_lib():
             raise Fail("libshlib.so exports its section bounds: they must be hidden:\n" + l)
     if "__perfgroup_register_module" not in dyn:
         raise Fail("libshlib.so does not call __perfgroup_register_module")
+    out = sh([exe], env=ENV).stdout
+    if "library sites resolved before main: 2" not in out:
+        raise Fail("the runtime did not see the library's 2 sites registered before main")
     expect_trace(trace_of(exe), """
 main > app_work @app|
 main > lib_work @lib|
@@ -165,23 +169,33 @@ main < app_work
 
 
 def case_sites():
-    """The descriptors, read back by the program through the ABI: version, flags, line, the
-    two NUL-separated string pairs, a zero cache slot, and a dense 32-byte, 8-aligned array."""
+    """The descriptors: a dense 32-byte, 8-aligned array with version 1 and a zero cache slot as
+    emitted; read back by the program through the ABI: flags, line, the two NUL-separated
+    string pairs, and a cache slot the runtime filled at registration."""
     obj = w("sites.o")
     compile_(["sites.c"], obj, plugin("default=filegrp"), link=False)
     sections = sh(["readelf", "-SW", obj]).stdout
     m = re.search(r"perfgroup_sites\s+PROGBITS\s+\S+\s+\S+\s+(\S+)\s+\S+\s+WA\s+\d+\s+\d+\s+(\d+)", sections)
     if not m or m.group(2) != "8" or int(m.group(1), 16) % 32:
         raise Fail("perfgroup_sites: not a dense array of 32-byte, 8-aligned sites")
+    raw = w("sites.bin")  # the section as emitted: version 1 first, cache slot 0 last
+    sh(["objcopy", "-O", "binary", "--only-section=perfgroup_sites", obj, raw])
+    data = open(raw, "rb").read()
+    for off in range(0, len(data), 32):
+        if data[off:off + 2] != b"\x01\x00" or data[off + 24:off + 32] != bytes(8):
+            raise Fail(f"site at offset {off}: version or cache slot wrong as emitted")
     exe = w("sites")
     sh(["gcc", A.opt, obj, A.runtime, "-Wl,-rpath," + os.path.dirname(A.runtime), "-o", exe])
     out = sh([exe], env=ENV).stdout
     got = sorted(l for l in out.splitlines() if l.startswith("site "))
     F = {"GCC": 0x1, "INLINE": 0x8, "ATTR": 0x10, "FILE": 0x20}
+    src_lines = open(os.path.join(SRC, "sites.c")).read().splitlines()
+    line = {fn: 1 + next(i for i, l in enumerate(src_lines) if f" {fn}(int x)" in l)
+            for fn in ("with_attr", "file_only", "in_line")}
     want = sorted([
-        f"site v=1 flags={hex(F['GCC'] | F['ATTR'] | F['FILE'])} line=12 groups=attrgrp|filegrp where=with_attr|sites.c cache=(nil)",
-        f"site v=1 flags={hex(F['GCC'] | F['FILE'])} line=13 groups=|filegrp where=file_only|sites.c cache=(nil)",
-        f"site v=1 flags={hex(F['GCC'] | F['INLINE'] | F['FILE'])} line=14 groups=|filegrp where=in_line|sites.c cache=(nil)",
+        f"site v=1 flags={hex(F['GCC'] | F['ATTR'] | F['FILE'])} line={line['with_attr']} groups=attrgrp|filegrp where=with_attr|sites.c cache=resolved",
+        f"site v=1 flags={hex(F['GCC'] | F['FILE'])} line={line['file_only']} groups=|filegrp where=file_only|sites.c cache=resolved",
+        f"site v=1 flags={hex(F['GCC'] | F['INLINE'] | F['FILE'])} line={line['in_line']} groups=|filegrp where=in_line|sites.c cache=resolved",
     ])
     if got != want:
         raise Fail("sites differ:\n--- expected\n" + "\n".join(want) + "\n--- got\n" + "\n".join(got))
@@ -243,6 +257,41 @@ main < beta
     expect_trace(opts_program(["default=core", "exclude=*/src/opts.c"]), "")
 
 
+def case_exclude_cxx():
+    """exclude= on C++: a qualified-name glob (net::*) and a mangled-name glob (_Z6helperi)."""
+    exe = w("cxx_names")
+    compile_(["cxx_names.cc"], exe, plugin("default=core", "exclude=net::*,_Z6helper*"), lang="c++")
+    expect_trace(trace_of(exe), "main > main @|core\nmain < main")
+    compile_(["cxx_names.cc"], exe, plugin("default=core", "exclude=net::s*"), lang="c++")
+    got = trace_of(exe)
+    if "net::parse(int)" not in got or "net::send(int)" in got:
+        raise Fail("exclude=net::s* should drop net::send only:\n" + got)
+
+
+def case_c_frame_unwinding():
+    """A C++ exception unwinding through an instrumented C frame: with -fexceptions the C
+    frame's exit hook runs; without it (the C default) it is skipped — the documented limit."""
+    for cflags, c_exit in (("-fexceptions", "main < c_middle\n"), ("-fno-exceptions", "")):
+        obj = w("unwind_c.o")
+        compile_(["unwind_c.c"], obj, plugin() + [cflags], link=False)
+        exe = w("unwind")
+        compile_(["unwind_main.cc", obj], exe, plugin(), lang="c++")
+        expect_trace(trace_of(exe), "main > c_middle @c|\nmain > thrower() @cxx|\nmain < thrower()\n" + c_exit)
+
+
+def case_spellings():
+    """__attribute__((perf_group)), [[gnu::perf_group]] and [[perfgroup::group]], in C2x and C++."""
+    cxx_copy = w("spellings.cc")
+    shutil.copyfile(os.path.join(SRC, "spellings.c"), cxx_copy)
+    for lang, src, flags in (("c", "spellings.c", ["-std=c2x"]), ("c++", cxx_copy, [])):
+        exe = w("spellings-" + lang)
+        compile_([src], exe, plugin() + flags, lang=lang)
+        n = (lambda f: f"{f}(int)") if lang == "c++" else (lambda f: f)
+        expect_trace(trace_of(exe), "".join(
+            f"main > {n(f)} @{g}|\nmain < {n(f)}\n"
+            for f, g in (("by_gnu", "gnu"), ("by_std_gnu", "std_gnu"), ("by_scoped", "scoped"))))
+
+
 def case_option_system_headers():
     """system-headers: default= also applies to functions defined in system headers."""
     got = opts_program(["default=core", "system-headers"])
@@ -295,10 +344,13 @@ def case_installed():
 
 def case_installed_real():
     """After `cmake --install` (into GCC's real plugin dir), plain `gcc -fplugin=perfgroup`
-    works. Skipped when the plugin has not been installed on this machine."""
+    works. Skipped when this build's plugin is not the one installed on this machine."""
     real = os.path.join(sh(["gcc", "-print-file-name=plugin"]).stdout.strip(), "perfgroup.so")
     if not os.path.exists(real):
         print(f"SKIP: {real} not installed (run cmake --install)")
+        return 77
+    if open(real, "rb").read() != open(A.plugin, "rb").read():
+        print(f"SKIP: {real} is not this build's plugin (run cmake --install to test it)")
         return 77
     exe = w("short-real")
     compile_(["macro.c"], exe, ["-fplugin=perfgroup"])

@@ -9,9 +9,17 @@
  *   stats    the same loop in stats mode: events only, no interval
  *   threads  16 threads through the hooks: every thread's records complete
  *   fork     a recording process forks: the child's own file has the definitions
+ *   toggle   4 threads run the hooks while the main thread opens and closes 10 recordings
+ *            (perfgroup_record_open/close): every file reads back whole, intervals right
+ *   kill [N] N times: fork a child that records from 4 threads, SIGKILL it at a random
+ *            moment, read its file: no error, and per thread every completed iteration's
+ *            event is there, at most the one in flight is missing
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,6 +249,141 @@ static int case_fork(void) {
     return 0;
 }
 
+#define KTHREADS 4
+struct kshared {
+    volatile uint64_t done[KTHREADS];
+    volatile int started;
+};
+static struct kshared *ks;
+
+static void *kill_thread(void *arg) {
+    unsigned slot = (unsigned)(uintptr_t)arg;
+    char name[8] = { 'k', (char)('0' + slot), 0 };
+    perfgroup_thread_name(name);
+    __atomic_fetch_add(&ks->started, 1, __ATOMIC_SEQ_CST);
+    for (uint64_t i = 0;; i++) {
+        one_iteration();
+        __atomic_store_n(&ks->done[slot], i + 1, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+static int case_kill(int runs) {
+    ks = mmap(NULL, sizeof *ks, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(ks != MAP_FAILED);
+    unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+    fprintf(stderr, "kill: seed %u\n", seed);
+    uint64_t total_events = 0;
+    /* resolve the sites once here: four threads racing for a site's first call may see
+     * one of them uncounted (the core never blocks a hook on its registry lock) */
+    one_iteration();
+    for (int run = 0; run < runs; run++) {
+        memset((void *)ks, 0, sizeof *ks);
+        pid_t pid = fork(); /* the child records into its own file (atfork) */
+        CHECK(pid >= 0);
+        if (pid == 0) {
+            pthread_t th;
+            for (uintptr_t i = 0; i < KTHREADS; i++)
+                pthread_create(&th, NULL, kill_thread, (void *)i);
+            for (;;)
+                pause();
+        }
+        while (__atomic_load_n(&ks->started, __ATOMIC_SEQ_CST) < KTHREADS)
+            usleep(100);
+        seed = seed * 1103515245u + 12345u;
+        struct timespec d = { 0, (long)((seed >> 8) % 20000) * 1000 };
+        nanosleep(&d, NULL);
+        CHECK_EQ(kill(pid, SIGKILL), 0);
+        int st;
+        CHECK_EQ(waitpid(pid, &st, 0), pid);
+        out_path(pid);
+        pgr_reader *r = pgr_open(path);
+        CHECK(r != NULL);
+        uint32_t slot_of[64];
+        uint64_t ev[64] = { 0 }, iv[64] = { 0 };
+        memset(slot_of, 0xff, sizeof slot_of);
+        struct pgr_record rec;
+        while (pgr_next(r, &rec) > 0) {
+            if (rec.kind == PGF_REC_THREAD && rec.u.thread.name.len == 2 &&
+                rec.u.thread.name.ptr[0] == 'k' && rec.u.thread.thread_index < 64)
+                slot_of[rec.u.thread.thread_index] = (uint32_t)(rec.u.thread.name.ptr[1] - '0');
+            if (rec.kind == PGF_REC_EVENT && rec.thread < 64)
+                ev[rec.thread]++;
+            if (rec.kind == PGF_REC_INTERVAL && rec.thread < 64)
+                iv[rec.thread]++;
+        }
+        if (pgr_error(r))
+            fprintf(stderr, "%s: byte %llu: %s\n", path,
+                    (unsigned long long)pgr_error(r)->offset, pgr_error(r)->message);
+        CHECK(pgr_error(r) == NULL);
+        CHECK_EQ(pgr_header(r)->state, PGF_STATE_RECORDING);
+        CHECK_EQ(pgr_header(r)->records_dropped, 0);
+        unsigned seen = 0;
+        for (uint32_t t = 0; t < 64; t++) {
+            if (slot_of[t] >= KTHREADS)
+                continue;
+            seen++;
+            uint64_t done = ks->done[slot_of[t]];
+            if (!(ev[t] >= done && ev[t] <= done + 1 && iv[t] >= 3 * ev[t] &&
+                  iv[t] <= 3 * ev[t] + 3))
+                fprintf(stderr, "run %d thread %u: done %llu events %llu intervals %llu\n", run,
+                        t, (unsigned long long)done, (unsigned long long)ev[t],
+                        (unsigned long long)iv[t]);
+            CHECK(ev[t] >= done && ev[t] <= done + 1);
+            CHECK(iv[t] >= 3 * ev[t] && iv[t] <= 3 * ev[t] + 3);
+            total_events += ev[t];
+        }
+        CHECK_EQ(seen, KTHREADS);
+        pgr_close(r);
+        unlink(path);
+    }
+    fprintf(stderr, "kill: %d runs ok, %llu events read back\n", runs,
+            (unsigned long long)total_events);
+    return 0;
+}
+
+static volatile int toggle_stop;
+
+static void *toggle_thread(void *arg) {
+    (void)arg;
+    while (!__atomic_load_n(&toggle_stop, __ATOMIC_RELAXED))
+        one_iteration();
+    return NULL;
+}
+
+static int case_toggle(void) {
+    /* the environment's recording first, closed; then 10 of our own */
+    CHECK_EQ(perfgroup_record_close(), 0);
+    out_path(getpid());
+    unlink(path);
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ(pthread_create(&th[i], NULL, toggle_thread, NULL), 0);
+    char files[10][600];
+    for (int k = 0; k < 10; k++) {
+        snprintf(files[k], sizeof files[k], "%s.toggle%d", path, k);
+        CHECK_EQ(perfgroup_record_open(files[k], PERFGROUP_RECORD_TRACE, 16u << 20, 0), 0);
+        usleep(5000);
+        CHECK_EQ(perfgroup_record_close(), 0);
+        usleep(2000);
+    }
+    __atomic_store_n(&toggle_stop, 1, __ATOMIC_RELAXED);
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    uint64_t total = 0;
+    for (int k = 0; k < 10; k++) {
+        struct tally t;
+        tally(files[k], &t, 1);
+        CHECK_EQ(t.bad_interval, 0);
+        CHECK_EQ(t.kinds[PGF_REC_SITE], 2);
+        total += t.kinds[PGF_REC_EVENT];
+        unlink(files[k]);
+    }
+    fprintf(stderr, "toggle: 10 recordings, %llu events\n", (unsigned long long)total);
+    CHECK(total > 0);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2)
         return 2;
@@ -249,6 +392,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[1], "stats")) rc = case_stats();
     else if (!strcmp(argv[1], "threads")) rc = case_threads();
     else if (!strcmp(argv[1], "fork")) rc = case_fork();
+    else if (!strcmp(argv[1], "toggle")) rc = case_toggle();
+    else if (!strcmp(argv[1], "kill")) rc = case_kill(argc > 2 ? atoi(argv[2]) : 50);
     if (rc == 0) {
         out_path(getpid());
         unlink(path);

@@ -136,6 +136,17 @@ static int test_errors(void) {
     FRESH(); memcpy(c + 20, &(uint32_t){ 0 }, 4);
     expect("chunk_count", c, img_len, "bad chunk_count 0", 20);
     expect("short header", img, 100, "file too short for a header", 0);
+    /* a huge chunk_count on a small file: no huge allocation, the chunks present are read */
+    {
+        FRESH();
+        memcpy(c + 20, &(uint32_t){ 1u << 24 }, 4);
+        write_bad(c, img_len);
+        long n = read_all(bad, msg, sizeof msg, &off, &warns);
+        printf("%-28s -> %ld records, %zu warnings\n", "chunk_count 2^24", n, warns);
+        CHECK_EQ(msg[0], 0);
+        CHECK_EQ(n, all);
+        CHECK(warns >= 1); /* file cut short */
+    }
 
     uint32_t d = find_chunk(PGF_CHUNK_DATA), defs = find_chunk(PGF_CHUNK_DEFS);
     uint64_t co = chunk_off(d);
@@ -172,8 +183,25 @@ static int test_errors(void) {
         CHECK(strstr(m, "truncated record") != NULL);
         CHECK(o > co + 64 && o < co + 64 + cm);
     }
-    FRESH(); c[co + 28] ^= 0x40; /* record_count of a FULL chunk */
-    expect("record_count", c, img_len, "records", co + 28);
+    /* record_count of a FULL chunk: the records still parse, so a warning, not an error */
+    {
+        FRESH();
+        c[co + 28] ^= 0x40;
+        write_bad(c, img_len);
+        pgr_reader *r = pgr_open(bad);
+        struct pgr_record rec;
+        long n = 0;
+        while (pgr_next(r, &rec) > 0)
+            n++;
+        CHECK(pgr_error(r) == NULL);
+        CHECK_EQ(n, all);
+        CHECK_EQ(pgr_warning_count(r), 1);
+        printf("%-28s -> warning at byte %llu: %s\n", "record_count",
+               (unsigned long long)pgr_warning(r, 0)->offset, pgr_warning(r, 0)->message);
+        CHECK(strstr(pgr_warning(r, 0)->message, "but") != NULL);
+        CHECK_EQ(pgr_warning(r, 0)->offset, co + 28);
+        pgr_close(r);
+    }
     /* the PROCESS record's pid field (a fixint or u32) replaced by a string header */
     {
         uint64_t dc = chunk_off(defs);

@@ -13,6 +13,12 @@
  *   symlink    a symlink planted at the output path is replaced, never followed
  *   perm       an unwritable path is reported once; the program runs on unrecorded
  *   api        perfgroup_record_open/close and markers; bad arguments
+ *   badenv     bad PERFGROUP_MODE / _BUFFER / _CHUNK: one line on stderr, no file, runs on
+ *   clock      a clock pair at each chunk start, and again at an event a second later
+ *   full       more writers than chunks: the ones without a chunk drop everything, counted
+ *   signal     a signal handler records intervals while its thread writes cold records
+ *              (events, markers, chunk switches): no deadlock, no mixed record, every
+ *              handler record read back or counted as dropped
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,6 +30,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,6 +39,7 @@
 #include "perfgroup.h"
 #include "readback.h"
 #include "record.h"
+#include "clock.h"
 
 static char dir[256];
 
@@ -89,7 +97,7 @@ static int test_counts(void) {
     uint64_t t = perfgroup_marker_begin();
     CHECK_EQ(perfgroup_marker("load", "page 1"), 0);
     CHECK_EQ(perfgroup_marker_end("load", "done", t), 0);
-    perfgroup__rec_overhead(w, 1, 2, 3, 4);
+    perfgroup__rec_overhead(w, 1, 2, 3, 4, 5);
     perfgroup__rec_thread_end(w, 12345);
     CHECK_EQ(perfgroup_record_close(), 0);
     CHECK_EQ(perfgroup__rec_mode, 0);
@@ -288,6 +296,11 @@ static int kill_once(unsigned run, unsigned seed) {
             continue;
         CHECK_EQ(t->gap, 0);
         /* the newest whole record is the last returned call or the one in flight */
+        if (t->last + 1 < done) /* say enough to tell recycling from a torn write */
+            fprintf(stderr, "thread %u: last %lu, done %lu, %lu intervals, newest seq %lu, "
+                    "%lu chunks recycled\n", i, (unsigned long)t->last, (unsigned long)done,
+                    (unsigned long)t->intervals, (unsigned long)t->newest_seq,
+                    (unsigned long)r.hdr.chunks_recycled);
         CHECK(t->last + 1 >= done);
         CHECK(t->last + 1 <= done + 1);
         /* surviving records are a suffix: the lost ones are accounted for */
@@ -405,9 +418,9 @@ static int run_self(const char *self, const char *role, const char *out, int as_
         if (as_nobody && getuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
             _exit(5);
         setenv("PERFGROUP_OUTPUT", out, 1);
-        setenv("PERFGROUP_MODE", "trace", 1);
-        setenv("PERFGROUP_BUFFER", "256K", 1);
-        setenv("PERFGROUP_CHUNK", "4K", 1);
+        setenv("PERFGROUP_MODE", "trace", 0); /* a test may have set its own */
+        setenv("PERFGROUP_BUFFER", "256K", 0);
+        setenv("PERFGROUP_CHUNK", "4K", 0);
         execl(self, self, role, (char *)NULL);
         _exit(6);
     }
@@ -510,6 +523,43 @@ static int test_perm(const char *self) {
     return 0;
 }
 
+/* ---- badenv -------------------------------------------------------------------------------- */
+static int test_badenv(const char *self) {
+    static const char *cases[][4] = {
+        /* variable, value, expected message */
+        { "PERFGROUP_MODE", "bogus",
+          "perfgroup: PERFGROUP_MODE=bogus: expected stats or trace; running unrecorded" },
+        { "PERFGROUP_BUFFER", "12Q",
+          "perfgroup: PERFGROUP_BUFFER=12Q: expected a size like 256M; running unrecorded" },
+        { "PERFGROUP_CHUNK", "3000",
+          "perfgroup: PERFGROUP_CHUNK=3000, PERFGROUP_BUFFER=256K: the chunk must be a power "
+          "of 2 from 4K to 16M and the buffer hold 4K + 2 chunks; running unrecorded" },
+        { "PERFGROUP_BUFFER", "8K",
+          "perfgroup: PERFGROUP_CHUNK=4K, PERFGROUP_BUFFER=8K: the chunk must be a power of 2 "
+          "from 4K to 16M and the buffer hold 4K + 2 chunks; running unrecorded" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[300], errf[300], line[512];
+        snprintf(out, sizeof out, "%s/bad%zu.pgm", dir, i);
+        path_in(errf, sizeof errf, "stderr.txt");
+        setenv(cases[i][0], cases[i][1], 1);
+        run_self(self, "perm-child", out, 0, errf); /* perm-child: expects no recording */
+        unsetenv(cases[i][0]);
+        FILE *f = fopen(errf, "r");
+        CHECK(f != NULL);
+        int lines = 0;
+        while (fgets(line, sizeof line, f)) {
+            lines++;
+            fputs(line, stdout);
+            CHECK(strstr(line, cases[i][2]) == line);
+        }
+        fclose(f);
+        CHECK_EQ(lines, 1);
+        CHECK(access(out, F_OK) != 0);
+    }
+    return 0;
+}
+
 /* ---- api ----------------------------------------------------------------------------------- */
 static int test_api(void) {
     char path[300];
@@ -549,6 +599,139 @@ static int test_api(void) {
     return 0;
 }
 
+/* ---- clock --------------------------------------------------------------------------------- */
+static int test_clock(void) {
+    char path[300];
+    path_in(path, sizeof path, "clock.pgm");
+    perfgroup__clock_init(); /* the core's clock, as the runtime's constructor sets it up */
+    CHECK_EQ(perfgroup_record_open(path, PERFGROUP_RECORD_STATS, 1 << 20, 4096), 0);
+    struct perfgroup_rec_thread *w = perfgroup__rec_thread_start(0, 1, "main");
+    uint32_t ev = perfgroup__rec_string("ev");
+    struct perfgroup_rec_group_share sh = { 1, 10, 10, 1 };
+    uint64_t t0 = pg_clock_now();
+    perfgroup__rec_event(w, ev, t0, pg_clock_now(), 1, 0, &sh, 1);
+    usleep(1100 * 1000); /* real time: more than a second of the real clock */
+    uint64_t t1 = pg_clock_now();
+    perfgroup__rec_event(w, ev, t1, pg_clock_now(), 1, 0, &sh, 1);
+    perfgroup__rec_event(w, ev, pg_clock_now(), pg_clock_now(), 1, 0, &sh, 1);
+    perfgroup__rec_thread_end(w, pg_clock_now());
+    CHECK_EQ(perfgroup_record_close(), 0);
+
+    pgr_reader *r = pgr_open(path);
+    struct pgr_record rec;
+    uint64_t clocks = 0, prev_tsc = 0;
+    int64_t prev_rt = 0;
+    while (pgr_next(r, &rec) > 0) {
+        if (rec.kind != PGF_REC_CLOCK)
+            continue;
+        clocks++;
+        CHECK(rec.u.clock.tsc > prev_tsc);
+        CHECK(rec.u.clock.realtime_ns > prev_rt);
+        if (clocks == 2) { /* the periodic one: after the sleep, before the second event */
+            CHECK(rec.u.clock.tsc >= t1);
+            CHECK(rec.u.clock.realtime_ns - prev_rt >= 1000000000);
+        }
+        prev_tsc = rec.u.clock.tsc;
+        prev_rt = rec.u.clock.realtime_ns;
+    }
+    CHECK(pgr_error(r) == NULL);
+    CHECK_EQ(clocks, 2); /* chunk start, then one a second later; not one per event */
+    CHECK(pgr_header(r)->tsc_hz > 0);
+    pgr_close(r);
+    return 0;
+}
+
+/* ---- full ---------------------------------------------------------------------------------- */
+static int test_full(void) {
+    char path[300];
+    path_in(path, sizeof path, "full.pgm");
+    /* header + 3 chunks: DEFS, and two data chunks that writer A holds (current + next) */
+    CHECK_EQ(perfgroup_record_open(path, PERFGROUP_RECORD_TRACE, 4096 + 3 * 4096, 4096), 0);
+    define_some();
+    struct perfgroup_rec_thread *a = perfgroup__rec_thread_start(1, 1, "a");
+    struct perfgroup_rec_thread *b = perfgroup__rec_thread_start(2, 2, "b");
+    struct perfgroup_rec_thread *c = perfgroup__rec_thread_start(3, 3, "c");
+    const uint64_t n = 1000;
+    for (uint64_t i = 0; i < n; i++) {
+        perfgroup__rec_interval(a, 1, 1, 0, i, 1);
+        perfgroup__rec_interval(b, 1, 1, 0, i, 1);
+        perfgroup__rec_interval(c, 1, 1, 0, i, 1);
+    }
+    perfgroup__rec_thread_end(b, 1);
+    perfgroup__rec_thread_end(c, 1);
+    perfgroup__rec_thread_end(a, 1);
+    CHECK_EQ(perfgroup_record_close(), 0);
+    struct readback r;
+    readback(path, &r);
+    CHECK_EQ(r.error, 0);
+    CHECK_EQ(r.kinds[PGF_REC_THREAD], 3);  /* definitions of all three survive */
+    struct rb_thread *ta = rb_thread(&r, 1);
+    CHECK_EQ(ta->gap, 0);
+    CHECK_EQ(ta->last, n - 1);
+    CHECK_EQ(ta->thread_end, 1);
+    CHECK_EQ(r.nthreads, 1);               /* b and c never had a chunk */
+    /* exact: a's recycled records + b's and c's 1000 intervals and THREAD_END each */
+    CHECK_EQ(r.hdr.records_dropped, (ta->committed_total - ta->records) + 2 * (n + 1));
+    return 0;
+}
+
+/* ---- signal ------------------------------------------------------------------------------ */
+static struct perfgroup_rec_thread *sig_w;
+static volatile uint64_t sig_count;
+
+static void on_alarm(int sig) {
+    (void)sig;
+    uint64_t i = sig_count;
+    perfgroup__rec_interval(sig_w, 2, 1, 0, i, 1); /* function 2: the handler's */
+    sig_count = i + 1;
+}
+
+static int test_signal(void) {
+    char path[300];
+    path_in(path, sizeof path, "signal.pgm");
+    /* 4 KiB chunks: the loop below switches chunks often, under the mutex */
+    CHECK_EQ(perfgroup_record_open(path, PERFGROUP_RECORD_TRACE, 64u << 20, 4096), 0);
+    define_some();
+    sig_w = perfgroup__rec_thread_start(0, 1, "main");
+    uint32_t ev = perfgroup__rec_string("ev");
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sa.sa_flags = SA_RESTART;
+    CHECK_EQ(sigaction(SIGALRM, &sa, NULL), 0);
+    struct itimerval it = { { 0, 20 }, { 0, 20 } }; /* every 20 us */
+    CHECK_EQ(setitimer(ITIMER_REAL, &it, NULL), 0);
+    const uint64_t n = 200000;
+    for (uint64_t i = 0; i < n; i++) {
+        if (i & 1)
+            write_event(sig_w, ev, i);
+        else
+            perfgroup__rec_marker(sig_w, ev, "text", i, i);
+    }
+    struct itimerval off = { { 0, 0 }, { 0, 0 } };
+    setitimer(ITIMER_REAL, &off, NULL);
+    uint64_t handled = sig_count;
+    perfgroup__rec_thread_end(sig_w, 1);
+    CHECK_EQ(perfgroup_record_close(), 0);
+
+    struct readback r;
+    readback(path, &r);
+    CHECK_EQ(r.error, 0);
+    CHECK_EQ(r.warnings, 0);
+    struct rb_thread *t = rb_thread(&r, 0);
+    CHECK_EQ(t->events, n / 2);
+    CHECK_EQ(t->markers, n / 2);
+    fprintf(stderr, "signal: %llu handler records, %llu read back, %llu dropped\n",
+            (unsigned long long)handled, (unsigned long long)t->intervals,
+            (unsigned long long)r.hdr.records_dropped);
+    CHECK(handled > 100);
+    /* every handler record is whole and in order, or was counted as dropped */
+    CHECK_EQ(t->intervals + r.hdr.records_dropped, handled);
+    CHECK(t->last < handled);
+    CHECK_EQ(t->committed_total, t->records);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s TEST\n", argv[0]);
@@ -572,6 +755,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(t, "symlink")) rc = test_symlink();
     else if (!strcmp(t, "perm")) rc = test_perm(argv[0]);
     else if (!strcmp(t, "api")) rc = test_api();
+    else if (!strcmp(t, "signal")) rc = test_signal();
+    else if (!strcmp(t, "full")) rc = test_full();
+    else if (!strcmp(t, "clock")) rc = test_clock();
+    else if (!strcmp(t, "badenv")) rc = test_badenv(argv[0]);
     else {
         fprintf(stderr, "unknown test %s\n", t);
         rc = 2;

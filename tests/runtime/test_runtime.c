@@ -154,7 +154,7 @@ static void case_nested_implicit(void)
     __perfgroup_exit(&site_a, ta);
     struct perfgroup_snapshot *s = snap();
     ASSERT_U64(stats(s, "A")->cpu_ns, <, 3 * MS);
-    ASSERT_U64(stats(s, "A")->cpu_ns, >=, 15 * MS / 10);
+    ASSERT_U64(stats(s, "A")->cpu_ns, >=, MS); /* its own 2 ms, estimated (implicit) */
     ASSERT_U64(stats(s, "C")->cpu_ns, >=, 27 * MS / 10);
     ASSERT_U64(stats(s, "top")->events, ==, 3);
     perfgroup_snapshot_free(s);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* sites: reads this executable's own site array through the ABI (__start_/__stop_ of
- * perfgroup_sites) and prints every descriptor, to check what the plugin emitted. Built with
+ * perfgroup_sites) and prints every descriptor, to check what the plugin emitted and that the
+ * module constructor registered them (the runtime resolved each cache slot). Built with
  * -fplugin-arg-perfgroup-default=filegrp. */
 #include <perfgroup.h>
 #include <perfgroup/abi.h>
@@ -19,9 +20,11 @@ static void dump(void)
     for (struct perfgroup_site *s = __start_perfgroup_sites; s < __stop_perfgroup_sites; s++) {
         const char *file = s->where + strlen(s->where) + 1;
         const char *fgroup = s->groups + strlen(s->groups) + 1;
-        printf("site v=%u flags=0x%x line=%u groups=%s|%s where=%s|%s cache=%p\n",
+        /* cache: 0 as emitted; the runtime fills it when the module constructor registers */
+        printf("site v=%u flags=0x%x line=%u groups=%s|%s where=%s|%s cache=%s\n",
                s->version, s->flags, s->line, s->groups, fgroup, s->where,
-               strrchr(file, '/') ? strrchr(file, '/') + 1 : file, s->cache);
+               strrchr(file, '/') ? strrchr(file, '/') + 1 : file,
+               s->cache ? "resolved" : "null");
     }
 }
 
