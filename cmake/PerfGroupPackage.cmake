@@ -10,7 +10,7 @@
 #   P/include/perfgroup.h, perfgroup/*.h              PerfGroup::headers
 #   P/bin/perfgroup-convert                           PerfGroup::convert
 #   <gcc -print-file-name=plugin>/perfgroup.so        PerfGroup::gcc_plugin (gcc -fplugin=perfgroup)
-#   P/LIBDIR/perfgroup/perfgroup-clang.so             PerfGroup::clang_plugin
+#   P/LIBDIR/perfgroup-clang.so                       PerfGroup::clang_plugin
 #   P/LIBDIR/cmake/PerfGroup/                         find_package(PerfGroup)
 #   P/LIBDIR/pkgconfig/perfgroup.pc                   pkg-config perfgroup
 include(CMakePackageConfigHelpers)
@@ -58,7 +58,7 @@ if(TARGET perfgroup-gcc)
 endif()
 set(PERFGROUP_PKG_CLANG_PLUGIN "")
 if(TARGET perfgroup-clang)
-  set(PERFGROUP_PKG_CLANG_PLUGIN ${CMAKE_INSTALL_LIBDIR}/perfgroup/perfgroup-clang.so)
+  set(PERFGROUP_PKG_CLANG_PLUGIN ${CMAKE_INSTALL_LIBDIR}/perfgroup-clang.so)   # plugin-clang/
 endif()
 set(PERFGROUP_PKG_CONVERT "")
 if(TARGET perfgroup-convert)

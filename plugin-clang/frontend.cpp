@@ -23,6 +23,7 @@
 #include "clang/AST/GlobalDecl.h"
 #include "clang/AST/Mangle.h"
 #include "clang/AST/RecursiveASTVisitor.h"
+#include "clang/AST/StmtCXX.h"
 #include "clang/Basic/SourceManager.h"
 #include "clang/Frontend/CompilerInstance.h"
 #include "clang/Frontend/FrontendPluginRegistry.h"
@@ -35,6 +36,7 @@
 #include <dlfcn.h>
 #include <fnmatch.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -240,6 +242,14 @@ static bool insideNumberlessLambda(const DeclContext *DC)
     return false;
 }
 
+/* Some declaration of FD carries an annotate attribute (ours or not). */
+static bool anyAnnotation(const FunctionDecl *FD)
+{
+    for (const FunctionDecl *r : FD->redecls())
+        if (r->hasAttr<AnnotateAttr>()) return true;
+    return false;
+}
+
 class Walker : public RecursiveASTVisitor<Walker> {
 public:
     Walker(ASTContext &C, const Options &O, Table &T)
@@ -276,7 +286,7 @@ public:
     {
         if (!FD->isThisDeclarationADefinition() || FD->isDependentContext() || FD->isMultiVersion())
             return true;
-        if (!Opts.fileGroups() && !FD->hasAttrs()) return true; /* the common, cheap case */
+        if (!Opts.fileGroups() && !anyAnnotation(FD)) return true; /* the common, cheap case */
         decide(FD);
         return true;
     }
@@ -370,6 +380,8 @@ private:
         if (FD->hasAttr<NakedAttr>()) return "naked function";
         /* The user's explicit opt-out (PERF_GROUP_NONE). */
         if (FD->hasAttr<NoInstrumentFunctionAttr>()) return "no_instrument_function attribute";
+        /* LLVM splits a coroutine into ramp/resume/destroy after the pass: no single exit. */
+        if (isa_and_nonnull<CoroutineBodyStmt>(FD->getBody())) return "C++20 coroutine";
         /* The runtime's own functions: instrumenting them would recurse into the hooks. */
         if (FD->getDeclName().isIdentifier() &&
             (FD->getName().startswith("__perfgroup") || FD->getName().startswith("perfgroup_")))
@@ -394,6 +406,7 @@ private:
             r.filegroup = fileGroup(r.file);
         if (r.attr.empty() && r.filegroup.empty()) return;
         r.skip = skipReason(FD);
+        r.inl = FD->isInlined() || FD->isTemplateInstantiation();
 
         std::vector<GlobalDecl> gds;
         if (auto *CD = dyn_cast<CXXConstructorDecl>(FD)) {
@@ -415,6 +428,8 @@ private:
             if (Opts.verbose && i + 1 == gds.size()) { /* one note per source function */
                 llvm::StringRef shown(name);
                 shown.consume_front("\1");
+                /* Clang drops a note that follows no warning or error: say there was one. */
+                Diags.setLastDiagnosticIgnored(false);
                 if (rn.skip.empty())
                     Diags.Report(loc, NoteInstrumenting) << shown << rn.attr << rn.filegroup;
                 else
@@ -495,7 +510,15 @@ protected:
             if (std::find(pp.begin(), pp.end(), info.dli_fname) == pp.end())
                 pp.push_back(info.dli_fname);
         }
-        return std::make_unique<Consumer>(CI, Opts);
+        /* Only compiles that reach CodeGen get a table: a PCH or -fsyntax-only must not
+         * carry one (it would be emitted again into every TU using the PCH). */
+        switch (CI.getFrontendOpts().ProgramAction) {
+        case frontend::EmitAssembly: case frontend::EmitBC: case frontend::EmitLLVM:
+        case frontend::EmitLLVMOnly: case frontend::EmitCodeGenOnly: case frontend::EmitObj:
+            return std::make_unique<Consumer>(CI, Opts);
+        default:
+            return std::make_unique<ASTConsumer>();
+        }
     }
 
     bool ParseArgs(const CompilerInstance &CI, const std::vector<std::string> &args) override

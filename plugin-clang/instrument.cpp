@@ -1,7 +1,85 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * plugin-clang/instrument.cpp — the LLVM pass of perfgroup-clang.so: enter/exit hooks, site
- * descriptors and per-module registration. (Design note: DESIGN-NOTE below.)
+ * descriptors and per-module registration. This header is the plugin's design note; the
+ * front-end half (attribute, options, AST table) is frontend.cpp, the table format table.h.
+ *
+ * ---- What it does to a function -------------------------------------------------------------
+ *
+ *   PERF_GROUP("net") int parse(const char *s) { if (!s) return -1; return work(s); }
+ *
+ * Before (clang++ -O1, IR as CodeGen leaves it, after sroa):     After the pass:
+ *
+ *   define i32 @_Z5parsePKc(i8* %s) {          define i32 @_Z5parsePKc(i8* %s) personality @__gxx_personality_v0 {
+ *   entry:                                     entry:
+ *                                                %perfgroup.token = call i64 @__perfgroup_enter(@__perfgroup_site._Z5parsePKc)
+ *     %tobool = icmp ne i8* %s, null             %tobool = icmp ne i8* %s, null
+ *     br i1 %tobool, label %if.end, label %return    br i1 %tobool, label %if.end, label %return
+ *   if.end:                                    if.end:
+ *     %call = call i32 @_Z4workPKc(i8* %s)       %call1 = invoke i32 @_Z4workPKc(i8* %s)
+ *     br label %return                                   to label %return unwind label %perfgroup.unwind
+ *   return:                                    return:
+ *     %retval.0 = phi i32 [...]                  %retval.0 = phi i32 [...]
+ *                                                call void @__perfgroup_exit(@__perfgroup_site._Z5parsePKc, i64 %perfgroup.token)
+ *     ret i32 %retval.0                          ret i32 %retval.0
+ *   }                                          perfgroup.unwind:
+ *                                                %0 = landingpad { i8*, i32 } cleanup
+ *                                                call void @__perfgroup_exit(@__perfgroup_site._Z5parsePKc, i64 %perfgroup.token)
+ *                                                resume { i8*, i32 } %0
+ *                                              }
+ *   plus
+ *   @__perfgroup_site._Z5parsePKc = internal global %perfgroup_site { i16 1, i16 0x16 (CLANG|CXX|ATTR),
+ *       i32 3, "net\0\0", "_Z5parsePKc\0dn.cc\0", null }, section "perfgroup_sites", align 8
+ *   (in llvm.compiler.used), and once per module a hidden COMDAT __perfgroup_module_ctor
+ *   (llvm.global_ctors, priority 101) calling __perfgroup_register_module(1,
+ *   __start_perfgroup_sites, __stop_perfgroup_sites) with hidden extern bounds.
+ *
+ * Exits: before every `ret` (before the call, for a musttail call), before every `resume`, and
+ * in one cleanup landing pad that every may-throw `call` is turned into an `invoke` of; a
+ * personality is added when missing (__gxx_personality_v0 for C++, __gcc_personality_v0 for C
+ * built with -fexceptions; nounwind functions get no pad). Inserted calls carry a debug
+ * location (the subprogram's scope line, or the ret/resume's own). Names and layout come only
+ * from perfgroup/abi.h.
+ *
+ * ---- When it runs ---------------------------------------------------------------------------
+ *
+ * Clang 14 has no plugin hook into CodeGen. The front end's AST action pushes this .so's own
+ * path onto CodeGenOpts.PassPlugins; clang then loads it as a pass plugin and
+ * llvmGetPassPluginInfo registers the pass at PipelineStart — before inlining, at -O0..-O3
+ * and in the -flto / -flto=thin pre-link pipelines, required (optnone cannot skip it). So one
+ * -fplugin= flag is enough for ordinary compiles. Which functions get which groups is decided
+ * by the front end (attribute, default=/map=/exclude=/system-headers, constructors and
+ * destructors that clang never annotates, no_instrument_function, g++-style lambda names) and
+ * handed over as a table inside the module (table.h); perfgroup: annotations written directly
+ * (annotate("perfgroup:x")) are honoured as well. The pass consumes both, and marks what it
+ * instrumented ("perfgroup-instrumented"): running it twice adds nothing.
+ *
+ * Where one flag is not enough (documented in docs/plugins.md, tested in tests/plugin-clang):
+ *   -save-temps   cc1 runs -E (no plugin action: __PERFGROUP__ undefined), then AST -> .bc with
+ *                 -disable-llvm-passes (no pass), then .bc -> .s (no AST). Add
+ *                 -fpass-plugin=<this .so> -D__PERFGROUP__=1: the table travels in the .bc.
+ *   .ll/.bc input no AST: add -fpass-plugin=<this .so>. Without it nothing is instrumented.
+ *
+ * ---- Options (-fplugin-arg-perfgroup-NAME[=VALUE], as the GCC plugin) ------------------------
+ *   default=GROUP   file group of every function of the TU not matched by map=
+ *   map=FILE        "GLOB GROUP" lines, first match wins ('/'-less globs match the basename)
+ *   exclude=GLOB[,GLOB...]  never instrument matching functions (name, qualified, mangled, file)
+ *   system-headers  let default=/map= apply inside system headers
+ *   verbose         one note per function with a group: instrumented, or why not
+ *
+ * ---- Debugging recipe ----------------------------------------------------------------------
+ *   clang -fplugin=P -fplugin-arg-perfgroup-verbose -c x.c           decisions, one note each
+ *   clang -fplugin=P -S -emit-llvm -o - x.c                         the instrumented IR
+ *   clang -fplugin=P -S -emit-llvm -Xclang -disable-llvm-passes x.c -o x.ll
+ *       IR before the pass, with the front end's table (@__perfgroup_table) in it; then
+ *   opt -load=$(llvm-config-14 --libdir)/libclang-cpp.so.14 -load-pass-plugin=P \
+ *       -passes=perfgroup,verify -S x.ll        (opt has no libclang-cpp of its own; the plugin
+ *                                                links no clang/LLVM library)
+ *   clang -fplugin=P -mllvm -print-after-all -c x.c 2>&1 | less   the pass among the others
+ *   -save-temps: x.i/x.ii has PERF_GROUP expanded only with -D__PERFGROUP__=1; x.bc holds the
+ *       table (llvm-dis x.bc) until the backend step's pass (-fpass-plugin=P) consumes it
+ *   readelf -SW x.o | grep perfgroup; objdump -s -j perfgroup_sites x.o; readelf -r x.o
+ *   PERFGROUP_TEXT=/dev/stderr ./app                                the runtime's text trace
  */
 #include "table.h"
 
@@ -36,6 +114,7 @@ struct Want {
     unsigned line = 0;
     std::string skip;
     std::string display; /* the site's function name if not the IR name */
+    bool inl = false;    /* the front end says: inline or a template instantiation */
 };
 
 /* ---- Inputs: the front end's table and llvm.global.annotations ---------------------------- */
@@ -150,7 +229,6 @@ public:
     }
 
     void instrument(Function &F, const Want &w);
-    bool emittedAny() const { return Sites > 0; }
     void emitModuleConstructor();
 
 private:
@@ -161,7 +239,6 @@ private:
     StructType *SiteTy;
     FunctionCallee Enter, Exit;
     StringMap<Constant *> Strings;
-    unsigned Sites = 0;
 
     FunctionCallee hook(StringRef name, FunctionType *t)
     {
@@ -192,7 +269,7 @@ GlobalVariable *Instrumenter::site(Function &F, const Want &w, StringRef fname)
 {
     unsigned flags = PERFGROUP_SITE_F_CLANG;
     if (fname.startswith("_Z")) flags |= PERFGROUP_SITE_F_CXX;
-    if (F.hasLinkOnceLinkage() || F.hasWeakLinkage() || F.hasAvailableExternallyLinkage() ||
+    if (w.inl || F.hasLinkOnceLinkage() || F.hasWeakLinkage() || F.hasAvailableExternallyLinkage() ||
         F.hasComdat())
         flags |= PERFGROUP_SITE_F_INLINE;
     if (!w.attr.empty()) flags |= PERFGROUP_SITE_F_ATTR;
@@ -212,7 +289,6 @@ GlobalVariable *Instrumenter::site(Function &F, const Want &w, StringRef fname)
     /* Keep every site until the linker: the constructor's __start_/__stop_ references need the
      * section to exist, and the runtime wants to know a function even if no call survived. */
     appendToCompilerUsed(M, {gv});
-    Sites++;
     return gv;
 }
 
@@ -332,11 +408,12 @@ void Instrumenter::emitModuleConstructor()
 
     auto bound = [&](const char *name) {
         GlobalVariable *g = M.getNamedGlobal(name);
-        if (!g) {
+        if (!g)
             g = new GlobalVariable(M, Type::getInt8Ty(Ctx), false, GlobalValue::ExternalLinkage,
                                    nullptr, name);
-            g->setVisibility(GlobalValue::HiddenVisibility);
-        }
+        /* Hidden even when the source declared it (a module reading its own sites): bound to
+         * another module's section, registration would report someone else's sites. */
+        g->setVisibility(GlobalValue::HiddenVisibility);
         return ConstantExpr::getPointerCast(g, I8Ptr);
     };
     FunctionCallee reg = hook(PERFGROUP_MODULE_REGISTER_NAME,
@@ -361,6 +438,8 @@ static const char *whySkip(const Function &F, const Want &w)
         return "already instrumented: running the pass twice adds nothing";
     if (F.hasFnAttribute(Attribute::Naked))
         return "naked: no prologue, the body is asm that expects the caller's registers";
+    if (F.hasFnAttribute("coroutine.presplit"))
+        return "C++20 coroutine: split into ramp/resume/destroy after this pass, no single exit";
     if (n.startswith("__perfgroup") || n.startswith("perfgroup_"))
         return "the runtime's own function: instrumenting it recursed to a crash";
     if (!w.skip.empty())
@@ -384,7 +463,6 @@ static bool runOnModule(Module &M)
         for (Function &F : M)
             if (F.getName().startswith("_Z") || F.getName() == "__gxx_personality_v0") cxx = true;
 
-    Instrumenter ins(M, cxx);
     std::vector<std::pair<Function *, Want>> work;
     for (Function &F : M) {
         Want w;
@@ -392,7 +470,7 @@ static bool runOnModule(Module &M)
         auto ann = annotated.find(&F);
         if (row != table.rows.end()) {
             const Row &r = row->second;
-            w = Want{r.attr, r.filegroup, r.file, r.line, r.skip, r.display};
+            w = Want{r.attr, r.filegroup, r.file, r.line, r.skip, r.display, r.inl};
         } else if (ann != annotated.end()) {
             w = ann->second;
             if (w.file.empty()) {
@@ -406,11 +484,15 @@ static bool runOnModule(Module &M)
         } else {
             continue;
         }
+        if (w.attr.empty() && w.filegroup.empty()) continue; /* annotate("perfgroup:") */
         if (!whySkip(F, w)) work.emplace_back(&F, w);
     }
+    if (work.empty()) /* declare no hook in a module that calls none */
+        return haveTable || !annotated.empty();
+    Instrumenter ins(M, cxx);
     for (auto &fw : work) ins.instrument(*fw.first, fw.second);
-    if (ins.emittedAny()) ins.emitModuleConstructor();
-    return haveTable || !annotated.empty() || ins.emittedAny();
+    ins.emitModuleConstructor();
+    return true;
 }
 
 struct PerfGroupPass : PassInfoMixin<PerfGroupPass> {

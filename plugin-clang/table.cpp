@@ -32,6 +32,7 @@ std::string encodeTable(const Table &t)
         putField(out, std::to_string(kv.second.line));
         putField(out, kv.second.skip);
         putField(out, kv.second.display);
+        putField(out, kv.second.inl ? "inline" : "");
     }
     out += '\n';
     return out;
@@ -73,7 +74,7 @@ bool decodeTable(const std::string &text, Table &t)
         std::vector<std::string> f = splitLine(line);
         if (f[0] == "lang" && f.size() == 2) {
             t.cxx = f[1] == "c++";
-        } else if (f[0] == "fn" && f.size() == 8) {
+        } else if (f[0] == "fn" && f.size() == 9) {
             Row &r = t.rows[f[1]];
             r.attr = f[2];
             r.filegroup = f[3];
@@ -81,6 +82,7 @@ bool decodeTable(const std::string &text, Table &t)
             r.line = (unsigned)std::strtoul(f[5].c_str(), nullptr, 10);
             r.skip = f[6];
             r.display = f[7];
+            r.inl = f[8] == "inline";
         } else {
             return false;
         }

@@ -22,6 +22,7 @@
  *     perfgroup-table 1
  *     lang <c|c++>
  *     fn <name> <attr group> <file group> <file> <line> <skip reason or ""> <display or "">
+ *        <"inline" or "">
  */
 #ifndef PERFGROUP_CLANG_TABLE_H
 #define PERFGROUP_CLANG_TABLE_H
@@ -42,6 +43,7 @@ struct Row {
     unsigned line = 0;
     std::string skip;      /* why the function must not be instrumented, "" to instrument */
     std::string display;   /* name for the site if not the IR name (g++-style lambda names) */
+    bool inl = false;      /* inline, template or implicit instantiation: in N TUs */
 };
 
 struct Table {

@@ -88,7 +88,7 @@ def case_install(A):
     if A.with_gcc:
         want.append(f"{stage}{gcc_dir}/perfgroup.so")
     if A.with_clang:
-        want.append(f"{p}/{A.libdir}/perfgroup/perfgroup-clang.so")
+        want.append(f"{p}/{A.libdir}/perfgroup-clang.so")
     if A.with_convert:
         want.append(f"{p}/bin/perfgroup-convert")
     missing = [w for w in want if not os.path.exists(w)]

@@ -1,0 +1,502 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""plugin_clang_test.py — behaviour tests of the Clang plugin beyond the shared corpus:
+-flto and -flto=thin, -save-temps and .ll input (with and without the documented extra flag
+-fpass-plugin=), opt idempotence and opt -verify, musttail, C frames unwound by C++
+exceptions, a shared library, the options, the skip rules, the site layout, and misuse
+diagnostics. Every case compiles real sources with clang 14 and the real plugin, and (where
+it runs anything) links the real runtime and reads its text trace (PERFGROUP_TEXT).
+
+The GCC plugin's tests share their sources and expectations where the behaviour is the same
+(../plugin-gcc/src, ../plugin-gcc/misuse): the two plugins must agree.
+
+    plugin_clang_test.py --plugin build/plugin-clang/perfgroup-clang.so \
+        --runtime libperfgroup.so --include include --workdir DIR [--opt=-O2] CASE [FILE]
+
+Exit status: 0 pass, 1 fail (with the reason), 77 skipped.
+"""
+import argparse
+import os
+import re
+import shlex
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.join(HERE, "src")
+GCC_SRC = os.path.join(HERE, "..", "plugin-gcc", "src")
+sys.path.insert(0, os.path.join(HERE, "..", "corpus"))
+from run_corpus import canonical  # noqa: E402  (one canonical form for every trace)
+
+sys.path.insert(0, os.path.join(HERE, "..", "plugin-gcc"))
+import plugin_gcc_test as shared  # noqa: E402  (helpers and expectations both plugins share)
+from plugin_gcc_test import Fail, sh, expect_trace, trace_of, w  # noqa: E402
+
+CC, CXX, OPT = "clang-14", "clang++-14", "opt-14"
+A = None
+HOOK = "__perfgroup_enter"
+
+
+def src(name):
+    return name if os.path.isabs(name) else os.path.join(SRC, name)
+
+
+def gsrc(name):
+    return os.path.join(GCC_SRC, name)
+
+
+def plugin(*opts):
+    return ["-fplugin=" + A.plugin] + ["-fplugin-arg-perfgroup-" + o for o in opts]
+
+
+def cc_for(path):
+    return CXX if path.endswith((".cc", ".cpp", ".ll")) else CC
+
+
+def obj(source, out, flags=()):
+    """Compile one file (C, C++ or IR) to an object with -c."""
+    sh([cc_for(source), A.opt, "-g", "-Wall", "-Wextra", "-Werror", "-I" + A.include]
+       + list(flags) + ["-c", source, "-o", out])
+    return out
+
+
+def link(objs, out, flags=(), cxx=False):
+    sh([CXX if cxx else CC, A.opt, "-pthread"] + list(objs) + list(flags)
+       + [A.runtime, "-Wl,-rpath," + os.path.dirname(A.runtime), "-o", out])
+    return out
+
+
+def build(sources, out, flags=()):
+    objs = [obj(s, w(os.path.basename(s) + ".o"), flags) for s in sources]
+    return link(objs, out, cxx=any(s.endswith(".cc") for s in sources))
+
+
+def hook_calls(ll_text):
+    return len(re.findall(r"call i64 @" + HOOK, ll_text))
+
+
+ST_TRACE = """
+main > twice(int) @st|
+main > Box::Box(int) @box|
+main < Box::Box(int)
+main < twice(int)
+"""
+LTO_TRACE = shared.LTO_TRACE
+BASIC = os.path.join(HERE, "..", "corpus", "basic.c")
+BASIC_TRACE = open(os.path.join(HERE, "..", "corpus", "basic.expected")).read()
+
+
+# ---- Cases ------------------------------------------------------------------------------
+
+def case_lto():
+    """-flto and -flto=thin: the pass runs in the pre-link pipeline (one -fplugin= flag, at the
+    compile step only); calls inlined across files at link time keep their pairs."""
+    for mode in ("-flto", "-flto=thin"):
+        tag = mode.lstrip("-").replace("=", "_")
+        objs = [obj(gsrc(s), w(f"{tag}.{s}.o"), [mode] + plugin()) for s in ("lto_main.c", "lto_lib.c")]
+        kind = sh(["file", objs[0]]).stdout
+        if "LLVM IR bitcode" not in kind:
+            raise Fail(f"{mode}: {objs[0]} is not bitcode: {kind}")
+        exe = link(objs, w(f"{tag}.exe"), [mode, "-fuse-ld=lld"])
+        expect_trace(trace_of(exe), LTO_TRACE)
+
+
+def case_save_temps():
+    """-save-temps splits cc1 into -E, AST -> .bc (with -disable-llvm-passes) and .bc -> .s:
+    the AST step runs no pass, the pass step has no AST and the -E step defines no
+    __PERFGROUP__. Documented: without extra flags nothing is instrumented (proved here); with
+    -fpass-plugin=<the same .so> and -D__PERFGROUP__=1 everything is, the constructor too (its
+    group travels inside the .bc in the plugin's table)."""
+    d = w("st")
+    os.makedirs(d, exist_ok=True)
+    plain = os.path.join(d, "plain")
+    sh([CXX, A.opt, "-save-temps", "-I" + A.include] + plugin()
+       + [src("st.cc"), A.runtime, "-Wl,-rpath," + os.path.dirname(A.runtime), "-o", plain], cwd=d)
+    got = trace_of(plain)
+    if got:
+        raise Fail("-save-temps without -fpass-plugin= is documented to instrument nothing, got:\n" + got)
+    full = os.path.join(d, "full")
+    sh([CXX, A.opt, "-save-temps", "-I" + A.include] + plugin()
+       + ["-fpass-plugin=" + A.plugin, "-D__PERFGROUP__=1"]
+       + [src("st.cc"), A.runtime, "-Wl,-rpath," + os.path.dirname(A.runtime), "-o", full], cwd=d)
+    ii = open(os.path.join(d, "st.ii")).read()
+    if 'annotate("perfgroup:" "st")' not in ii:
+        raise Fail("st.ii: PERF_GROUP not expanded to annotate(\"perfgroup:\" ...)")
+    expect_trace(trace_of(full), ST_TRACE)
+
+
+def case_ll_input():
+    """.ll input: IR written before the pass ran (-Xclang -disable-llvm-passes) carries the
+    plugin's table but no hooks. `clang -c x.ll` (even with -fplugin=) instruments nothing;
+    with -fpass-plugin=<the same .so> it does, constructors included."""
+    ll = w("st.ll")
+    sh([CXX, A.opt, "-g", "-I" + A.include] + plugin()
+       + ["-S", "-emit-llvm", "-Xclang", "-disable-llvm-passes", src("st.cc"), "-o", ll])
+    text = open(ll).read()
+    if hook_calls(text) or "perfgroup-table 1" not in text:
+        raise Fail("st.ll should carry the plugin's table and no hook call yet")
+    plain = sh([CXX, A.opt] + plugin() + ["-c", ll, "-o", w("plain.o")])
+    if plain.returncode or HOOK in sh(["nm", w("plain.o")]).stdout:
+        raise Fail(".ll without -fpass-plugin= is documented to instrument nothing")
+    sh([CXX, A.opt, "-fpass-plugin=" + A.plugin, "-c", ll, "-o", w("full.o")])
+    expect_trace(trace_of(link([w("full.o")], w("full"), cxx=True)), ST_TRACE)
+
+
+def case_cmake_helper():
+    """perfgroup_instrument() in a user's CMake project built by clang with -save-temps: the
+    helper passes -fpass-plugin= and -D__PERFGROUP__=1, so the constructor and the macro-spelled
+    group are instrumented although cc1 runs three times."""
+    b = w("helper-build")
+    sh(["cmake", "-S", os.path.join(HERE, "helper"), "-B", b, "-DCMAKE_C_COMPILER=" + CC,
+        "-DCMAKE_CXX_COMPILER=" + CXX, "-DCMAKE_CXX_FLAGS=-save-temps " + A.opt,
+        "-DPERFGROUP_SOURCE_DIR=" + os.path.join(HERE, "..", ".."),
+        "-DPERFGROUP_CLANG_PLUGIN_FILE=" + A.plugin, "-DPERFGROUP_RUNTIME_FILE=" + A.runtime,
+        "-DCMAKE_BUILD_RPATH=" + os.path.dirname(A.runtime)])
+    sh(["cmake", "--build", b, "--verbose"])
+    expect_trace(trace_of(os.path.join(b, "st")), ST_TRACE)
+
+
+def case_mixed_gcc_clang():
+    """One executable from a GCC-plugin object and a Clang-plugin object: both constructors
+    (GCC's local one, clang's COMDAT one) register the same module, every site is found, and
+    the calls across the two objects are traced. Skipped without the GCC plugin."""
+    if not A.gcc_plugin:
+        print("SKIP: no GCC plugin built")
+        return 77
+    lib = w("mix_lib.o")
+    sh(["gcc", A.opt, "-g", "-Wall", "-Werror", "-I" + A.include, "-fplugin=" + A.gcc_plugin,
+        "-c", gsrc("lto_lib.c"), "-o", lib])
+    app = obj(gsrc("lto_main.c"), w("mix_main.o"), plugin())
+    expect_trace(trace_of(link([app, lib], w("mix"))), LTO_TRACE)
+
+
+def opt_cmd(*args):
+    # opt links libLLVM only; the plugin's front-end half needs libclang-cpp's symbols loaded
+    # first (the plugin links no clang/LLVM library itself). See docs/plugins.md.
+    libdir = sh(["llvm-config-14", "--libdir"]).stdout.strip()
+    return [OPT, "-load=" + os.path.join(libdir, "libclang-cpp.so.14"),
+            "-load-pass-plugin=" + A.plugin] + list(args)
+
+
+def case_opt_twice():
+    """Idempotence: the pass run twice by opt (two opt runs, and twice in one pipeline) adds
+    nothing the first run did not; every output passes opt -verify."""
+    for source, lang in ((src("st.cc"), "c++"), (gsrc("unwind_c.c"), "c")):
+        base = w(os.path.basename(source))
+        flags = ["-fexceptions"] if lang == "c" else []
+        sh([CXX if lang == "c++" else CC, A.opt, "-g", "-I" + A.include] + plugin("default=file")
+           + flags + ["-S", "-emit-llvm", "-Xclang", "-disable-llvm-passes", source, "-o", base + ".raw.ll"])
+        sh(opt_cmd("-passes=perfgroup", "-S", base + ".raw.ll", "-o", base + ".once.ll"))
+        sh(opt_cmd("-passes=perfgroup", "-S", base + ".once.ll", "-o", base + ".twice.ll"))
+        sh(opt_cmd("-passes=perfgroup,perfgroup", "-S", base + ".raw.ll", "-o", base + ".double.ll"))
+        body = lambda f: open(f).read().split("\n", 1)[1]  # without the ModuleID line
+        once = body(base + ".once.ll")
+        if hook_calls(once) == 0:
+            raise Fail(f"{source}: the first run instrumented nothing")
+        if body(base + ".twice.ll") != once:
+            raise Fail(f"{source}: a second opt run changed the module")
+        if body(base + ".double.ll") != once:
+            raise Fail(f"{source}: -passes=perfgroup,perfgroup differs from one run")
+        if "perfgroup-table" in once or '"perfgroup:' in once:
+            raise Fail(f"{source}: the table or an annotation was not consumed")
+        for f in (".once.ll", ".twice.ll"):
+            sh([OPT, "-passes=verify", "-disable-output", base + f])
+
+
+def case_verify():
+    """clang's own compiles run with -disable-llvm-verifier: check the instrumented IR of the
+    hardest cases (C++ exceptions and constructors, musttail, C with -fexceptions, the shared
+    corpus's exception program) with opt -verify."""
+    corpus = os.path.join(HERE, "..", "corpus")
+    for source, extra in ((src("st.cc"), []), (src("musttail.c"), []), (gsrc("unwind_c.c"), ["-fexceptions"]),
+                          (gsrc("unwind_main.cc"), []), (os.path.join(corpus, "exception.cc"), []),
+                          (os.path.join(corpus, "cxx_members.cc"), [])):
+        ll = w(os.path.basename(source) + ".ll")
+        sh([cc_for(source), A.opt, "-g", "-I" + A.include] + plugin() + extra
+           + ["-S", "-emit-llvm", source, "-o", ll])
+        text = open(ll).read()
+        if hook_calls(text) == 0 and A.opt == "-O0":
+            raise Fail(f"{ll}: no enter hook at -O0")
+        for line in text.splitlines():  # -g: every inserted call has a debug location
+            if re.search(r"call .*@__perfgroup_(enter|exit)\(", line) and "!dbg" not in line:
+                raise Fail(f"{ll}: hook call without a debug location: {line.strip()}")
+        sh([OPT, "-passes=verify", "-disable-output", ll])
+
+
+def case_available_externally():
+    """A gnu_inline body (available_externally in the IR) is instrumented: at -O2 the call is
+    inlined from it and still has its pair; at -O0 it goes to the out-of-line definition."""
+    ll = w("ae_main.ll")
+    sh([CC, A.opt, "-I" + A.include] + plugin() + ["-S", "-emit-llvm", src("ae_main.c"), "-o", ll])
+    text = open(ll).read()
+    if A.opt == "-O2" and ("@twice(" in text.split("define dso_local i32 @main")[1].split("\n}")[0]
+                           or hook_calls(text) != 1):
+        raise Fail("ae_main.ll: at -O2 the call should be inlined from the available_externally "
+                   "body, with its one enter hook")
+    expect_trace(trace_of(build([src("ae_main.c"), src("ae_lib.c")], w("ae"), plugin())),
+                 "main > twice @ae|\nmain < twice")
+
+
+def case_lambdas():
+    """Lambda names in sites are g++'s: the trace below is the GCC plugin's at -O0 (at -O2 g++
+    folds these implicitly constexpr lambdas away, the corpus's limit_constexpr)."""
+    expect_trace(trace_of(build([src("lambdas.cc")], w("lambdas"), plugin())), """
+main > main::{lambda(int)#1}::operator()(int) const @l|
+main < main::{lambda(int)#1}::operator()(int) const
+main > main::{lambda(double)#2}::operator()(double) const @l|
+main < main::{lambda(double)#2}::operator()(double) const
+main > main::{lambda(int)#3}::operator()(int) const @l|
+main > main::{lambda(int)#3}::operator()(int) const::{lambda(int)#1}::operator()(int) const @l|
+main < main::{lambda(int)#3}::operator()(int) const::{lambda(int)#1}::operator()(int) const
+main < main::{lambda(int)#3}::operator()(int) const
+""")
+
+
+def case_musttail():
+    """The exit hook of a function ending in a musttail call runs before the callee."""
+    expect_trace(trace_of(build([src("musttail.c")], w("musttail"), plugin())), """
+main > caller @mt|
+main < caller
+main > callee @mt|
+main < callee
+""")
+
+
+def case_c_unwind():
+    """A C++ exception unwinding through an instrumented C frame (the GCC plugin's programs and
+    expectation): with -fexceptions the plugin gives the C function a personality
+    (__gcc_personality_v0) and a cleanup pad, so its exit hook runs; without it (the C default,
+    nounwind) it is skipped — the documented limit, the same with both compilers."""
+    for cflags, c_exit in (("-fexceptions", "main < c_middle\n"), ("-fno-exceptions", "")):
+        o1 = obj(gsrc("unwind_c.c"), w("unwind_c.o"), [cflags] + plugin())
+        o2 = obj(gsrc("unwind_main.cc"), w("unwind_main.o"), plugin())
+        expect_trace(trace_of(link([o1, o2], w("unwind"), cxx=True)),
+                     "main > c_middle @c|\nmain > thrower() @cxx|\nmain < thrower()\n" + c_exit)
+        has_personality = "__gcc_personality_v0" in sh(["nm", o1]).stdout
+        if has_personality != (cflags == "-fexceptions"):
+            raise Fail(f"unwind_c.o {cflags}: __gcc_personality_v0 referenced: {has_personality}")
+
+
+def case_shared_lib():
+    """A shared library with its own sites and its own (hidden, COMDAT) module constructor,
+    registered before main (the library counts its resolved sites), hidden bounds even though
+    its source declares them."""
+    lib = w("libshlib.so")
+    sh([CC, A.opt, "-g", "-fPIC", "-shared", "-Wall", "-Werror", "-I" + A.include] + plugin()
+       + [gsrc("shlib.c"), A.runtime, "-Wl,-rpath," + os.path.dirname(A.runtime), "-o", lib])
+    sections = sh(["readelf", "-SW", lib]).stdout
+    m = re.search(r"perfgroup_sites\s+PROGBITS\s+\S+\s+\S+\s+(\S+)\s+\S+\s+WA\s+\d+\s+\d+\s+(\d+)", sections)
+    if not m or int(m.group(1), 16) != 2 * 32 or m.group(2) != "8":
+        raise Fail("libshlib.so: expected a perfgroup_sites section of 2 x 32 bytes, aligned 8")
+    dyn = sh(["readelf", "--dyn-syms", "-W", lib]).stdout
+    for l in dyn.splitlines():
+        if ("__start_perfgroup_sites" in l or "__stop_perfgroup_sites" in l) and " HIDDEN " not in l:
+            raise Fail("libshlib.so exports its section bounds: they must be hidden:\n" + l)
+    if "__perfgroup_register_module" not in dyn:
+        raise Fail("libshlib.so does not call __perfgroup_register_module")
+    o = obj(gsrc("shmain.c"), w("shmain.o"), plugin())
+    exe = link([o, lib, "-Wl,-rpath," + A.workdir], w("shmain"))
+    if "library sites resolved before main: 2" not in sh([exe]).stdout:
+        raise Fail("the runtime did not see the library's 2 sites registered before main")
+    expect_trace(trace_of(exe), """
+main > app_work @app|
+main > lib_work @lib|
+main > lib_inner @lib|
+main < lib_inner
+main < lib_work
+main < app_work
+""")
+
+
+def opts_program(opts, sys_dir="-isystem"):
+    return trace_of(build([gsrc("opts.c")], w("opts"), plugin(*opts) + [sys_dir, gsrc("sys")]))
+
+
+def case_option_default():
+    """default=GROUP (the GCC plugin's expectation, same program)."""
+    expect_trace(opts_program(["default=core"]), """
+main > main @|core
+main > beta @|core
+main > alpha @attr|core
+main < alpha
+main < beta
+main > skipme @|core
+main < skipme
+main < main
+""")
+
+
+def case_option_map():
+    """map=FILE: first match wins, '/'-less globs match the basename; unmatched -> default=."""
+    m = w("groups.map")
+    with open(m, "w") as f:
+        f.write("# comment line\n\n*/no/such/dir/*  never\n*/plugin-gcc/src/opts.c  mapped  # trailing comment\nopts.c  second\n")
+    expect_trace(opts_program(["map=" + m, "default=fallback"]), """
+main > main @|mapped
+main > beta @|mapped
+main > alpha @attr|mapped
+main < alpha
+main < beta
+main > skipme @|mapped
+main < skipme
+main < main
+""")
+    with open(m, "w") as f:
+        f.write("other.c  never\n")
+    if "main\t> beta\t|fallback" not in opts_program(["map=" + m, "default=fallback"]):
+        raise Fail("a file no glob matches should get the default= group")
+
+
+def case_option_exclude():
+    """exclude=GLOB[,GLOB]: by function name, then by file (beats attributes too)."""
+    expect_trace(opts_program(["default=core", "exclude=skip*,ma?n"]), """
+main > beta @|core
+main > alpha @attr|core
+main < alpha
+main < beta
+""")
+    expect_trace(opts_program(["default=core", "exclude=*/src/opts.c"]), "")
+
+
+def case_option_exclude_cxx():
+    """exclude= on C++ (the GCC plugin's program and expectation): a qualified-name glob
+    (net::*) and a mangled-name glob (_Z6helper*)."""
+    exe = build([gsrc("cxx_names.cc")], w("cxx_names"), plugin("default=core", "exclude=net::*,_Z6helper*"))
+    expect_trace(trace_of(exe), "main > main @|core\nmain < main")
+    got = trace_of(build([gsrc("cxx_names.cc")], w("cxx_names"), plugin("default=core", "exclude=net::s*")))
+    if "net::parse(int)" not in got or "net::send(int)" in got:
+        raise Fail("exclude=net::s* should drop net::send only:\n" + got)
+
+
+def case_option_system_headers():
+    """system-headers: default= also applies inside system headers (off by default)."""
+    if "main\t> sys_helper\t|core" in opts_program(["default=core"]):
+        raise Fail("sys_helper (from an -isystem header) instrumented without system-headers")
+    if "main\t> sys_helper\t|core" not in opts_program(["default=core", "system-headers"]):
+        raise Fail("sys_helper not instrumented with system-headers")
+    if "main\t> sys_helper\t|core" not in opts_program(["default=core"], sys_dir="-I"):
+        raise Fail("sys_helper from a normal -I header must be instrumented")
+
+
+def case_skips():
+    """naked, no_instrument_function and runtime-named functions are never instrumented; the
+    verbose note says why, in the GCC plugin's words."""
+    p = sh([CC, A.opt, "-I" + A.include, "-c", gsrc("skips.c"), "-o", w("skips.o")] + plugin("verbose"))
+    for fn, why in (("naked_fn", "naked function"), ("opted_out", "no_instrument_function attribute"),
+                    ("perfgroup_lookalike", "perfgroup runtime function"),
+                    ("__perfgroup_internal", "perfgroup runtime function")):
+        if f"note: perfgroup: '{fn}' not instrumented: {why}" not in p.stderr:
+            raise Fail(f"no note saying {fn} is skipped ({why})")
+    if "note: perfgroup: instrumenting 'kept' (group 'g', file group '')" not in p.stderr:
+        raise Fail("no note saying kept is instrumented")
+    expect_trace(trace_of(link([w("skips.o")], w("skips"))), "main > kept @g|\nmain < kept")
+
+
+def case_sites():
+    """The descriptors read back through the ABI by the GCC plugin's sites.c: same fields,
+    flag CLANG instead of GCC. The cache slot: 0 in the object file as emitted, filled by the
+    runtime once the module constructor registered the sites."""
+    exe = build([gsrc("sites.c")], w("sites"), plugin("default=filegrp"))
+    o = w("sites.c.o")
+    sections = sh(["readelf", "-SW", o]).stdout
+    m = re.search(r"perfgroup_sites\s+PROGBITS\s+\S+\s+\S+\s+(\S+)\s+\S+\s+WA\s+\d+\s+\d+\s+(\d+)", sections)
+    if not m or m.group(2) != "8" or int(m.group(1), 16) != 3 * 32:
+        raise Fail("perfgroup_sites: not a dense array of three 32-byte, 8-aligned sites")
+    sh(["objcopy", "-O", "binary", "--only-section=perfgroup_sites", o, w("sites.bin")])
+    raw = open(w("sites.bin"), "rb").read()
+    relocs = sh(["readelf", "-rW", o]).stdout.split("Relocation section '.relaperfgroup_sites'")[1]
+    relocs = relocs.split("Relocation section")[0]
+    offsets = {int(l.split()[0], 16) for l in relocs.splitlines() if re.match(r"^[0-9a-f]{16} ", l)}
+    for i in range(3):
+        if raw[i * 32 + 24:i * 32 + 32] != bytes(8) or i * 32 + 24 in offsets:
+            raise Fail(f"site {i}: cache slot not emitted as 0")
+        if {i * 32 + 8, i * 32 + 16} - offsets:
+            raise Fail(f"site {i}: groups/where are not relocated pointers")
+    out = sh([exe]).stdout
+    got = sorted(l for l in out.splitlines() if l.startswith("site "))
+    src_lines = open(gsrc("sites.c")).read().splitlines()
+    line = {fn: 1 + next(i for i, l in enumerate(src_lines) if f" {fn}(int x)" in l)
+            for fn in ("with_attr", "file_only", "in_line")}
+    F = {"CLANG": 0x2, "INLINE": 0x8, "ATTR": 0x10, "FILE": 0x20}
+    want = sorted([  # cache: filled by the runtime when the module constructor registered
+        f"site v=1 flags={hex(F['CLANG'] | F['ATTR'] | F['FILE'])} line={line['with_attr']} groups=attrgrp|filegrp where=with_attr|sites.c cache=resolved",
+        f"site v=1 flags={hex(F['CLANG'] | F['FILE'])} line={line['file_only']} groups=|filegrp where=file_only|sites.c cache=resolved",
+        f"site v=1 flags={hex(F['CLANG'] | F['INLINE'] | F['FILE'])} line={line['in_line']} groups=|filegrp where=in_line|sites.c cache=resolved",
+    ])
+    if got != want:
+        raise Fail("sites differ:\n--- expected\n" + "\n".join(want) + "\n--- got\n" + "\n".join(got))
+
+
+def case_twice():
+    """-fplugin= given twice (and -fpass-plugin= as well): still one pair per call."""
+    exe = build([BASIC], w("twice"), plugin() + plugin() + ["-fpass-plugin=" + A.plugin])
+    if trace_of(exe) != BASIC_TRACE:
+        raise Fail("not one pair per call")
+
+
+def case_macro():
+    """__PERFGROUP__ is defined by -fplugin= alone in -c compiles (basic.c's PERF_GROUP is
+    empty otherwise, and nothing is traced). Under -E clang 14 runs no plugin action, so it is NOT defined there — the documented
+    reason -save-temps needs -D__PERFGROUP__=1; this checks that the documentation is true."""
+    if trace_of(build([BASIC], w("macro"), plugin())) != BASIC_TRACE:
+        raise Fail("PERF_GROUP did not expand to the annotation: __PERFGROUP__ undefined?")
+    probe = gsrc("probe.h")
+    pre = sh([CC, "-E", "-P", "-x", "c"] + plugin() + [probe]).stdout
+    if "PG_MACRO=__PERFGROUP__" not in pre:
+        raise Fail("__PERFGROUP__ is now defined under -E: update docs/plugins.md and this test")
+
+
+def case_misuse():
+    """One misuse file (shared with the GCC plugin's tests where the behaviour is the same):
+    each `expect:` line must appear as a diagnostic at that line ('-': no location), and the
+    compile fails iff an error is expected."""
+    path = os.path.abspath(A.file)
+    d = os.path.dirname(path)
+    flags, expects = [], []
+    for line in open(path).read().splitlines():
+        if m := shared.FLAGS.search(line):
+            flags += shlex.split(m.group(1).replace("%S", d))
+        elif m := shared.EXPECT.search(line):
+            expects.append((m.group(1), m.group(2), m.group(3).replace("%S", d)))
+    if not expects:
+        raise Fail("no expect: line in " + path)
+    p = sh([cc_for(path), A.opt, "-c", path, "-o", w("misuse.o")] + plugin() + flags, check=False)
+    for where, kind, msg in expects:
+        pat = (rf"^{kind}: " if where == "-" else rf"^{re.escape(path)}:{where}:\d+: {kind}: ") \
+            + re.escape(msg) + r"(?: \[-W[a-z-]+\])?$"
+        if not re.search(pat, p.stderr, re.M):
+            raise Fail(f"missing diagnostic: {where}: {kind}: {msg}")
+    want_fail = any(k == "error" for _, k, _ in expects)
+    if bool(p.returncode) != want_fail:
+        raise Fail(f"clang exited {p.returncode}; expected {'failure' if want_fail else 'success'}")
+
+
+def main():
+    global A
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--plugin", required=True)
+    ap.add_argument("--runtime", required=True)
+    ap.add_argument("--include", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--opt", default="-O0")
+    ap.add_argument("--gcc-plugin", default="", help="perfgroup.so, for the mixed case")
+    ap.add_argument("case")
+    ap.add_argument("file", nargs="?")
+    A = shared.A = ap.parse_args()
+    A.plugin, A.runtime, A.include = map(os.path.abspath, (A.plugin, A.runtime, A.include))
+    os.makedirs(A.workdir, exist_ok=True)
+    fn = globals().get("case_" + A.case)
+    if not fn:
+        print("unknown case " + A.case)
+        return 1
+    try:
+        if fn() == 77:
+            return 77
+    except Fail as e:
+        print("FAIL: " + str(e))
+        return 1
+    print("PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
