@@ -205,7 +205,11 @@ int perfgroup__chrome_write(struct pgc_file *files, size_t nfiles, const struct 
     int rc = 0;
     for (size_t i = 0; i < nfiles && !rc; i++) {
         C.f = &files[i];
-        C.base_ns = files[i].start_realtime_ns - base;
+        /* within 2^61 ns like every other time (damaged start times stay defined) */
+        int64_t off;
+        if (__builtin_sub_overflow(files[i].start_realtime_ns, base, &off) || off > (1ll << 61))
+            off = 1ll << 61;
+        C.base_ns = off;
         C.tid = files[i].pid;
         char pname[300];
         snprintf(pname, sizeof(pname), "%s (pid %u)", files[i].program, files[i].pid);

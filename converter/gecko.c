@@ -16,7 +16,7 @@
  * id per depth) until an outermost interval closes them; then they are written. Memory grows
  * with the sample ticks under one still-open outermost interval, never with records.
  *
- * Streaming. Per thread, samples go straight to the output; markers go to a temporary spill
+ * Streaming. Per thread, markers go straight to the output; samples go to a temporary spill
  * file copied in after them; string, frame and stack tables (unique entries only) are written
  * last. Counter samples go to per-thread spill files merged by time at the process's end.
  */
@@ -91,9 +91,13 @@ struct run {        /* pending trace samples: n ticks from t0 with the same leve
     uint32_t off;
 };
 
-struct level {      /* one interval kind at one depth: the site and the groups it acquired */
+struct level {      /* one interval kind: the site and the groups it acquired */
     uint32_t site;
     uint32_t mask;
+    /* its marker, computed once: name and category; function and file as string indexes
+     * (unique-string fields) */
+    uint32_t mname, mcat, fn, file;
+    int mready;
 };
 
 struct gthread {
@@ -113,6 +117,7 @@ struct gthread {
     struct pgc_map stack_map;
     /* samples */
     uint64_t nsamples;
+    int capped;              /* hit opt->max_samples: no more samples for this thread */
     int64_t last_sample_ns;
     int64_t next_tick;       /* trace: first tick not yet written */
     int ticks_started;
@@ -129,13 +134,20 @@ struct gthread {
     int have_clock;
     /* stats-mode accumulators, one per group of the file, + one for "outside groups" */
     uint64_t *acc;
-    /* markers */
-    FILE *markers;
+    /* counters: current interval bucket and its CPU, per group of the file */
+    int64_t *bucket;
+    uint64_t *bucket_cpu;
+    /* samples go to a spill file (markers, far more numerous in trace mode, go straight to
+     * the output) and are copied in after the markers */
+    FILE *spill;
+    struct pgc_out *sw;      /* buffered writer on `spill` */
     uint64_t nmarkers;
     /* times */
     int64_t first_ns, last_ns;
     int have_time;
     uint32_t idle_stack;
+    uint64_t last_ev_name;   /* name_string_id + 1 of the last event, 0 = none */
+    uint32_t last_ev_loc;
 };
 
 struct gecko {
@@ -144,6 +156,8 @@ struct gecko {
     struct pgc_error *err;
     struct cats cats;
     int64_t iv;                 /* sample interval, ns */
+    uint64_t max_samples;       /* per thread */
+    int64_t max_span_ns;        /* max_samples * iv: longer spans are damaged input */
     /* current process */
     struct pgc_file *f;
     uint32_t main_thread;       /* index into f->threads of the GeckoMain thread */
@@ -295,7 +309,11 @@ static void out_ms(struct pgc_out *o, int64_t ns)
 
 static void write_sample(struct gthread *t, uint32_t stack, int64_t ns, int64_t cpu_delta_ns)
 {
-    struct pgc_out *o = t->g->out;
+    struct pgc_out *o = t->sw;
+    if (t->nsamples >= t->g->max_samples) {
+        t->capped = 1;
+        return;
+    }
     if (ns < t->last_sample_ns)
         ns = t->last_sample_ns; /* sample times never go back */
     t->last_sample_ns = ns;
@@ -312,32 +330,29 @@ static void write_sample(struct gthread *t, uint32_t stack, int64_t ns, int64_t 
     t->nsamples++;
 }
 
-/* Markers go to the spill as rows of the markers table; `data` is the payload object. */
+/* A row of the markers table, straight to the output; `payload` is the data object. */
 static void marker_row(struct gthread *t, uint32_t name, int64_t start, int64_t end, int phase,
-                       uint32_t cat, struct pgc_out *payload_buf)
+                       uint32_t cat, const struct pgc_out *payload)
 {
-    FILE *m = t->markers;
-    if (!m || name == UNKNOWN)
+    struct pgc_out *m = t->g->out;
+    if (name == UNKNOWN)
         return;
-    char b[128];
-    int n;
-    struct pgc_out tmp;
-    perfgroup__out_init(&tmp, m);
-    n = snprintf(b, sizeof(b), "%s[%u,", t->nmarkers ? ",\n" : "\n", name);
-    perfgroup__out_raw(&tmp, b, (size_t)n);
-    out_ms(&tmp, start);
-    PGC_LIT(&tmp, ",");
+    PGC_SEP(m, t->nmarkers, "\n[");
+    perfgroup__out_u64(m, name);
+    PGC_LIT(m, ",");
+    out_ms(m, start);
+    PGC_LIT(m, ",");
     if (phase == 0)
-        PGC_LIT(&tmp, "null");
+        PGC_LIT(m, "null");
     else
-        out_ms(&tmp, end < start ? start : end);
-    n = snprintf(b, sizeof(b), ",%d,%u,", phase, cat);
-    perfgroup__out_raw(&tmp, b, (size_t)n);
-    perfgroup__out_raw(&tmp, payload_buf->buf, payload_buf->len);
-    PGC_LIT(&tmp, "]");
-    perfgroup__out_flush(&tmp);
-    if (tmp.err && !t->g->out->err)
-        t->g->out->err = tmp.err;
+        out_ms(m, end < start ? start : end);
+    PGC_LIT(m, ",");
+    perfgroup__out_u64(m, (uint64_t)phase);
+    PGC_LIT(m, ",");
+    perfgroup__out_u64(m, cat);
+    PGC_LIT(m, ",");
+    perfgroup__out_raw(m, payload->buf, payload->len);
+    PGC_LIT(m, "]");
     t->nmarkers++;
 }
 
@@ -429,7 +444,7 @@ static uint32_t level_id(struct gthread *t, uint32_t site, uint32_t mask)
         return UNKNOWN;
     if (perfgroup__map_put(&t->level_map, key, t->nlevels))
         return UNKNOWN;
-    t->levels[t->nlevels] = (struct level){site, mask & 0xff};
+    t->levels[t->nlevels] = (struct level){site, mask & 0xff, UNKNOWN, CAT_OTHER, 0, 0, 0};
     return t->nlevels++;
 }
 
@@ -468,12 +483,18 @@ static int64_t tick_cpu(struct gthread *t)
 
 static void idle_until(struct gthread *t, int64_t until)
 {
+    if (t->capped) {
+        t->next_tick = until;
+        return;
+    }
     if (!t->ticks_started) { /* no idle samples before the thread's first activity */
         t->next_tick = until;
         t->ticks_started = 1;
     }
-    for (; t->next_tick < until; t->next_tick += t->g->iv)
+    for (; t->next_tick < until && !t->capped; t->next_tick += t->g->iv)
         write_sample(t, t->idle_stack, t->next_tick, tick_cpu(t));
+    if (t->capped)
+        t->next_tick = until;
 }
 
 static void flush_runs(struct gthread *t)
@@ -482,7 +503,7 @@ static void flush_runs(struct gthread *t)
         struct run *r = &t->runs[i];
         idle_until(t, r->t0);
         uint32_t st = levels_stack(t, t->pool + r->off, r->nlev);
-        for (uint32_t k = 0; k < r->n; k++)
+        for (uint32_t k = 0; k < r->n && !t->capped; k++)
             write_sample(t, st, r->t0 + (int64_t)k * t->g->iv, tick_cpu(t));
         t->next_tick = r->t0 + (int64_t)r->n * t->g->iv;
     }
@@ -507,8 +528,7 @@ static int push_run(struct gthread *t, struct run **tmp, uint32_t *ntmp, uint32_
     return 0;
 }
 
-static int trace_interval(struct gthread *t, uint32_t site, uint32_t mask, uint32_t depth,
-                          int64_t s, int64_t e)
+static int trace_interval(struct gthread *t, uint32_t lid, uint32_t depth, int64_t s, int64_t e)
 {
     int64_t iv = t->g->iv;
     if (depth > MAX_DEPTH)
@@ -516,9 +536,6 @@ static int trace_interval(struct gthread *t, uint32_t site, uint32_t mask, uint3
     int64_t a = s > 0 ? (s + iv - 1) / iv * iv : s / iv * iv;
     if (t->ticks_started && a < t->next_tick)
         a = t->next_tick; /* ticks already written (bad nesting in the input) stay written */
-    uint32_t lid = level_id(t, site, mask);
-    if (lid == UNKNOWN)
-        return -1;
     if (a < e) {
         /* the tail runs at or after a are this interval's descendants: give them level depth */
         uint32_t first = t->nruns;
@@ -568,13 +585,19 @@ static int trace_interval(struct gthread *t, uint32_t site, uint32_t mask, uint3
 }
 
 /* ---- Stats-mode samples -------------------------------------------------------------- */
+/* double -> u64 without the undefined conversion of values beyond the range */
+static uint64_t to_u64(double v)
+{
+    return v > 0 ? (v < 1.8e19 ? (uint64_t)v : (uint64_t)1.8e19) : 0;
+}
+
 static void stats_event(struct gthread *t, const struct pgr_record *r, int64_t b, int64_t e,
                         uint32_t name_frame_loc)
 {
     int64_t iv = t->g->iv;
     uint32_t ng = t->f->ngroups;
     uint64_t sum = 0, cpu = r->u.event.cpu_ns;
-    uint32_t ev_stack = intern_stack(t, UNKNOWN, intern_frame(t, name_frame_loc, CAT_EVENT, 0));
+    uint32_t ev_stack = UNKNOWN; /* interned only when a sample needs it */
     /* the thread's top group is the whole event: the event frame stands for it */
     for (uint32_t i = 0; i < r->u.event.ngroups; i++) {
         uint32_t gi = perfgroup__group_index(t->f, r->u.event.groups[i].group_id);
@@ -590,7 +613,7 @@ static void stats_event(struct gthread *t, const struct pgr_record *r, int64_t b
         uint32_t gi = perfgroup__group_index(t->f, r->u.event.groups[i].group_id);
         if (gi >= ng || t->f->groups[gi].kind == 0)
             continue;
-        t->acc[gi] += (uint64_t)((double)r->u.event.groups[i].cpu_ns * scale);
+        t->acc[gi] += to_u64((double)r->u.event.groups[i].cpu_ns * scale);
         uint64_t k = t->acc[gi] / (uint64_t)iv;
         t->acc[gi] -= k * (uint64_t)iv;
         if (k > 1000000)
@@ -599,7 +622,8 @@ static void stats_event(struct gthread *t, const struct pgr_record *r, int64_t b
         idx[nk++] = gi;
         k_total += k;
     }
-    uint64_t rest = cpu > (uint64_t)((double)sum * scale) ? cpu - (uint64_t)((double)sum * scale) : 0;
+    uint64_t scaled = to_u64((double)sum * scale);
+    uint64_t rest = cpu > scaled ? cpu - scaled : 0;
     t->acc[ng] += rest;
     uint64_t krest = t->acc[ng] / (uint64_t)iv;
     t->acc[ng] -= krest * (uint64_t)iv;
@@ -614,12 +638,16 @@ static void stats_event(struct gthread *t, const struct pgr_record *r, int64_t b
     uint64_t j = 0;
     for (uint32_t i = 0; i < nk; i++) {
         uint32_t st;
+        if (!counts[i])
+            continue;
+        if (ev_stack == UNKNOWN)
+            ev_stack = intern_stack(t, UNKNOWN, intern_frame(t, name_frame_loc, CAT_EVENT, 0));
         if (idx[i] == UNKNOWN)
             st = intern_stack(t, ev_stack, label_frame(t, "(outside groups)", CAT_EVENT));
         else
             st = intern_stack(t, ev_stack,
                               label_frame(t, t->f->groups[idx[i]].name, group_cat(t, idx[i])));
-        for (uint32_t k = 0; k < counts[i]; k++, j++) {
+        for (uint32_t k = 0; k < counts[i] && !t->capped; k++, j++) {
             int64_t at = b + (int64_t)((double)span * ((double)j + 0.5) / (double)k_total);
             write_sample(t, st, at, iv);
         }
@@ -635,17 +663,51 @@ static void counter_spill(struct gthread *t, int64_t ns, uint32_t group, uint64_
         t->g->out->err = errno ? errno : EIO;
 }
 
+/* Per-group CPU counters at the sample interval's resolution (a finer one cannot be drawn):
+ * a group's CPU is summed per interval bucket (by event end) and written when the group
+ * moves on to a later bucket, with a zero row first when buckets were skipped so idle time
+ * reads as zero. At most two rows per group per interval per thread, whatever the events. */
+static void counter_flush(struct gthread *t, uint32_t gi)
+{
+    if (t->bucket[gi] == INT64_MIN)
+        return;
+    counter_spill(t, (t->bucket[gi] + 1) * t->g->iv, gi, t->bucket_cpu[gi]);
+}
+
+static void counter_add(struct gthread *t, uint32_t gi, int64_t end_ns, uint64_t cpu)
+{
+    int64_t k = end_ns / t->g->iv;
+    if (t->bucket[gi] != INT64_MIN && k <= t->bucket[gi]) {
+        t->bucket_cpu[gi] += cpu;
+        return;
+    }
+    counter_flush(t, gi);
+    if (t->bucket[gi] == INT64_MIN || k > t->bucket[gi] + 1)
+        counter_spill(t, k * t->g->iv, gi, 0);
+    t->bucket[gi] = k;
+    t->bucket_cpu[gi] = cpu;
+}
+
 static void event_record(struct gthread *t, const struct pgr_record *r)
 {
     int64_t b = tns(t, r->u.event.begin_tsc), e = tns(t, r->u.event.end_tsc);
     if (e < b)
         e = b;
+    if (e - b > t->g->max_span_ns)
+        e = b + t->g->max_span_ns;
     seen(t, b);
     seen(t, e);
-    const char *name = perfgroup__string(t->f, r->u.event.name_string_id);
-    if (!name)
-        name = r->u.event.flags & PGF_EVENT_F_IMPLICIT ? "(implicit event)" : "(event)";
-    uint32_t loc = intern_str(t, name, strlen(name));
+    uint32_t loc;
+    if (t->last_ev_name == r->u.event.name_string_id + 1ull && r->u.event.name_string_id) {
+        loc = t->last_ev_loc; /* event names repeat: skip the lookups */
+    } else {
+        const char *name = perfgroup__string(t->f, r->u.event.name_string_id);
+        if (!name)
+            name = r->u.event.flags & PGF_EVENT_F_IMPLICIT ? "(implicit event)" : "(event)";
+        loc = intern_str(t, name, strlen(name));
+        t->last_ev_name = r->u.event.name_string_id + 1ull;
+        t->last_ev_loc = loc;
+    }
     if (e > b)
         t->cpu_rate = (double)r->u.event.cpu_ns / (double)(e - b);
     if (t->f->mode != PGF_MODE_TRACE)
@@ -656,37 +718,41 @@ static void event_record(struct gthread *t, const struct pgr_record *r)
     pl_begin(&pl, "PerfgroupEvent");
     pl_ms(&pl, "cpu", (int64_t)r->u.event.cpu_ns);
     pl_ms(&pl, "wall", e - b);
-    char groups[1024];
-    size_t gl = 0;
     uint64_t best = 0;
     uint32_t best_cat = CAT_EVENT;
+    /* "groups": "name 1.25 ms, other 0.5 ms", written straight into the payload */
+    pl_key(&pl, "groups");
+    PGC_LIT(&pl, "\"");
+    uint32_t listed = 0;
     for (uint32_t i = 0; i < r->u.event.ngroups; i++) {
         const struct pgr_event_group *eg = &r->u.event.groups[i];
         uint32_t gi = perfgroup__group_index(t->f, eg->group_id);
         if (gi >= t->f->ngroups)
             continue;
         t->g->group_cpu[gi] += eg->cpu_ns;
-        counter_spill(t, b, gi, 0);
-        counter_spill(t, e, gi, eg->cpu_ns);
+        counter_add(t, gi, e, eg->cpu_ns);
         if (t->f->groups[gi].kind != 0 && eg->cpu_ns >= best) {
             best = eg->cpu_ns;
             best_cat = group_cat(t, gi);
         }
-        if (gl < sizeof(groups) - 64) {
-            int n = snprintf(groups + gl, sizeof(groups) - gl, "%s%s %.3f ms", gl ? ", " : "",
-                             t->f->groups[gi].name, (double)eg->cpu_ns / 1e6);
-            if (n > 0)
-                gl += (size_t)n < sizeof(groups) - gl ? (size_t)n : sizeof(groups) - gl - 1;
+        const char *gn = t->f->groups[gi].name;
+        size_t gnl = strlen(gn);
+        if (listed < 64 && pl_room(&pl, gnl * 6 + 64)) {
+            if (listed++)
+                PGC_LIT(&pl, ", ");
+            perfgroup__out_json_chars(&pl, gn, gnl);
+            PGC_LIT(&pl, " ");
+            perfgroup__out_fixed(&pl, (int64_t)(eg->cpu_ns / 1000 * 1000), 1000000);
+            PGC_LIT(&pl, " ms");
         }
     }
-    pl_str(&pl, "groups", groups, gl);
+    PGC_LIT(&pl, "\"");
     int jank = e - b > (int64_t)JANK_MS * 1000000;
     pl_str(&pl, "jank", jank ? "yes" : "no", jank ? 3 : 2);
-    char flags[64];
-    snprintf(flags, sizeof(flags), "%s%s%s",
-             r->u.event.flags & PGF_EVENT_F_IMPLICIT ? "implicit " : "",
-             r->u.event.flags & PGF_EVENT_F_DISCARDED ? "discarded " : "",
-             r->u.event.flags & PGF_EVENT_F_NESTED ? "nested-loop" : "");
+    static const char *const flag_text[8] = {
+        "", "implicit", "discarded", "implicit discarded", "nested-loop", "implicit nested-loop",
+        "discarded nested-loop", "implicit discarded nested-loop"};
+    const char *flags = flag_text[r->u.event.flags & 7];
     pl_str(&pl, "flags", flags, strlen(flags));
     pl_end(&pl);
     marker_row(t, loc, b, e, 1, best_cat, &pl);
@@ -695,39 +761,49 @@ static void event_record(struct gthread *t, const struct pgr_record *r)
 static void interval_record(struct gthread *t, const struct pgr_record *r)
 {
     int64_t s = tns(t, r->u.interval.start_tsc);
-    int64_t e = s + perfgroup__ticks_ns(&t->clk, r->u.interval.duration);
+    int64_t d = perfgroup__ticks_ns(&t->clk, r->u.interval.duration);
+    if (d > t->g->max_span_ns) /* a duration no sample budget covers: damaged input */
+        d = t->g->max_span_ns;
+    int64_t e = s + d;
     seen(t, s);
     seen(t, e);
     uint32_t site = perfgroup__site_index(t->f, r->u.interval.function_id);
-    if (trace_interval(t, site, r->u.interval.group_mask, r->u.interval.depth, s, e) && !t->g->out->err)
+    uint32_t lid = level_id(t, site, r->u.interval.group_mask);
+    if ((lid == UNKNOWN || trace_interval(t, lid, r->u.interval.depth, s, e)) && !t->g->out->err)
         t->g->out->err = ENOMEM;
-    if (!r->u.interval.group_mask || site == UNKNOWN)
+    if (!r->u.interval.group_mask || site == UNKNOWN || lid == UNKNOWN || t->g->opt->no_interval_markers)
         return;
     /* a group interval: one marker named after the group(s) the pair acquired */
+    struct level *l = &t->levels[lid];
     const struct pgc_site *st = &t->f->sites[site];
-    char name[256];
-    size_t nl = 0;
-    uint32_t cat = CAT_OTHER;
-    for (uint32_t b = 0; b < st->ngroups && b < 8; b++) {
-        if (!(r->u.interval.group_mask & (1u << b)))
-            continue;
-        const char *gn = t->f->groups[st->groups[b]].name;
-        if (nl == 0)
-            cat = group_cat(t, st->groups[b]);
-        int n = snprintf(name + nl, sizeof(name) - nl, "%s%s", nl ? "+" : "", gn);
-        if (n > 0)
-            nl += (size_t)n < sizeof(name) - nl ? (size_t)n : sizeof(name) - nl - 1;
+    if (!l->mready) {
+        char name[256];
+        size_t nl = 0;
+        for (uint32_t b = 0; b < st->ngroups && b < 8; b++) {
+            if (!(r->u.interval.group_mask & (1u << b)))
+                continue;
+            const char *gn = t->f->groups[st->groups[b]].name;
+            if (nl == 0)
+                l->mcat = group_cat(t, st->groups[b]);
+            int n = snprintf(name + nl, sizeof(name) - nl, "%s%s", nl ? "+" : "", gn);
+            if (n > 0)
+                nl += (size_t)n < sizeof(name) - nl ? (size_t)n : sizeof(name) - nl - 1;
+        }
+        l->mname = nl ? intern_str(t, name, nl) : UNKNOWN;
+        l->fn = intern_str(t, st->display, strlen(st->display));
+        l->file = intern_str(t, st->file, strlen(st->file));
+        l->mready = 1;
     }
-    if (!nl)
+    if (l->mname == UNKNOWN || l->fn == UNKNOWN || l->file == UNKNOWN)
         return;
     struct pgc_out pl;
     pl_begin(&pl, "PerfgroupInterval");
-    pl_str(&pl, "function", st->display, strlen(st->display));
-    pl_str(&pl, "file", st->file, strlen(st->file));
+    pl_u64(&pl, "function", l->fn);
+    pl_u64(&pl, "file", l->file);
     pl_u64(&pl, "line", st->line);
     pl_u64(&pl, "depth", r->u.interval.depth);
     pl_end(&pl);
-    marker_row(t, intern_str(t, name, nl), s, e, 1, cat, &pl);
+    marker_row(t, l->mname, s, e, 1, l->mcat, &pl);
 }
 
 static void user_marker(struct gthread *t, const struct pgr_record *r)
@@ -764,6 +840,7 @@ static void overhead_marker(struct gthread *t, const struct pgr_record *r)
     pl_u64(&pl, "commits", r->u.overhead.commits);
     pl_u64(&pl, "slowPaths", r->u.overhead.slow_paths);
     pl_u64(&pl, "resyncs", r->u.overhead.resyncs);
+    pl_u64(&pl, "dropped", r->u.overhead.dropped);
     pl_end(&pl);
     marker_row(t, intern_str(t, "Runtime overhead", 16), t->last_ns, 0, 0, CAT_OTHER, &pl);
 }
@@ -837,9 +914,16 @@ static int begin_thread(void *ctx, uint32_t ti)
     t->last_sample_ns = INT64_MIN;
     perfgroup__clock_init(&t->clk, g->f);
     t->acc = calloc(g->f->ngroups + 1, sizeof(*t->acc));
-    t->markers = tmpfile();
+    t->bucket = malloc((g->f->ngroups + 1) * sizeof(*t->bucket));
+    t->bucket_cpu = calloc(g->f->ngroups + 1, sizeof(*t->bucket_cpu));
+    for (uint32_t i = 0; t->bucket && i <= g->f->ngroups; i++)
+        t->bucket[i] = INT64_MIN;
+    t->spill = tmpfile();
+    t->sw = malloc(sizeof(*t->sw));
+    if (t->sw)
+        perfgroup__out_init(t->sw, t->spill);
     FILE **ns = realloc(g->cspill, (g->ncspill + 1) * sizeof(*ns));
-    if (!t->acc || !t->markers || !ns)
+    if (!t->acc || !t->bucket || !t->bucket_cpu || !t->spill || !t->sw || !ns)
         return fail_oom(g);
     g->cspill = ns;
     g->cspill[g->ncspill++] = tmpfile();
@@ -853,7 +937,7 @@ static int begin_thread(void *ctx, uint32_t ti)
     write_thread_head(g, is_main ? "GeckoMain" : t->th->name, is_main ? t->th->name : g->f->program,
                       t->th->tid);
     t->idle_stack = intern_stack(t, UNKNOWN, label_frame(t, "(outside instrumented functions)", CAT_IDLE));
-    perfgroup__out_raw(g->out, samples_schema, sizeof(samples_schema) - 1);
+    perfgroup__out_raw(g->out, markers_schema, sizeof(markers_schema) - 1);
     return 0;
 }
 
@@ -871,12 +955,15 @@ static void gthread_free(struct gthread *t)
     free(t->pool);
     free(t->levels);
     free(t->acc);
+    free(t->bucket);
+    free(t->bucket_cpu);
     perfgroup__map_free(&t->string_map);
     perfgroup__map_free(&t->frame_map);
     perfgroup__map_free(&t->stack_map);
     perfgroup__map_free(&t->level_map);
-    if (t->markers)
-        fclose(t->markers);
+    if (t->spill)
+        fclose(t->spill);
+    free(t->sw);
     free(t);
 }
 
@@ -898,6 +985,19 @@ static int end_thread(void *ctx, uint32_t ti)
     struct pgc_out *o = g->out;
     (void)ti;
     flush_runs(t); /* outermost intervals that never closed (cut recording): write anyway */
+    for (uint32_t i = 0; i < g->f->ngroups; i++)
+        counter_flush(t, i);
+    if (t->capped) {
+        fprintf(stderr, "perfgroup-convert: warning: %s: thread %s: samples stopped at %" PRIu64
+                " (--max-samples); markers and counters are complete\n", g->f->path, t->th->name,
+                t->nsamples);
+        struct pgc_out pl;
+        pl_begin(&pl, "PerfgroupCut");
+        const char *why = "sample limit reached (--max-samples): no samples after this point";
+        pl_str(&pl, "reason", why, strlen(why));
+        pl_end(&pl);
+        marker_row(t, intern_str(t, "Samples capped", 14), t->last_sample_ns, 0, 0, CAT_OTHER, &pl);
+    }
     if (g->f->not_closed) {
         struct pgc_out pl;
         pl_begin(&pl, "PerfgroupCut");
@@ -909,9 +1009,10 @@ static int end_thread(void *ctx, uint32_t ti)
         marker_row(t, intern_str(t, "Recording cut", 13), t->last_ns, 0, 0, CAT_OTHER, &pl);
     }
     PGC_LIT(o, "]}");
-    perfgroup__out_raw(o, markers_schema, sizeof(markers_schema) - 1);
-    if (copy_file(o, t->markers) && !o->err)
-        o->err = EIO;
+    perfgroup__out_raw(o, samples_schema, sizeof(samples_schema) - 1);
+    perfgroup__out_flush(t->sw);
+    if ((t->sw->err || copy_file(o, t->spill)) && !o->err)
+        o->err = t->sw->err ? t->sw->err : EIO;
     PGC_LIT(o, "]},\"registerTime\":");
     out_ms(o, t->have_time ? t->first_ns : 0);
     PGC_LIT(o, ",\"unregisterTime\":");
@@ -1068,8 +1169,8 @@ static void write_schema(struct pgc_out *o)
         "{\"name\":\"PerfgroupInterval\",\"tooltipLabel\":\"{marker.name}: {marker.data.function}\","
         "\"tableLabel\":\"{marker.data.function} ({marker.data.file}:{marker.data.line})\","
         "\"chartLabel\":\"{marker.data.function}\",\"display\":[\"marker-chart\",\"marker-table\"],"
-        "\"data\":[{\"key\":\"function\",\"label\":\"Function\",\"format\":\"string\",\"searchable\":true},"
-        "{\"key\":\"file\",\"label\":\"File\",\"format\":\"file-path\"},"
+        "\"data\":[{\"key\":\"function\",\"label\":\"Function\",\"format\":\"unique-string\",\"searchable\":true},"
+        "{\"key\":\"file\",\"label\":\"File\",\"format\":\"unique-string\"},"
         "{\"key\":\"line\",\"label\":\"Line\",\"format\":\"integer\"},"
         "{\"key\":\"depth\",\"label\":\"Depth\",\"format\":\"integer\"}]},\n"
         "{\"name\":\"PerfgroupMarker\",\"tooltipLabel\":\"{marker.name}: {marker.data.text}\","
@@ -1091,7 +1192,8 @@ static void write_schema(struct pgc_out *o)
         "\"data\":[{\"key\":\"commit\",\"label\":\"Time in commits\",\"format\":\"milliseconds\"},"
         "{\"key\":\"commits\",\"label\":\"Commits\",\"format\":\"integer\"},"
         "{\"key\":\"slowPaths\",\"label\":\"Slow paths\",\"format\":\"integer\"},"
-        "{\"key\":\"resyncs\",\"label\":\"Clock resyncs\",\"format\":\"integer\"}]}]");
+        "{\"key\":\"resyncs\",\"label\":\"Clock resyncs\",\"format\":\"integer\"},"
+        "{\"key\":\"dropped\",\"label\":\"Pairs not counted\",\"format\":\"integer\"}]}]");
 }
 
 static void write_categories(struct gecko *g)
@@ -1220,6 +1322,8 @@ int perfgroup__gecko_write(struct pgc_file *files, size_t nfiles, const struct p
     g.out = out;
     g.err = err;
     g.iv = opt->interval_ns > 0 ? opt->interval_ns : 1000000;
+    g.max_samples = opt->max_samples ? opt->max_samples : 100000000;
+    g.max_span_ns = (int64_t)g.max_samples * g.iv;
     for (size_t i = 0; i < nfiles; i++)
         g.records_total += files[i].records_total;
     int rc = cats_build(&g.cats, files, nfiles);

@@ -284,11 +284,20 @@ int perfgroup__file_open(struct pgc_file *f, const char *path, struct pgc_error 
     }
     if (rc < 0)
         return reader_err(f, err);
+    /* group ids are small in practice: a direct table for the per-event lookups */
+    f->group_direct = malloc(PGC_DIRECT_IDS * sizeof(*f->group_direct));
+    if (!f->group_direct)
+        return oom(f, err);
+    for (uint32_t i = 0; i < PGC_DIRECT_IDS; i++) {
+        uint32_t v;
+        f->group_direct[i] = perfgroup__map_get(&f->group_ids, i, &v) ? v : UINT32_MAX;
+    }
     return 0;
 }
 
-/* Warnings go to stderr as they are: "perfgroup-convert: warning: <file>: byte N: <what>". */
-static void print_warnings(const struct pgc_file *f)
+/* Warnings go to stderr, after a successful conversion only (bad input gets one line):
+ * "perfgroup-convert: warning: <file>: byte N: <what>". */
+void perfgroup__file_warnings(const struct pgc_file *f)
 {
     for (size_t i = 0; i < pgr_warning_count(f->r); i++) {
         const struct pgr_error *w = pgr_warning(f->r, i);
@@ -359,13 +368,14 @@ int perfgroup__file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, v
         if ((rc = cb->end_thread(ctx, idx)))
             return rc;
     }
-    print_warnings(f);
     return 0;
 }
 
 uint32_t perfgroup__group_index(const struct pgc_file *f, uint32_t id)
 {
     uint32_t v;
+    if (id < PGC_DIRECT_IDS && f->group_direct)
+        return f->group_direct[id];
     return perfgroup__map_get(&f->group_ids, id, &v) ? v : UINT32_MAX;
 }
 
@@ -407,6 +417,7 @@ void perfgroup__file_close(struct pgc_file *f)
     free(f->threads);
     free(f->strings);
     perfgroup__map_free(&f->group_ids);
+    free(f->group_direct);
     perfgroup__map_free(&f->site_ids);
     perfgroup__map_free(&f->thread_ids);
     perfgroup__map_free(&f->string_ids);

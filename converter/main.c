@@ -24,6 +24,10 @@ static const char usage[] =
     "  --summary         per-group table per process/thread and overall, on stdout\n"
     "  --json            with --summary: the same as JSON\n"
     "  --interval MS     sample interval of the Gecko profile in ms (default 1; 0.01..1000)\n"
+    "  --max-samples N   at most N samples per thread (default 100000000); a damaged\n"
+    "                    timestamp cannot make the profile explode\n"
+    "  --no-interval-markers  Gecko: no marker per trace-mode group interval (the call tree\n"
+    "                    and samples are unchanged; profiles are ~3x smaller)\n"
     "  --progress / --no-progress   force the progress line on stderr on or off\n"
     "                    (default: on when stderr is a terminal)\n"
     "\n"
@@ -77,6 +81,16 @@ int main(int argc, char **argv)
             if (*end || !(ms >= 0.01 && ms <= 1000))
                 return fail_usage("--interval: milliseconds between 0.01 and 1000");
             opt.interval_ns = (int64_t)(ms * 1e6 + 0.5);
+        } else if (!strcmp(a, "--max-samples")) {
+            char *end;
+            if (++i >= argc)
+                return fail_usage("--max-samples needs a count");
+            unsigned long long n = strtoull(argv[i], &end, 10);
+            if (*end || n < 1000 || n > 1000000000ull)
+                return fail_usage("--max-samples: a count between 1000 and 1000000000");
+            opt.max_samples = n;
+        } else if (!strcmp(a, "--no-interval-markers")) {
+            opt.no_interval_markers = 1;
         } else if (!strcmp(a, "--progress")) {
             opt.progress = 1;
         } else if (!strcmp(a, "--no-progress")) {
@@ -117,9 +131,26 @@ int main(int argc, char **argv)
 
     FILE *out = NULL;
     char *tmp = NULL;
+    int direct = 0, to_stdout = 0;
     if (!status) {
+        struct stat st;
         if (!outpath || !strcmp(outpath, "-")) {
-            out = stdout;
+            /* stdout gets the output only once it is whole: bad input half-way prints nothing */
+            out = tmpfile();
+            to_stdout = 1;
+            if (!out) {
+                fprintf(stderr, "perfgroup-convert: cannot create a temporary file: %s\n",
+                        strerror(errno));
+                status = PGC_EXIT_USAGE;
+            }
+        } else if (stat(outpath, &st) == 0 && !S_ISREG(st.st_mode)) {
+            /* a device or pipe (/dev/null, a FIFO): write to it as it is, no temp + rename */
+            out = fopen(outpath, "w");
+            direct = 1;
+            if (!out) {
+                fprintf(stderr, "perfgroup-convert: %s: cannot open: %s\n", outpath, strerror(errno));
+                status = PGC_EXIT_USAGE;
+            }
         } else {
             size_t n = strlen(outpath) + 16;
             tmp = malloc(n);
@@ -163,8 +194,29 @@ int main(int argc, char **argv)
                     strerror(-rc));
             status = PGC_EXIT_USAGE;
         }
-        if (out != stdout) {
-            if (fflush(out) || fsync(fileno(out))) {
+        if (to_stdout) {
+            if (!status) {
+                char buf[1 << 16];
+                size_t n;
+                fflush(out);
+                rewind(out);
+                while ((n = fread(buf, 1, sizeof(buf), out)) > 0)
+                    if (fwrite(buf, 1, n, stdout) != n)
+                        break;
+                if (ferror(out) || fflush(stdout) || ferror(stdout)) {
+                    fprintf(stderr, "perfgroup-convert: stdout: write failed: %s\n", strerror(errno));
+                    status = PGC_EXIT_USAGE;
+                }
+            }
+            fclose(out);
+        } else if (direct) {
+            if ((fflush(out) || ferror(out)) && !status) {
+                fprintf(stderr, "perfgroup-convert: %s: write failed: %s\n", outpath, strerror(errno));
+                status = PGC_EXIT_USAGE;
+            }
+            fclose(out);
+        } else if (out != stdout) {
+            if (fflush(out) || ferror(out)) {
                 if (!status) {
                     fprintf(stderr, "perfgroup-convert: %s: write failed: %s\n", outpath,
                             strerror(errno));
@@ -178,10 +230,11 @@ int main(int argc, char **argv)
             }
             if (status)
                 unlink(tmp);
-        } else {
-            fflush(stdout);
         }
     }
+    if (!status)
+        for (size_t i = 0; i < nopen; i++)
+            perfgroup__file_warnings(&files[i]);
     if (status == PGC_EXIT_BADINPUT)
         fprintf(stderr, "perfgroup-convert: %s\n", err.set ? err.msg : "bad input");
     for (size_t i = 0; i < nopen; i++)

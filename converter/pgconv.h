@@ -52,9 +52,19 @@ struct pgc_out {
 };
 void perfgroup__out_init(struct pgc_out *o, FILE *f);
 void perfgroup__out_flush(struct pgc_out *o);
-void perfgroup__out_raw(struct pgc_out *o, const char *s, size_t n);
+void perfgroup__out_raw_slow(struct pgc_out *o, const char *s, size_t n);
+static inline void perfgroup__out_raw(struct pgc_out *o, const char *s, size_t n)
+{
+    if (o->len + n <= sizeof(o->buf)) { /* the common case: room in the buffer */
+        __builtin_memcpy(o->buf + o->len, s, n);
+        o->len += n;
+    } else {
+        perfgroup__out_raw_slow(o, s, n);
+    }
+}
 void perfgroup__out_str(struct pgc_out *o, const char *s); /* raw C string */
 void perfgroup__out_json_str(struct pgc_out *o, const char *s, size_t n); /* quoted, escaped */
+void perfgroup__out_json_chars(struct pgc_out *o, const char *s, size_t n); /* escaped only */
 void perfgroup__out_u64(struct pgc_out *o, uint64_t v);
 void perfgroup__out_i64(struct pgc_out *o, int64_t v);
 /* ns as a decimal number of milliseconds (or micro when div is 1000) with up to 6 decimals */
@@ -68,6 +78,8 @@ void perfgroup__out_double(struct pgc_out *o, double v);
             perfgroup__out_raw((o), ",", 1);                                                  \
         PGC_LIT(o, s);                                                                        \
     } while (0)
+
+#define PGC_DIRECT_IDS 1024u
 
 /* ---- The recording (definitions, read through pgreader) ------------------------------ */
 struct pgc_group {
@@ -112,6 +124,7 @@ struct pgc_file {
     uint32_t mode;
     /* definitions by index; the maps go from id to index */
     struct pgc_group *groups;   uint32_t ngroups;  struct pgc_map group_ids;
+    uint32_t *group_direct;     /* index by id for ids < PGC_DIRECT_IDS */
     struct pgc_site *sites;     uint32_t nsites;   struct pgc_map site_ids;
     struct pgc_thread *threads; uint32_t nthreads; struct pgc_map thread_ids;
     struct pgc_string *strings; uint32_t nstrings; struct pgc_map string_ids;
@@ -124,9 +137,11 @@ struct pgc_file {
 };
 
 /* Opens and validates a recording and reads all its definitions. Returns 0, or -1 with err
- * set to "<path>: byte <off>: <what>" (bad input: exit 2). Prints the reader's warnings. */
+ * set to "<path>: byte <off>: <what>" (bad input: exit 2). */
 int perfgroup__file_open(struct pgc_file *f, const char *path, struct pgc_error *err);
 void perfgroup__file_close(struct pgc_file *f);
+/* Prints the reader's warnings and what a cut recording lost (call after success). */
+void perfgroup__file_warnings(const struct pgc_file *f);
 
 /* Streams the data records, thread by thread (ascending index), oldest first. begin/end
  * bracket each thread (index into f->threads); rec gets every record. Callbacks return 0 to
@@ -151,6 +166,8 @@ char *perfgroup__demangle(const char *name);
 /* ---- Conversion ---------------------------------------------------------------------- */
 struct pgc_options {
     int64_t interval_ns;    /* sample interval (default 1 ms) */
+    uint64_t max_samples;   /* per thread (default 100 M: 27 h at 1 ms); 0 = default */
+    int no_interval_markers; /* Gecko: no marker per trace interval (smaller profiles) */
     int progress;           /* print a progress line on stderr */
     int summary_json;
 };

@@ -29,6 +29,8 @@ struct summary {
     struct pgc_file *f;
     struct pgc_clock clk;
     struct row *rows;      /* current thread, one per group of f */
+    struct row *proc;      /* current process, one per group of f */
+    uint64_t proc_cpu, proc_events;
     uint64_t thread_cpu, thread_events;
     struct row *all;       /* overall, by group name */
     uint32_t nall;
@@ -91,17 +93,24 @@ static void text_table(struct summary *S, const char *title, struct row *rows, u
         return;
     snprintf(b, sizeof(b), "\n%s — CPU %.3f ms in %" PRIu64 " events\n", title, ms(total_cpu), events);
     perfgroup__out_str(o, b);
-    snprintf(b, sizeof(b), "%-24s %11s %6s %11s %11s %9s %8s %10s  %s\n", "group", "cpu ms", "cpu%",
-             "wall ms", "blocked ms", "activ.", "events", "longest", "jank >1 >2 >4 >8 >16 >32 >64 >128 >256 >512 ms");
+    int hn = snprintf(b, sizeof(b), "%-24s %11s %6s %11s %11s %9s %8s %10s |jank:", "group", "cpu ms",
+                      "cpu%", "wall ms", "blocked ms", "activ.", "events", "longest");
+    for (int j = 0; j < JANK && hn > 0 && (size_t)hn < sizeof(b) - 16; j++) {
+        char lab[8];
+        snprintf(lab, sizeof(lab), ">%d", 1 << j);
+        hn += snprintf(b + hn, sizeof(b) - (size_t)hn, "%6s", lab);
+    }
     perfgroup__out_str(o, b);
+    PGC_LIT(o, " ms\n");
     for (uint32_t i = 0; i < k; i++) {
         const struct row *r = &s[i];
         double pct = total_cpu ? 100.0 * (double)r->cpu_ns / (double)total_cpu : 0;
         int n0 = snprintf(b, sizeof(b), "%-24.24s %11.3f %6.1f %11.3f %11.3f %9" PRIu64 " %8" PRIu64
-                          " %10.3f ", r->name, ms(r->cpu_ns), pct, ms(r->wall_ns), ms(r->blocked_ns),
+                          " %10.3f", r->name, ms(r->cpu_ns), pct, ms(r->wall_ns), ms(r->blocked_ns),
                           r->activations, r->events, ms(r->longest_ns));
+        n0 += snprintf(b + n0, sizeof(b) - (size_t)n0, "%7s", "");
         for (int j = 0; j < JANK && n0 > 0 && (size_t)n0 < sizeof(b) - 24; j++)
-            n0 += snprintf(b + n0, sizeof(b) - (size_t)n0, " %" PRIu64, r->jank[j]);
+            n0 += snprintf(b + n0, sizeof(b) - (size_t)n0, "%6" PRIu64, r->jank[j]);
         perfgroup__out_str(o, b);
         PGC_LIT(o, "\n");
     }
@@ -214,8 +223,11 @@ static int end_thread(void *ctx, uint32_t ti)
             v = S->nall++;
         }
         add_row(&S->all[v], &S->rows[i]);
+        add_row(&S->proc[i], &S->rows[i]);
     }
     S->all_cpu += S->thread_cpu;
+    S->proc_cpu += S->thread_cpu;
+    S->proc_events += S->thread_events;
     S->all_events += S->thread_events;
     if (S->opt->summary_json) {
         PGC_SEP(o, S->nthreads_out, "\n{\"tid\":");
@@ -257,7 +269,13 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
         struct pgc_file *f = &files[i];
         S.f = f;
         S.rows = calloc(f->ngroups + 1, sizeof(*S.rows));
-        if (!S.rows) {
+        S.proc = calloc(f->ngroups + 1, sizeof(*S.proc));
+        S.proc_cpu = S.proc_events = 0;
+        for (uint32_t g = 0; S.proc && g < f->ngroups; g++)
+            S.proc[g].name = f->groups[g].name;
+        if (!S.rows || !S.proc) {
+            free(S.rows);
+            free(S.proc);
             rc = -ENOMEM;
             break;
         }
@@ -292,10 +310,25 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
             PGC_LIT(out, "\n");
         }
         rc = perfgroup__file_stream(f, &cb, &S, err);
-        if (opt->summary_json)
-            PGC_LIT(out, "]}");
+        /* the process as a whole (all its threads) */
+        if (opt->summary_json) {
+            PGC_LIT(out, "],\"cpu_ms\":");
+            perfgroup__out_fixed(out, (int64_t)S.proc_cpu, 1000000);
+            PGC_LIT(out, ",\"events\":");
+            perfgroup__out_u64(out, S.proc_events);
+            PGC_LIT(out, ",");
+            json_rows(&S, S.proc, f->ngroups, S.proc_cpu);
+            PGC_LIT(out, "}");
+        } else if (!rc && S.nthreads_out > 1) {
+            char title[600];
+            snprintf(title, sizeof(title), "%s (pid %u), all %d threads", f->program, f->pid,
+                     S.nthreads_out);
+            text_table(&S, title, S.proc, f->ngroups, S.proc_cpu, S.proc_events);
+        }
         free(S.rows);
+        free(S.proc);
         S.rows = NULL;
+        S.proc = NULL;
     }
     if (!rc) {
         if (opt->summary_json) {

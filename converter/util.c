@@ -117,13 +117,21 @@ void perfgroup__out_init(struct pgc_out *o, FILE *f)
 
 void perfgroup__out_flush(struct pgc_out *o)
 {
+    if (!o->f) { /* a fixed buffer (marker payloads): nothing to flush to */
+        o->err = ENOSPC;
+        return;
+    }
     if (o->len && !o->err && fwrite(o->buf, 1, o->len, o->f) != o->len)
         o->err = errno ? errno : EIO;
     o->len = 0;
 }
 
-void perfgroup__out_raw(struct pgc_out *o, const char *s, size_t n)
+void perfgroup__out_raw_slow(struct pgc_out *o, const char *s, size_t n)
 {
+    if (!o->f) { /* a full fixed buffer: drop, the payload builder checks room first */
+        o->err = ENOSPC;
+        return;
+    }
     if (o->len + n > sizeof(o->buf)) {
         perfgroup__out_flush(o);
         if (n > sizeof(o->buf)) {
@@ -143,8 +151,14 @@ void perfgroup__out_str(struct pgc_out *o, const char *s)
 
 void perfgroup__out_json_str(struct pgc_out *o, const char *s, size_t n)
 {
-    static const char hex[] = "0123456789abcdef";
     perfgroup__out_raw(o, "\"", 1);
+    perfgroup__out_json_chars(o, s, n);
+    perfgroup__out_raw(o, "\"", 1);
+}
+
+void perfgroup__out_json_chars(struct pgc_out *o, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -161,18 +175,35 @@ void perfgroup__out_json_str(struct pgc_out *o, const char *s, size_t n)
         }
     }
     perfgroup__out_raw(o, s + run, n - run);
-    perfgroup__out_raw(o, "\"", 1);
+}
+
+/* Digits of v into the end of b (size 20); returns the first. 32-bit division when it fits:
+ * number formatting is most of the converter's time. */
+static char *digits(char *end, uint64_t v)
+{
+    char *p = end;
+    while (v > UINT32_MAX) {
+        *--p = (char)('0' + v % 10);
+        v /= 10;
+    }
+    uint32_t w = (uint32_t)v;
+    do {
+        *--p = (char)('0' + w % 10);
+        w /= 10;
+    } while (w);
+    return p;
 }
 
 void perfgroup__out_u64(struct pgc_out *o, uint64_t v)
 {
-    char b[24];
-    int i = 24;
-    do {
-        b[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    perfgroup__out_raw(o, b + i, (size_t)(24 - i));
+    if (o->len + 20 > sizeof(o->buf))
+        perfgroup__out_flush(o);
+    if (o->len + 20 > sizeof(o->buf))
+        return; /* a writer used as a fixed buffer (payloads): full */
+    char b[20];
+    char *p = digits(b + 20, v);
+    memcpy(o->buf + o->len, p, (size_t)(b + 20 - p));
+    o->len += (size_t)(b + 20 - p);
 }
 
 void perfgroup__out_i64(struct pgc_out *o, int64_t v)
@@ -188,21 +219,34 @@ void perfgroup__out_i64(struct pgc_out *o, int64_t v)
 void perfgroup__out_fixed(struct pgc_out *o, int64_t v, int64_t div)
 {
     uint64_t a = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    if (v < 0)
-        perfgroup__out_raw(o, "-", 1);
-    perfgroup__out_u64(o, a / (uint64_t)div);
-    uint64_t frac = a % (uint64_t)div;
-    if (!frac)
+    if (o->len + 48 > sizeof(o->buf))
+        perfgroup__out_flush(o);
+    if (o->len + 48 > sizeof(o->buf))
         return;
-    char b[24];
-    int n = 0;
-    for (uint64_t d = (uint64_t)div / 10; d; d /= 10) {
-        b[n++] = (char)('0' + (frac / d) % 10);
+    char *w = o->buf + o->len;
+    if (v < 0)
+        *w++ = '-';
+    char b[20];
+    char *p = digits(b + 20, a / (uint64_t)div);
+    memcpy(w, p, (size_t)(b + 20 - p));
+    w += b + 20 - p;
+    uint32_t frac = (uint32_t)(a % (uint64_t)div); /* div <= 1e9 */
+    if (frac) {
+        int n = 0;
+        for (uint64_t d = (uint64_t)div; d > 1; d /= 10)
+            n++;
+        char f[10];
+        for (int i = n - 1; i >= 0; i--) {
+            f[i] = (char)('0' + frac % 10);
+            frac /= 10;
+        }
+        while (n > 0 && f[n - 1] == '0')
+            n--;
+        *w++ = '.';
+        memcpy(w, f, (size_t)n);
+        w += n;
     }
-    while (n > 0 && b[n - 1] == '0')
-        n--;
-    perfgroup__out_raw(o, ".", 1);
-    perfgroup__out_raw(o, b, (size_t)n);
+    o->len = (size_t)(w - o->buf);
 }
 
 void perfgroup__out_double(struct pgc_out *o, double v)
@@ -212,6 +256,22 @@ void perfgroup__out_double(struct pgc_out *o, double v)
         v = 0; /* JSON has no NaN/Infinity */
     int n = snprintf(b, sizeof(b), "%.6g", v);
     perfgroup__out_raw(o, b, (size_t)n);
+}
+
+/* Times are kept within +-2^61 ns (73 years) and durations within 2^61 ns, so any sum or
+ * difference of two of them fits in int64_t: a damaged timestamp gives a wrong time, never
+ * undefined arithmetic. */
+#define NS_LIMIT ((double)(1ll << 61))
+
+static int64_t clamp_ns(double v)
+{
+    if (v != v)
+        return 0;
+    if (v > NS_LIMIT)
+        return 1ll << 61;
+    if (v < -NS_LIMIT)
+        return -(1ll << 61);
+    return (int64_t)v;
 }
 
 /* ---- Clock --------------------------------------------------------------------------- */
@@ -231,21 +291,18 @@ void perfgroup__clock_update(struct pgc_clock *c, const struct pgc_file *f,
     if (r->kind != PGF_REC_CLOCK || r->u.clock.monotonic_ns == 0 || f->hdr.clock == PGF_CLOCK_MONOTONIC)
         return;
     c->ref_tsc = r->u.clock.tsc;
-    c->ref_ns = r->u.clock.monotonic_ns - f->start_monotonic_ns;
+    c->ref_ns = clamp_ns((double)r->u.clock.monotonic_ns - (double)f->start_monotonic_ns);
 }
 
 int64_t perfgroup__clock_ns(const struct pgc_clock *c, uint64_t tsc)
 {
     double d = (double)(int64_t)(tsc - c->ref_tsc) * c->ns_per_tick;
-    if (d > 9e18 || d < -9e18)
-        d = 0; /* garbage in: keep the arithmetic defined */
-    return c->ref_ns + (int64_t)d;
+    return clamp_ns((double)c->ref_ns + d);
 }
 
 int64_t perfgroup__ticks_ns(const struct pgc_clock *c, uint64_t ticks)
 {
-    double d = (double)ticks * c->ns_per_tick;
-    return d > 9e18 ? INT64_MAX / 4 : (int64_t)d;
+    return clamp_ns((double)ticks * c->ns_per_tick);
 }
 
 /* ---- Demangling ---------------------------------------------------------------------- */

@@ -3,7 +3,7 @@
 # Idempotent: installs only what is missing. Needs root (or sudo).
 set -euo pipefail
 pkgs=(build-essential gcc-12 g++-12 gcc-12-plugin-dev clang-14 libclang-14-dev llvm-14-dev
-      llvm-14-tools libclang-rt-14-dev lld-14 cmake pkg-config libmsgpack-dev python3 python3-msgpack file)
+      llvm-14-tools libclang-rt-14-dev lld-14 cmake pkg-config libmsgpack-dev python3 python3-msgpack time file)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

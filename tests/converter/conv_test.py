@@ -10,6 +10,11 @@
     conv_test.py faithful SCENARIO  the Gecko call tree's sample counts match the recording
     conv_test.py cut                a crash-cut recording converts, with a warning and a marker
     conv_test.py fork               a parent and its child become one profile, child offset
+    conv_test.py corpus CC PLUGINFLAG RUNTIME INCLUDE SRC
+                                    a tests/corpus program recorded (trace) and converted;
+                                    golden/corpus/<program>.json holds the deterministic part
+    conv_test.py recycled PGM_MAKE  a real recording that recycled chunks shows the drops
+    conv_test.py progress           progress line only on a terminal (or --progress)
     conv_test.py pgm FILE...        real recordings: every format converts and checks
     conv_test.py real CXX PLUGINFLAG RUNTIME INCLUDE SRC
                                     build SRC with a real plugin, record it (trace and stats
@@ -63,9 +68,10 @@ def check_json(path):
     return not probs
 
 
-def convert_all(scenario):
-    """Every output of one scenario: {suffix: (path, text)}."""
-    d = os.path.join(WORK, scenario)
+def convert_all(scenario, test):
+    """Every output of one scenario: {suffix: (path, text)}. Each test has its own directory:
+    ctest -j runs tests of the same scenario at once."""
+    d = os.path.join(WORK, "%s-%s" % (test, scenario))
     os.makedirs(d, exist_ok=True)
     inputs = gen(scenario, os.path.join(d, scenario + ".pgm"))
     rel = [os.path.basename(p) for p in inputs]  # names in outputs stay machine-independent
@@ -92,7 +98,7 @@ def convert_all(scenario):
 
 
 def golden(scenario):
-    outs = convert_all(scenario)
+    outs = convert_all(scenario, "golden")
     os.makedirs(GOLDEN, exist_ok=True)
     for suffix, (path, text, _) in outs.items():
         g = os.path.join(GOLDEN, "%s.%s" % (scenario, suffix))
@@ -120,10 +126,17 @@ def bad(kind):
     src = os.path.join(d, "in.pgm")
     with open(src, "wb") as f:
         f.write(gen_pgm.bad(kind))
-    for args, out in ((["-o", os.path.join(d, "out.json")], "out.json"),
-                      (["--format", "chrome", "-o", os.path.join(d, "out.json")], "out.json"),
-                      (["--summary"], None)):
-        rc, stdout, err = run([src] + args + ["--no-progress"])
+    # a crash-cut recording first (it alone would convert, with warnings), then the bad one:
+    # still one line, and only about the bad file
+    cutdir = os.path.join(WORK, "bad-%s-cut" % kind)  # per test: ctest -j runs them at once
+    os.makedirs(cutdir, exist_ok=True)
+    cut = gen("cut", os.path.join(cutdir, "cut.pgm"))[0]
+    for inputs, args in (([src], ["-o", os.path.join(d, "out.json")]),
+                         ([src], ["--format", "chrome", "-o", os.path.join(d, "out.json")]),
+                         ([src], ["--summary"]),
+                         ([cut, src], ["-o", os.path.join(d, "out.json")]),
+                         ([cut, src], ["--summary", "--json"])):
+        rc, stdout, err = run(inputs + args + ["--no-progress"])
         lines = err.splitlines()
         if rc != 2:
             fail("%s %s: exit %d, want 2" % (kind, args, rc))
@@ -176,7 +189,7 @@ def near(got, want, tol, what):
 
 
 def faithful(scenario):
-    outs = convert_all(scenario)
+    outs = convert_all(scenario, "faithful")
     c = gecko_counts(outs["gecko.json"][0])
     if scenario == "stats":
         # 1 ms samples: parser 40 x 2 ms CPU, render 40 x 1 ms + 55 ms, the rest of the
@@ -199,6 +212,20 @@ def faithful(scenario):
         demangled = [x for k in m for x in k if "parser::parse(char const*, unsigned long)" in x]
         if not demangled:
             fail("trace: parser::parse not demangled")
+        # --no-interval-markers: the same samples, no interval markers
+        d = os.path.dirname(outs["gecko.json"][0])
+        slim = os.path.join(d, "slim.json")
+        rc, _, err = run([os.path.join(d, "trace.pgm"), "-o", slim, "--no-interval-markers"])
+        if rc != 0:
+            fail("--no-interval-markers: exit %d: %s" % (rc, err))
+            return
+        check_json(slim)
+        if gecko_counts(slim) != c:
+            fail("--no-interval-markers changed the samples")
+        p = json.load(open(slim))
+        if any((mk[5] or {}).get("type") == "PerfgroupInterval"
+               for t in p["threads"] for mk in t["markers"]["data"]):
+            fail("--no-interval-markers: interval markers still written")
 
 
 def cut():
@@ -224,7 +251,7 @@ def cut():
 
 
 def fork():
-    outs = convert_all("fork")
+    outs = convert_all("fork", "fork")
     p = json.load(open(outs["gecko.json"][0]))
     if len(p["processes"]) != 1:
         fail("fork: want 1 sub-process, got %d" % len(p["processes"]))
@@ -346,6 +373,134 @@ def real(cxx, plugin, runtime, include, src, variant="plain"):
                 mode, rows["parser"]["cpu_ms"], rows["parser"]["events"], rows["render"]["blocked_ms"]))
 
 
+def progress():
+    """The progress line: on a terminal by default, never on a pipe or with --no-progress."""
+    d = os.path.join(WORK, "progress")
+    os.makedirs(d, exist_ok=True)
+    src = gen("trace", os.path.join(d, "p.pgm"))[0]
+    rc, _, err = run([src, "-o", os.devnull])
+    if rc != 0 or err:
+        fail("progress: stderr is a pipe, want silence, got %r (exit %d)" % (err, rc))
+    rc, _, err = run([src, "-o", os.devnull, "--progress"])
+    if "100% (" not in err:
+        fail("progress: --progress printed %r" % err)
+    # a real terminal: util-linux script(1) runs the converter on a pty
+    cmd = "%s %s -o %s" % (CONVERT, src, os.devnull)
+    p = subprocess.run(["script", "-qec", cmd, os.devnull], capture_output=True, text=True)
+    if "perfgroup-convert: 100% (" not in p.stdout:
+        fail("progress: nothing on a terminal: %r" % p.stdout)
+    else:
+        print("ok progress on a terminal: %r" % p.stdout.strip().split("\r")[-1])
+
+
+def corpus(cc, plugin, runtime, include, src):
+    """A corpus program (tests/corpus/) built with a real plugin at -O0 and recorded in trace
+    mode; the deterministic projection of the converter's outputs (per group: activations and
+    events; per interval marker: name and function, counted; user markers) must equal
+    golden/corpus/<program>.json, one file for both compilers."""
+    sys.path.insert(0, os.path.join(HERE, "..", "corpus"))
+    import run_corpus
+    name = os.path.splitext(os.path.basename(src))[0]
+    d = os.path.join(WORK, "corpus-%s-%s" % (cc, name))
+    os.makedirs(d, exist_ok=True)
+    for f in os.listdir(d):
+        os.unlink(os.path.join(d, f))
+    dr = run_corpus.directives(src)
+    if dr["only"] and cc not in dr["only"]:
+        print("SKIP: %s is for %s only" % (name, dr["only"]))
+        sys.exit(77)
+    lang = "c++" if src.endswith((".cc", ".cpp", ".cxx")) else "c"
+    comp = run_corpus.COMPILERS[cc][lang]
+    obj, exe = os.path.join(d, "prog.o"), os.path.join(d, "prog")
+    cmd = ([comp, "-O0", "-g", "-pthread", plugin] + ["-fplugin-arg-perfgroup-" + o for o in dr["options"]]
+           + dr["cflags"] + ["-I" + include, "-c", src, "-o", obj])
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode:
+        fail("compile: %s\n%s" % (" ".join(cmd), p.stderr))
+        return
+    p = subprocess.run([comp, "-pthread", obj, "-o", exe, runtime, "-Wl,-rpath," + os.path.dirname(runtime)],
+                       capture_output=True, text=True)
+    if p.returncode:
+        fail("link: " + p.stderr)
+        return
+    pgm = os.path.join(d, "rec.pgm")
+    env = dict(os.environ, PERFGROUP_OUTPUT=pgm, PERFGROUP_MODE="trace")
+    p = subprocess.run([exe], env=env, capture_output=True, text=True, timeout=60)
+    if p.returncode != dr["exit"]:
+        fail("run: exit %d, want %d: %s" % (p.returncode, dr["exit"], p.stderr))
+        return
+    gecko, chrome = os.path.join(d, "out.json"), os.path.join(d, "out.chrome.json")
+    for args in (["-o", gecko], ["--format", "chrome", "-o", chrome]):
+        rc, _, err = run([pgm, "--no-progress"] + args)
+        if rc:
+            fail("convert %s: exit %d: %s" % (args, rc, err))
+            return
+    check_json(gecko)
+    check_json(chrome)
+    rc, out, err = run([pgm, "--summary", "--json", "--no-progress"])
+    if rc:
+        fail("summary: exit %d: %s" % (rc, err))
+        return
+    summ = json.loads(out)
+    proj = {"groups": {r["group"]: {"activations": r["activations"], "events": r["events"]}
+                       for r in summ["overall"]["groups"]},
+            "intervals": {}, "markers": {}}
+    prof = json.load(open(gecko))
+    for t in prof["threads"]:
+        st = t["stringTable"]
+        for m in t["markers"]["data"]:
+            data = m[5] or {}
+            if data.get("type") == "PerfgroupInterval":
+                k = "%s: %s" % (st[m[0]], st[data["function"]])
+                proj["intervals"][k] = proj["intervals"].get(k, 0) + 1
+            elif data.get("type") == "PerfgroupMarker":
+                proj["markers"][st[m[0]]] = proj["markers"].get(st[m[0]], 0) + 1
+    text = json.dumps(proj, indent=1, sort_keys=True) + "\n"
+    g = os.path.join(GOLDEN, "corpus", name + ".json")
+    if os.environ.get("PGC_UPDATE"):
+        os.makedirs(os.path.dirname(g), exist_ok=True)
+        with open(g, "w") as f:
+            f.write(text)
+        return
+    if not os.path.exists(g):
+        fail("no golden file %s (PGC_UPDATE=1, then review)" % g)
+        return
+    want = open(g).read()
+    if want != text:
+        import difflib
+        fail("%s differs:\n%s" % (g, "".join(difflib.unified_diff(
+            want.splitlines(True), text.splitlines(True), g, "got"))))
+    else:
+        print("ok %s: %d groups, %d interval kinds" % (name, len(proj["groups"]), len(proj["intervals"])))
+
+
+def recycled(make):
+    """A real recording whose buffer (2 MiB) is far smaller than what was written (20 MB):
+    the recorder recycled chunks; the profile must say where records were dropped."""
+    d = os.path.join(WORK, "recycled")
+    os.makedirs(d, exist_ok=True)
+    src = os.path.join(d, "r.pgm")
+    if os.path.exists(src):
+        os.unlink(src)
+    subprocess.run([make, src, "20", "trace", "2"], check=True)
+    out = os.path.join(d, "r.json")
+    rc, _, err = run([src, "-o", out, "--no-progress"])
+    if rc != 0:
+        fail("recycled: exit %d: %s" % (rc, err))
+        return
+    check_json(out)
+    p = json.load(open(out))
+    drops = [m[5] for t in p["threads"] for m in t["markers"]["data"]
+             if t["stringTable"][m[0]] == "Records dropped"]
+    if not drops or not all(x["records"] > 0 for x in drops):
+        fail("recycled: no 'Records dropped' marker with a count")
+    rc, text, err = run([src, "--summary", "--no-progress"])
+    if rc != 0 or "records dropped" not in text.splitlines()[0]:
+        fail("recycled: the summary does not say records were dropped: %r" % text[:200])
+    else:
+        print("ok recycled: %d drop markers; %s" % (len(drops), text.splitlines()[0]))
+
+
 def main(argv):
     os.makedirs(WORK, exist_ok=True)
     cmd, rest = argv[0], argv[1:]
@@ -361,6 +516,12 @@ def main(argv):
         fork()
     elif cmd == "pgm":
         pgm(rest)
+    elif cmd == "corpus":
+        corpus(*rest)
+    elif cmd == "recycled":
+        recycled(rest[0])
+    elif cmd == "progress":
+        progress()
     elif cmd == "real":
         real(*rest)
     else:
