@@ -251,7 +251,8 @@ def suite_zlib(T, bdir, env):
 
 
 def smoke_zlib(T, bdir, env):
-    return ["sh", "-c", "echo perfgroup | ./minigzip | ./minigzip -d"], bdir, {}
+    # One instrumented process: PERFGROUP_TEXT is truncated by each process that opens it.
+    return ["sh", "-c", "echo perfgroup | ./minigzip > smoke.gz"], bdir, {}
 
 
 # ---- libuv ---------------------------------------------------------------------------------------
