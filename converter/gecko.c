@@ -168,7 +168,23 @@ struct gecko {
     uint64_t *group_cpu;        /* per group of f: total CPU, to pick counter groups */
     struct gthread *t;
     uint64_t records_done, records_total;
+    /* markers of "lazy" thread indexes (a thread that wrote a marker before the runtime's
+     * core saw it) moved to the thread with the same tid; see collect_lazy() */
+    uint32_t *merged_into;      /* per f->threads index: target index, or UNKNOWN */
+    uint32_t nmerged_into;
+    struct lazy_marker *lazy;
+    uint32_t nlazy;
+    int skip;                   /* the current thread is a merged lazy one: no output */
 };
+
+struct lazy_marker {
+    uint32_t target;            /* f->threads index */
+    uint32_t src;               /* f->threads index of the lazy thread */
+    struct pgr_record rec;      /* a PGF_REC_MARKER; text points to `text` */
+    char *text;
+};
+
+#define MAX_LAZY_MARKERS 65536
 
 /* ---- Tables -------------------------------------------------------------------------- */
 static int fail_oom(struct gecko *g)
@@ -643,7 +659,7 @@ static void stats_event(struct gthread *t, const struct pgr_record *r, int64_t b
         if (ev_stack == UNKNOWN)
             ev_stack = intern_stack(t, UNKNOWN, intern_frame(t, name_frame_loc, CAT_EVENT, 0));
         if (idx[i] == UNKNOWN)
-            st = intern_stack(t, ev_stack, label_frame(t, "(outside groups)", CAT_EVENT));
+            st = intern_stack(t, ev_stack, label_frame(t, "(outside groups)", CAT_IDLE));
         else
             st = intern_stack(t, ev_stack,
                               label_frame(t, t->f->groups[idx[i]].name, group_cat(t, idx[i])));
@@ -862,6 +878,8 @@ static int on_record(void *ctx, const struct pgr_record *r)
 {
     struct gecko *g = ctx;
     struct gthread *t = g->t;
+    if (g->skip)
+        return 0;
     switch (r->kind) {
     case PGF_REC_CLOCK: clock_record(t, r); break;
     case PGF_REC_EVENT: event_record(t, r); break;
@@ -903,6 +921,10 @@ static const char markers_schema[] =
 static int begin_thread(void *ctx, uint32_t ti)
 {
     struct gecko *g = ctx;
+    if (ti < g->nmerged_into && g->merged_into[ti] != UNKNOWN) {
+        g->skip = 1; /* its markers went to the thread with its tid */
+        return 0;
+    }
     struct gthread *t = calloc(1, sizeof(*t));
     if (!t)
         return fail_oom(g);
@@ -983,7 +1005,13 @@ static int end_thread(void *ctx, uint32_t ti)
     struct gecko *g = ctx;
     struct gthread *t = g->t;
     struct pgc_out *o = g->out;
-    (void)ti;
+    if (g->skip) {
+        g->skip = 0;
+        return 0;
+    }
+    for (uint32_t i = 0; i < g->nlazy; i++)
+        if (g->lazy[i].target == ti)
+            user_marker(t, &g->lazy[i].rec);
     flush_runs(t); /* outermost intervals that never closed (cut recording): write anyway */
     for (uint32_t i = 0; i < g->f->ngroups; i++)
         counter_flush(t, i);
@@ -1244,6 +1272,102 @@ static void write_meta(struct gecko *g, struct pgc_file *f, int root)
 }
 
 /* ---- Processes ----------------------------------------------------------------------- */
+/* The runtime gives a thread that records a marker before its core has seen it a second
+ * ("lazy") thread index with the same tid. Rather than a second, marker-only track for one
+ * OS thread, its markers are moved to the thread with that tid. They are read ahead with a
+ * second reader (only when such a pair exists), up to MAX_LAZY_MARKERS; a damaged file is
+ * left to the main pass to report. */
+static void free_lazy(struct gecko *g)
+{
+    for (uint32_t i = 0; i < g->nlazy; i++)
+        free(g->lazy[i].text);
+    free(g->lazy);
+    free(g->merged_into);
+    g->lazy = NULL;
+    g->merged_into = NULL;
+    g->nlazy = g->nmerged_into = 0;
+}
+
+static int has_data(const struct pgc_file *f, uint32_t thread_index)
+{
+    for (size_t c = 0; c < pgr_chunk_count(f->r); c++) {
+        const struct pgr_chunk_info *ci = pgr_chunk(f->r, c);
+        if (ci->kind == PGF_CHUNK_DATA && ci->thread == thread_index && ci->committed)
+            return 1;
+    }
+    return 0;
+}
+
+static void collect_lazy(struct gecko *g, struct pgc_file *f)
+{
+    uint32_t any = 0;
+    g->merged_into = malloc((f->nthreads + 1) * sizeof(*g->merged_into));
+    if (!g->merged_into)
+        return;
+    g->nmerged_into = f->nthreads;
+    for (uint32_t i = 0; i < f->nthreads; i++) {
+        g->merged_into[i] = UNKNOWN;
+        if (f->threads[i].index < PGF_THREAD_INDEX_LAZY || f->threads[i].tid == 0)
+            continue;
+        for (uint32_t j = 0; j < f->nthreads; j++)
+            if (f->threads[j].index < PGF_THREAD_INDEX_LAZY && f->threads[j].tid == f->threads[i].tid &&
+                has_data(f, f->threads[j].index)) { /* a target that will be streamed */
+                g->merged_into[i] = j;
+                any++;
+                break;
+            }
+    }
+    if (!any)
+        return;
+    pgr_reader *r = pgr_open(f->path);
+    struct pgr_record rec;
+    uint32_t cap = 0;
+    while (r && !pgr_error(r) && pgr_next(r, &rec) > 0) {
+        if (rec.thread < PGF_THREAD_INDEX_LAZY || rec.thread == PGF_THREAD_DEFS)
+            continue;
+        uint32_t ti = perfgroup__thread_slot(f, rec.thread);
+        if (ti >= g->nmerged_into || g->merged_into[ti] == UNKNOWN)
+            continue;
+        if (rec.kind != PGF_REC_MARKER) {
+            if (rec.kind != PGF_REC_CLOCK && rec.kind != PGF_REC_THREAD_END)
+                g->merged_into[ti] = UNKNOWN; /* more than markers: keep it as its own track */
+            continue;
+        }
+        if (g->nlazy >= MAX_LAZY_MARKERS)
+            continue;
+        if (g->nlazy == cap) {
+            uint32_t nc = cap ? cap * 2 : 16;
+            struct lazy_marker *nl = realloc(g->lazy, nc * sizeof(*nl));
+            if (!nl)
+                break;
+            g->lazy = nl;
+            cap = nc;
+        }
+        struct lazy_marker *m = &g->lazy[g->nlazy];
+        m->target = g->merged_into[ti];
+        m->src = ti;
+        m->rec = rec;
+        m->text = malloc(rec.u.marker.text.len + 1u);
+        if (!m->text)
+            break;
+        memcpy(m->text, rec.u.marker.text.ptr, rec.u.marker.text.len);
+        m->rec.u.marker.text.ptr = m->text;
+        g->nlazy++;
+    }
+    if (r)
+        pgr_close(r);
+    /* markers collected for a thread found unmergeable later stay with it: drop them here */
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < g->nlazy; i++) {
+        uint32_t src = g->lazy[i].src;
+        if (g->merged_into[src] == UNKNOWN)
+            free(g->lazy[i].text);
+        else
+            g->lazy[k++] = g->lazy[i];
+    }
+    g->nlazy = k;
+}
+
 static int write_process(struct gecko *g, struct pgc_file *f, int root)
 {
     static const struct pgc_stream_cb cb = {begin_thread, on_record, end_thread};
@@ -1271,6 +1395,7 @@ static int write_process(struct gecko *g, struct pgc_file *f, int root)
     g->group_cpu = calloc(f->ngroups + 1, sizeof(*g->group_cpu));
     if (!g->group_cpu)
         return fail_oom(g);
+    collect_lazy(g, f);
     write_meta(g, f, root);
     int rc = perfgroup__file_stream(f, &cb, g, g->err);
     if (rc) {
@@ -1292,6 +1417,8 @@ static int write_process(struct gecko *g, struct pgc_file *f, int root)
     g->ncspill = 0;
     free(g->group_cpu);
     g->group_cpu = NULL;
+    free_lazy(g);
+    g->skip = 0;
     return rc ? -1 : 0;
 }
 

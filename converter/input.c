@@ -379,6 +379,12 @@ uint32_t perfgroup__group_index(const struct pgc_file *f, uint32_t id)
     return perfgroup__map_get(&f->group_ids, id, &v) ? v : UINT32_MAX;
 }
 
+uint32_t perfgroup__thread_slot(const struct pgc_file *f, uint32_t thread_index)
+{
+    uint32_t v;
+    return perfgroup__map_get(&f->thread_ids, thread_index, &v) ? v : UINT32_MAX;
+}
+
 uint32_t perfgroup__site_index(const struct pgc_file *f, uint32_t id)
 {
     uint32_t v;

@@ -157,6 +157,8 @@ int perfgroup__file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, v
 /* Index of a definition by id, UINT32_MAX if undefined. */
 uint32_t perfgroup__group_index(const struct pgc_file *f, uint32_t id);
 uint32_t perfgroup__site_index(const struct pgc_file *f, uint32_t id);
+/* Index into f->threads of a recorded thread index, UINT32_MAX if undefined. */
+uint32_t perfgroup__thread_slot(const struct pgc_file *f, uint32_t thread_index);
 /* Text of a string id, NULL if undefined (id 0 = no name). */
 const char *perfgroup__string(const struct pgc_file *f, uint32_t id);
 

@@ -241,13 +241,14 @@ static int end_thread(void *ctx, uint32_t ti)
         PGC_LIT(o, ",");
         json_rows(S, S->rows, S->f->ngroups, S->thread_cpu);
         PGC_LIT(o, "}");
-    } else {
+    } else if (S->thread_events) { /* a thread with no event (markers only) has no rows */
         char title[600];
         snprintf(title, sizeof(title), "%s (pid %u) thread %s (tid %u)", S->f->program, S->f->pid,
                  th->name, th->tid);
         text_table(S, title, S->rows, S->f->ngroups, S->thread_cpu, S->thread_events);
     }
-    S->nthreads_out++;
+    if (S->opt->summary_json || S->thread_events)
+        S->nthreads_out++;
     return o->err ? -1 : 0;
 }
 

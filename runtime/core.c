@@ -700,10 +700,46 @@ static void process_exit(void)
     perfgroup__rec_close();
 }
 
+/* fork(): the child has one thread, the one that forked. It keeps its shadow stack (its
+ * frames are live in the child too) under the child's tid; the other threads' entries are
+ * freed, and the child's totals start from zero: a child is a process of its own (and the
+ * recorder gives it a file of its own). */
+static void atfork_prepare(void)
+{
+    pthread_mutex_lock(&reg_lock);
+    pthread_mutex_lock(&dead_lock);
+}
+
+static void atfork_parent(void)
+{
+    pthread_mutex_unlock(&dead_lock);
+    pthread_mutex_unlock(&reg_lock);
+}
+
+static void atfork_child(void)
+{
+    struct pg_thread *me = perfgroup__tls;
+    for (struct pg_thread *t = atomic_load(&thread_list); t; t = t->next)
+        if (t != me)
+            atomic_store(&t->state, PG_THREAD_FREE);
+    if (me) {
+        me->tid = (uint32_t)gettid();
+        if (me->tid == (uint32_t)getpid() && !me->name[0])
+            strcpy(me->name, "main");
+    }
+    atomic_fetch_add(&perfgroup__reset_epoch, 1);
+    for (unsigned b = 0; b < PG_GROUP_BLOCKS; b++)
+        if (dead_blocks[b])
+            memset(dead_blocks[b], 0, sizeof(struct pg_totals) * PG_GROUP_BLOCK);
+    pthread_mutex_unlock(&dead_lock);
+    pthread_mutex_unlock(&reg_lock);
+}
+
 static void init_once_fn(void)
 {
     perfgroup__clock_init();
     pthread_key_create(&thread_key, thread_exit);
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     perfgroup__rec_init(); /* before the first definition, so the recorder sees them all */
     pthread_mutex_lock(&reg_lock);
     group_get_locked("top", PERFGROUP_KIND_TOP, 1); /* id 0 == PG_TOP_GROUP */

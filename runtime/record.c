@@ -890,6 +890,7 @@ static void atfork_child(void) {
         g.live = NULL;
         if (me) {
             me->prev = me->next = NULL;
+            me->tid = (uint32_t)syscall(SYS_gettid); /* the child's thread, not the parent's */
             g.live = me;
         }
         close(g.fd);

@@ -16,7 +16,7 @@ for cc in gcc clang; do
   echo
   echo "=== the event-loop demo, built with the $cc plugin ==="
   rm -f "$out/eventloop-$cc.pgm"
-  PERFGROUP_OUTPUT="$out/eventloop-$cc.pgm" PERFGROUP_MODE=trace "$exe" 40
+  PERFGROUP_OUTPUT="$out/eventloop-$cc.pgm" PERFGROUP_MODE=trace PERFGROUP_BUFFER=16M "$exe" 40
   echo
   "$conv" "$out/eventloop-$cc.pgm" --summary
   "$conv" "$out/eventloop-$cc.pgm" -o "$out/eventloop-$cc.json"

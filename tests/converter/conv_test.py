@@ -268,6 +268,13 @@ def fork():
         fail("fork: child threads %r" % names)
     if not p.get("counters") or not sub.get("counters"):
         fail("fork: per-group CPU counters missing")
+    # the Chrome trace puts the child 15 ms (15000 us) after the parent's start, too
+    tr = json.load(open(outs["chrome.json"][0]))["traceEvents"]
+    child = [e["ts"] for e in tr if e.get("pid") == 2001 and "ts" in e]
+    parent = [e["ts"] for e in tr if e.get("pid") == 2000 and "ts" in e]
+    if not child or min(child) < 15000 or min(parent) != 0:
+        fail("fork chrome: parent starts at %r us, child at %r us (want 0 and >= 15000)" % (
+            min(parent) if parent else None, min(child) if child else None))
     print("ok fork: child offset %r ms, threads %r" % (off, names))
 
 
@@ -337,6 +344,14 @@ def real(cxx, plugin, runtime, include, src, variant="plain"):
         names = [t["name"] for t in prof["threads"]]
         if "rt-worker" not in names or "GeckoMain" not in names:
             fail("%s: thread names %r" % (mode, names))
+        # one track per OS thread: the marker written before the core saw the main thread
+        # ("start", a lazy thread index in the file) is on the main thread's track
+        tids = [t["tid"] for t in prof["threads"]]
+        if len(tids) != len(set(tids)):
+            fail("%s: two tracks for one tid: %r" % (mode, tids))
+        main = [t for t in prof["threads"] if t["name"] == "GeckoMain"][0]
+        if "start" not in [main["stringTable"][m[0]] for m in main["markers"]["data"]]:
+            fail("%s: the 'start' marker is not on the main thread" % mode)
         cats = [c["name"] for c in prof["meta"]["categories"]]
         if "parser" not in cats or "render" not in cats:
             fail("%s: categories %r" % (mode, cats))
