@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,15 +242,20 @@ found:
 PG_HIDDEN struct pg_func *perfgroup__site_resolve(struct perfgroup_site *site)
 {
     perfgroup__init();
-    /* Never block in a hook: spin a bounded while (another thread resolving its first
-     * sites holds the lock for microseconds), then let this one call go uncounted. */
+    /* Never block in a hook: try a bounded while (another thread resolving its first
+     * sites holds the lock for microseconds; yield now and then so that, on a busy
+     * machine, it gets the CPU to finish), then let this one call go uncounted. Sites
+     * registered by their module's constructor never come here. */
     int locked = 0;
-    for (int i = 0; i < 100000 && !(locked = pthread_mutex_trylock(&reg_lock) == 0); i++) {
+    for (int i = 0; i < 20000 && !(locked = pthread_mutex_trylock(&reg_lock) == 0); i++) {
         struct pg_func *fn = __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE);
         if (fn)
             return fn;
+        if (i % 64 == 63)
+            sched_yield();
 #if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
+        else
+            __builtin_ia32_pause();
 #endif
     }
     if (!locked)
