@@ -710,14 +710,18 @@ static void process_exit(void)
  * frames are live in the child too) under the child's tid; the other threads' entries are
  * freed, and the child's totals start from zero: a child is a process of its own (and the
  * recorder gives it a file of its own). */
+PG_HIDDEN const int perfgroup__core_fork_handlers = 1; /* record.c: ours call its */
+
 static void atfork_prepare(void)
 {
-    pthread_mutex_lock(&reg_lock);
+    pthread_mutex_lock(&reg_lock);   /* lock order: registry, dead pool, recorder */
     pthread_mutex_lock(&dead_lock);
+    perfgroup__rec_atfork_prepare();
 }
 
 static void atfork_parent(void)
 {
+    perfgroup__rec_atfork_parent();
     pthread_mutex_unlock(&dead_lock);
     pthread_mutex_unlock(&reg_lock);
 }
@@ -737,6 +741,7 @@ static void atfork_child(void)
     for (unsigned b = 0; b < PG_GROUP_BLOCKS; b++)
         if (dead_blocks[b])
             memset(dead_blocks[b], 0, sizeof(struct pg_totals) * PG_GROUP_BLOCK);
+    perfgroup__rec_atfork_child(); /* its own file; releases the recorder's lock */
     pthread_mutex_unlock(&dead_lock);
     pthread_mutex_unlock(&reg_lock);
 }
