@@ -659,7 +659,7 @@ static void stats_event(struct gthread *t, const struct pgr_record *r, int64_t b
         if (ev_stack == UNKNOWN)
             ev_stack = intern_stack(t, UNKNOWN, intern_frame(t, name_frame_loc, CAT_EVENT, 0));
         if (idx[i] == UNKNOWN)
-            st = intern_stack(t, ev_stack, label_frame(t, "(outside groups)", CAT_EVENT));
+            st = intern_stack(t, ev_stack, label_frame(t, "(outside groups)", CAT_IDLE));
         else
             st = intern_stack(t, ev_stack,
                               label_frame(t, t->f->groups[idx[i]].name, group_cat(t, idx[i])));
@@ -1288,6 +1288,16 @@ static void free_lazy(struct gecko *g)
     g->nlazy = g->nmerged_into = 0;
 }
 
+static int has_data(const struct pgc_file *f, uint32_t thread_index)
+{
+    for (size_t c = 0; c < pgr_chunk_count(f->r); c++) {
+        const struct pgr_chunk_info *ci = pgr_chunk(f->r, c);
+        if (ci->kind == PGF_CHUNK_DATA && ci->thread == thread_index && ci->committed)
+            return 1;
+    }
+    return 0;
+}
+
 static void collect_lazy(struct gecko *g, struct pgc_file *f)
 {
     uint32_t any = 0;
@@ -1300,7 +1310,8 @@ static void collect_lazy(struct gecko *g, struct pgc_file *f)
         if (f->threads[i].index < PGF_THREAD_INDEX_LAZY || f->threads[i].tid == 0)
             continue;
         for (uint32_t j = 0; j < f->nthreads; j++)
-            if (f->threads[j].index < PGF_THREAD_INDEX_LAZY && f->threads[j].tid == f->threads[i].tid) {
+            if (f->threads[j].index < PGF_THREAD_INDEX_LAZY && f->threads[j].tid == f->threads[i].tid &&
+                has_data(f, f->threads[j].index)) { /* a target that will be streamed */
                 g->merged_into[i] = j;
                 any++;
                 break;

@@ -253,7 +253,7 @@ static bool anyAnnotation(const FunctionDecl *FD)
 class Walker : public RecursiveASTVisitor<Walker> {
 public:
     Walker(ASTContext &C, const Options &O, Table &T)
-        : Ctx(C), SM(C.getSourceManager()), Diags(C.getDiagnostics()), Opts(O), Tab(T),
+        : SM(C.getSourceManager()), Diags(C.getDiagnostics()), Opts(O), Tab(T),
           Mangle(C.createMangleContext()),
           Display(ItaniumMangleContext::create(C, C.getDiagnostics(), lambdaNumber))
     {
@@ -304,7 +304,6 @@ public:
     }
 
 private:
-    ASTContext &Ctx;
     SourceManager &SM;
     DiagnosticsEngine &Diags;
     const Options &Opts;

@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,15 +242,20 @@ found:
 PG_HIDDEN struct pg_func *perfgroup__site_resolve(struct perfgroup_site *site)
 {
     perfgroup__init();
-    /* Never block in a hook: spin a bounded while (another thread resolving its first
-     * sites holds the lock for microseconds), then let this one call go uncounted. */
+    /* Never block in a hook: try a bounded while (another thread resolving its first
+     * sites holds the lock for microseconds; yield now and then so that, on a busy
+     * machine, it gets the CPU to finish), then let this one call go uncounted. Sites
+     * registered by their module's constructor never come here. */
     int locked = 0;
-    for (int i = 0; i < 100000 && !(locked = pthread_mutex_trylock(&reg_lock) == 0); i++) {
+    for (int i = 0; i < 20000 && !(locked = pthread_mutex_trylock(&reg_lock) == 0); i++) {
         struct pg_func *fn = __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE);
         if (fn)
             return fn;
+        if (i % 64 == 63)
+            sched_yield();
 #if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
+        else
+            __builtin_ia32_pause();
 #endif
     }
     if (!locked)
@@ -700,10 +706,51 @@ static void process_exit(void)
     perfgroup__rec_close();
 }
 
+/* fork(): the child has one thread, the one that forked. It keeps its shadow stack (its
+ * frames are live in the child too) under the child's tid; the other threads' entries are
+ * freed, and the child's totals start from zero: a child is a process of its own (and the
+ * recorder gives it a file of its own). */
+PG_HIDDEN const int perfgroup__core_fork_handlers = 1; /* record.c: ours call its */
+
+static void atfork_prepare(void)
+{
+    pthread_mutex_lock(&reg_lock);   /* lock order: registry, dead pool, recorder */
+    pthread_mutex_lock(&dead_lock);
+    perfgroup__rec_atfork_prepare();
+}
+
+static void atfork_parent(void)
+{
+    perfgroup__rec_atfork_parent();
+    pthread_mutex_unlock(&dead_lock);
+    pthread_mutex_unlock(&reg_lock);
+}
+
+static void atfork_child(void)
+{
+    struct pg_thread *me = perfgroup__tls;
+    for (struct pg_thread *t = atomic_load(&thread_list); t; t = t->next)
+        if (t != me)
+            atomic_store(&t->state, PG_THREAD_FREE);
+    if (me) {
+        me->tid = (uint32_t)gettid();
+        if (me->tid == (uint32_t)getpid() && !me->name[0])
+            strcpy(me->name, "main");
+    }
+    atomic_fetch_add(&perfgroup__reset_epoch, 1);
+    for (unsigned b = 0; b < PG_GROUP_BLOCKS; b++)
+        if (dead_blocks[b])
+            memset(dead_blocks[b], 0, sizeof(struct pg_totals) * PG_GROUP_BLOCK);
+    perfgroup__rec_atfork_child(); /* its own file; releases the recorder's lock */
+    pthread_mutex_unlock(&dead_lock);
+    pthread_mutex_unlock(&reg_lock);
+}
+
 static void init_once_fn(void)
 {
     perfgroup__clock_init();
     pthread_key_create(&thread_key, thread_exit);
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     perfgroup__rec_init(); /* before the first definition, so the recorder sees them all */
     pthread_mutex_lock(&reg_lock);
     group_get_locked("top", PERFGROUP_KIND_TOP, 1); /* id 0 == PG_TOP_GROUP */

@@ -31,6 +31,7 @@
 #include "record.h"
 #include "clock.h"
 
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -868,10 +869,14 @@ static void close_locked(void) {
     __atomic_fetch_add(&g.gen, 1, __ATOMIC_RELAXED);
 }
 
-/* fork(): the parent keeps its file; the child records into its own. */
-static void atfork_prepare(void) { pthread_mutex_lock(&g.mu); }
-static void atfork_parent(void) { pthread_mutex_unlock(&g.mu); }
-static void atfork_child(void) {
+extern const int perfgroup__core_fork_handlers __attribute__((weak)); /* core.c */
+
+/* fork(): the parent keeps its file; the child records into its own. Called by the core's
+ * fork handlers (core.c), which take the registry lock first: the one lock order, the
+ * order of site resolution (registry, then recorder). */
+void perfgroup__rec_atfork_prepare(void) { pthread_mutex_lock(&g.mu); }
+void perfgroup__rec_atfork_parent(void) { pthread_mutex_unlock(&g.mu); }
+void perfgroup__rec_atfork_child(void) {
     if (g.hdr) {
         uint8_t *old = g.map;
         size_t old_size = g.map_size;
@@ -890,6 +895,7 @@ static void atfork_child(void) {
         g.live = NULL;
         if (me) {
             me->prev = me->next = NULL;
+            me->tid = (uint32_t)syscall(SYS_gettid); /* the child's thread, not the parent's */
             g.live = me;
         }
         close(g.fd);
@@ -931,7 +937,11 @@ static int open_recording(const char *tmpl, unsigned mode, uint64_t buffer, uint
             g.mode = mode;
             g.buffer = buffer;
             g.chunk = chunk;
-            if (!g.atfork_done && pthread_atfork(atfork_prepare, atfork_parent, atfork_child) == 0)
+            /* With the core linked in (always, but in the recorder's own unit tests), the
+             * core's fork handlers call ours, after taking the registry lock. */
+            if (!&perfgroup__core_fork_handlers && !g.atfork_done &&
+                pthread_atfork(perfgroup__rec_atfork_prepare, perfgroup__rec_atfork_parent,
+                               perfgroup__rec_atfork_child) == 0)
                 g.atfork_done = 1;
         }
     }

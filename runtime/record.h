@@ -140,4 +140,10 @@ perfgroup__rec_interval(struct perfgroup_rec_thread *w, uint32_t function_id,
     __atomic_store_n(&c->committed, (uint32_t)(p - w->data), __ATOMIC_RELEASE);
 }
 
+/* fork(), from the core's pthread_atfork handlers (after the core's own locks are taken;
+ * child: after the core has fixed the thread's tid). */
+void perfgroup__rec_atfork_prepare(void);
+void perfgroup__rec_atfork_parent(void);
+void perfgroup__rec_atfork_child(void);
+
 #endif /* PERFGROUP_RUNTIME_RECORD_H */

@@ -1,26 +1,23 @@
 #!/usr/bin/env bash
-# perfgroup — run the event-loop demo (examples/eventloop.c) built with each plugin: record it,
-# print the summary table that names the janky add-on, and write Gecko profiles to open in
-# profiler.firefox.com. Usage: scripts/run-demo.sh [BUILD_DIR]
+# perfgroup — run event-loop demo executables (examples/eventloop.c, one per compiler):
+# record each, print the summary table that names the janky add-on, write Gecko profiles to
+# open in profiler.firefox.com.
+# Usage: scripts/run-demo.sh PERFGROUP-CONVERT EXE...   (scripts/demo.sh passes the installed
+# converter and the demo built against the installed package by gcc and by clang)
 set -euo pipefail
-build=$(cd "${1:-build}" && pwd)
-conv=$build/converter/perfgroup-convert
-out=$build/demo
+conv=$1
+shift
+out=$(pwd)/build/demo
 mkdir -p "$out"
-for cc in gcc clang; do
-  exe=$build/examples/eventloop-$cc
-  if [ ! -x "$exe" ]; then
-    echo "demo: $exe was not built (is the $cc plugin enabled?)" >&2
-    exit 1
-  fi
+for exe in "$@"; do
+  name=$(basename "$(dirname "$exe")")  # demo-gcc, demo-clang
   echo
-  echo "=== the event-loop demo, built with the $cc plugin ==="
-  rm -f "$out/eventloop-$cc.pgm"
-  PERFGROUP_OUTPUT="$out/eventloop-$cc.pgm" PERFGROUP_MODE=trace "$exe" 40
+  echo "=== $name: the event-loop demo ==="
+  rm -f "$out/$name.pgm"
+  PERFGROUP_OUTPUT="$out/$name.pgm" PERFGROUP_MODE=trace PERFGROUP_BUFFER=16M "$exe" 40
   echo
-  "$conv" "$out/eventloop-$cc.pgm" --summary
-  "$conv" "$out/eventloop-$cc.pgm" -o "$out/eventloop-$cc.json"
+  "$conv" "$out/$name.pgm" --summary
+  "$conv" "$out/$name.pgm" -o "$out/$name.json"
 done
 echo
-echo "Gecko profiles: $out/eventloop-gcc.json and $out/eventloop-clang.json"
-echo "Open one at https://profiler.firefox.com ('Load a profile from file')."
+echo "Gecko profiles: $out/*.json — open one at https://profiler.firefox.com ('Load a profile from file')."

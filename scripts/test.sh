@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # perfgroup — the README's second command: install what is missing, build everything, run
 # the whole test suite: the main build (both plugins, every test), then the runtime,
-# recording and converter tests again under ASan+UBSan and under TSan. Ends with ctest's
+# recording and converter tests again under ASan+UBSan and under TSan, and Lua and zlib with
+# their own test suites fully instrumented (tests/real; libuv is left to `ctest -L real`). Ends with ctest's
 # summary of the main build. Exit status: non-zero if any test failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,5 +26,15 @@ done
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
+# The GCC plugin into GCC's plugin directory, as an install does, so that the test of the
+# short name `gcc -fplugin=perfgroup` (plugin-gcc.installed_real) runs instead of skipping.
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+$SUDO cmake --install build --component gcc-plugin >/dev/null
+echo "== real projects: Lua (+ lpeg, cjson suites) and zlib, fully instrumented by both plugins"
+if ! ctest --test-dir build -L real -R '^real\.(lua|zlib)\.' --output-on-failure >build/ctest-real.log 2>&1; then
+  cat build/ctest-real.log
+  exit 1
+fi
+grep -E 'tests passed|tests failed' build/ctest-real.log
 echo "== main build: every test"
 ctest --test-dir build -j"$jobs" --output-on-failure -LE '^slow$' "$@"

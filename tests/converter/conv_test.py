@@ -268,6 +268,13 @@ def fork():
         fail("fork: child threads %r" % names)
     if not p.get("counters") or not sub.get("counters"):
         fail("fork: per-group CPU counters missing")
+    # the Chrome trace puts the child 15 ms (15000 us) after the parent's start, too
+    tr = json.load(open(outs["chrome.json"][0]))["traceEvents"]
+    child = [e["ts"] for e in tr if e.get("pid") == 2001 and "ts" in e]
+    parent = [e["ts"] for e in tr if e.get("pid") == 2000 and "ts" in e]
+    if not child or min(child) < 15000 or min(parent) != 0:
+        fail("fork chrome: parent starts at %r us, child at %r us (want 0 and >= 15000)" % (
+            min(parent) if parent else None, min(child) if child else None))
     print("ok fork: child offset %r ms, threads %r" % (off, names))
 
 

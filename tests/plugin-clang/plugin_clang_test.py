@@ -307,74 +307,32 @@ main < app_work
 """)
 
 
-def opts_program(opts, sys_dir="-isystem"):
-    return trace_of(build([gsrc("opts.c")], w("opts"), plugin(*opts) + [sys_dir, gsrc("sys")]))
+def gcc_case(name):
+    """The GCC plugin's test case `name`, run with clang and this plugin: the option cases
+    build through plugin_gcc_test.compile_(), whose compiler is chosen by its cc()."""
+    def run():
+        shared.cc = lambda lang="c": CXX if lang == "c++" else CC
+        return getattr(shared, "case_" + name)()
+    run.__doc__ = "plugin_gcc_test.case_%s with clang (same program, same expected trace)" % name
+    return run
 
 
-def case_option_default():
-    """default=GROUP (the GCC plugin's expectation, same program)."""
-    expect_trace(opts_program(["default=core"]), """
-main > main @|core
-main > beta @|core
-main > alpha @attr|core
-main < alpha
-main < beta
-main > skipme @|core
-main < skipme
-main < main
-""")
-
-
-def case_option_map():
-    """map=FILE: first match wins, '/'-less globs match the basename; unmatched -> default=."""
-    m = w("groups.map")
-    with open(m, "w") as f:
-        f.write("# comment line\n\n*/no/such/dir/*  never\n*/plugin-gcc/src/opts.c  mapped  # trailing comment\nopts.c  second\n")
-    expect_trace(opts_program(["map=" + m, "default=fallback"]), """
-main > main @|mapped
-main > beta @|mapped
-main > alpha @attr|mapped
-main < alpha
-main < beta
-main > skipme @|mapped
-main < skipme
-main < main
-""")
-    with open(m, "w") as f:
-        f.write("other.c  never\n")
-    if "main\t> beta\t|fallback" not in opts_program(["map=" + m, "default=fallback"]):
-        raise Fail("a file no glob matches should get the default= group")
-
-
-def case_option_exclude():
-    """exclude=GLOB[,GLOB]: by function name, then by file (beats attributes too)."""
-    expect_trace(opts_program(["default=core", "exclude=skip*,ma?n"]), """
-main > beta @|core
-main > alpha @attr|core
-main < alpha
-main < beta
-""")
-    expect_trace(opts_program(["default=core", "exclude=*/src/opts.c"]), "")
-
-
-def case_option_exclude_cxx():
-    """exclude= on C++ (the GCC plugin's program and expectation): a qualified-name glob
-    (net::*) and a mangled-name glob (_Z6helper*)."""
-    exe = build([gsrc("cxx_names.cc")], w("cxx_names"), plugin("default=core", "exclude=net::*,_Z6helper*"))
-    expect_trace(trace_of(exe), "main > main @|core\nmain < main")
-    got = trace_of(build([gsrc("cxx_names.cc")], w("cxx_names"), plugin("default=core", "exclude=net::s*")))
-    if "net::parse(int)" not in got or "net::send(int)" in got:
-        raise Fail("exclude=net::s* should drop net::send only:\n" + got)
+# default=, map= (first match wins, '/'-less globs match the basename, unmatched -> default=),
+# exclude= (names, then files; on C++ qualified and mangled names), system-headers: the GCC
+# plugin's programs and expected traces, unchanged — the two plugins' options must agree.
+case_option_default = gcc_case("option_default")
+case_option_map = gcc_case("option_map")
+case_option_exclude = gcc_case("option_exclude")
+case_option_exclude_cxx = gcc_case("exclude_cxx")
 
 
 def case_option_system_headers():
-    """system-headers: default= also applies inside system headers (off by default)."""
-    if "main\t> sys_helper\t|core" in opts_program(["default=core"]):
+    """system-headers: the GCC plugin's case, plus: off by default for -isystem headers."""
+    gcc_case("option_system_headers")()
+    exe = w("opts")
+    shared.compile_(["opts.c"], exe, plugin("default=core") + ["-isystem", gsrc("sys")])
+    if "main\t> sys_helper\t|core" in trace_of(exe):
         raise Fail("sys_helper (from an -isystem header) instrumented without system-headers")
-    if "main\t> sys_helper\t|core" not in opts_program(["default=core", "system-headers"]):
-        raise Fail("sys_helper not instrumented with system-headers")
-    if "main\t> sys_helper\t|core" not in opts_program(["default=core"], sys_dir="-I"):
-        raise Fail("sys_helper from a normal -I header must be instrumented")
 
 
 def case_skips():

@@ -38,13 +38,13 @@ static inline int64_t thread_cpu_ns(void)
 }
 
 /* Spin for `ns` of this thread's CPU time. */
+static volatile uint64_t burn_sink;
 static inline void burn(int64_t ns)
 {
     int64_t end = thread_cpu_ns() + ns;
-    volatile uint64_t x = 0;
     while (thread_cpu_ns() < end)
         for (int i = 0; i < 200; i++)
-            x += (uint64_t)i;
+            burn_sink += (uint64_t)i;
 }
 
 static inline const struct perfgroup_stats *stats(struct perfgroup_snapshot *s, const char *g)

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "task.h"
@@ -456,7 +457,33 @@ static void case_modules(void)
     perfgroup_snapshot_free(s);
 }
 
+/* fork: the child's totals start from zero, under its own tid; the parent's are intact. */
+static void case_fork(void)
+{
+    one_event(&site_a, MS / 10);
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        struct perfgroup_snapshot *s = snap();
+        const struct perfgroup_stats *a = perfgroup_snapshot_find(s, "A");
+        if (a && a->events != 0)
+            _exit(10);
+        one_event(&site_a, MS / 10);
+        perfgroup_snapshot_free(s);
+        s = snap();
+        _exit(stats(s, "A")->events == 1 ? 0 : 11);
+    }
+    int st;
+    ASSERT_I64(waitpid(pid, &st, 0), ==, pid);
+    ASSERT(WIFEXITED(st));
+    ASSERT_I64(WEXITSTATUS(st), ==, 0);
+    struct perfgroup_snapshot *s = snap();
+    ASSERT_U64(stats(s, "A")->events, ==, 1);
+    perfgroup_snapshot_free(s);
+}
+
 static const struct { const char *name; void (*fn)(void); } cases[] = {
+    {"fork", case_fork},
     {"a_calls_b", case_a_calls_b}, {"reentry", case_reentry}, {"two_groups", case_two_groups},
     {"nested_loop", case_nested_loop}, {"nested_implicit", case_nested_implicit}, {"jank_edges", case_jank_edges},
     {"snapshot_diff", case_snapshot_diff}, {"alerts", case_alerts}, {"longjmp", case_longjmp},

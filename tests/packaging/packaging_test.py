@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""packaging_test.py — perfgroup as another project sees it. One case per run:
+
+    install                 `cmake --install` of the build into a DESTDIR staging root; every
+                            file of the installed layout is where cmake/PerfGroupPackage.cmake says
+    package  --cc gcc|clang the consumer project (consumer/) with find_package(PerfGroup) against
+                            the staged prefix
+    subdir   --cc gcc|clang the consumer project with add_subdirectory(<perfgroup sources>)
+    misuse                  perfgroup_instrument() called wrongly: configuring fails with a
+                            message naming the argument
+    pkgconfig --cc gcc|clang the consumer's sources compiled by hand with
+                            `pkg-config --cflags --libs perfgroup` and the plugin path it names
+
+The consumer's targets compile and link with -Werror: a plugin flag leaking to a link step
+(clang warns about -fplugin-arg-*) fails the build. Every
+program is run with PERFGROUP_TEXT and its trace compared with consumer/expected.trace (the
+same for both compilers); `package` also records (PERFGROUP_OUTPUT) and reads the recording
+back with the installed perfgroup-convert --summary.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CONSUMER = os.path.join(HERE, "consumer")
+COMPILERS = {"gcc": ("gcc-12", "g++-12"), "clang": ("clang-14", "clang++-14")}
+GROUPS = ("app", "parser", "addon", "util")
+
+
+class Fail(Exception):
+    pass
+
+
+def sh(cmd, env=None, cwd=None):
+    print("+ " + " ".join(cmd), flush=True)
+    r = subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True)
+    if r.returncode != 0:
+        print(r.stdout)
+        raise Fail(f"exit status {r.returncode}: {' '.join(cmd)}")
+    return r.stdout
+
+
+def env_with(**kv):
+    e = dict(os.environ)
+    e.update(kv)
+    return e
+
+
+def stage_prefix(A):
+    """The staged prefix: <stage>/<the build's CMAKE_INSTALL_PREFIX>."""
+    return os.path.join(A.workdir, "..", "stage") + A.prefix
+
+
+def check_trace(program, workdir, args=("7",)):
+    trace = os.path.join(workdir, os.path.basename(program) + ".trace")
+    if os.path.exists(trace):
+        os.unlink(trace)
+    out = sh([program, *args], env=env_with(PERFGROUP_TEXT=trace)).strip()
+    if out != "15":
+        raise Fail(f"{program} printed {out!r}, expected 15")
+    got = open(trace).read()
+    want = open(os.path.join(CONSUMER, "expected.trace")).read()
+    if got != want:
+        raise Fail(f"{program}: trace differs from consumer/expected.trace:\n--- got\n{got}"
+                   f"--- want\n{want}")
+    print(f"ok: {program}: {len(got.splitlines())} hook calls as expected")
+
+
+def case_install(A):
+    stage = os.path.join(A.workdir, "..", "stage")
+    shutil.rmtree(stage, ignore_errors=True)
+    sh(["cmake", "--install", A.build_dir], env=env_with(DESTDIR=stage))
+    p = stage + A.prefix
+    gcc_dir = subprocess.run(["gcc-12", "-print-file-name=plugin"], stdout=subprocess.PIPE,
+                             text=True, check=True).stdout.strip()
+    want = [f"{p}/{A.libdir}/libperfgroup.so", f"{p}/{A.libdir}/libperfgroup.so.0",
+            f"{p}/{A.libdir}/libperfgroup.a", f"{p}/include/perfgroup.h",
+            f"{p}/include/perfgroup/abi.h", f"{p}/include/perfgroup/format.h",
+            f"{p}/{A.libdir}/cmake/PerfGroup/PerfGroupConfig.cmake",
+            f"{p}/{A.libdir}/cmake/PerfGroup/PerfGroupConfigVersion.cmake",
+            f"{p}/{A.libdir}/cmake/PerfGroup/PerfGroupTargets.cmake",
+            f"{p}/{A.libdir}/cmake/PerfGroup/PerfGroupInstrument.cmake",
+            f"{p}/{A.libdir}/pkgconfig/perfgroup.pc"]
+    if A.with_gcc:
+        want.append(f"{stage}{gcc_dir}/perfgroup.so")
+    if A.with_clang:
+        want.append(f"{p}/{A.libdir}/perfgroup-clang.so")
+    if A.with_convert:
+        want.append(f"{p}/bin/perfgroup-convert")
+    missing = [w for w in want if not os.path.exists(w)]
+    if missing:
+        raise Fail("not installed: " + ", ".join(missing))
+    print(f"ok: {len(want)} installed files where expected")
+
+
+def configure_build(A, bdir, extra):
+    cc, cxx = COMPILERS[A.cc]
+    shutil.rmtree(bdir, ignore_errors=True)
+    sh(["cmake", "-S", CONSUMER, "-B", bdir,
+        f"-DCMAKE_C_COMPILER={cc}", f"-DCMAKE_CXX_COMPILER={cxx}", *extra])
+    sh(["cmake", "--build", bdir, "-j2"])
+
+
+def case_package(A):
+    prefix = stage_prefix(A)
+    bdir = os.path.join(A.workdir, "build")
+    configure_build(A, bdir, [f"-DCMAKE_PREFIX_PATH={prefix}"])
+    for prog in ("app", "app_static"):
+        check_trace(os.path.join(bdir, prog), A.workdir)
+    if A.with_convert:
+        rec = os.path.join(A.workdir, "app.pgm")
+        if os.path.exists(rec):
+            os.unlink(rec)
+        sh([os.path.join(bdir, "app")], env=env_with(PERFGROUP_OUTPUT=rec, PERFGROUP_BUFFER="1M"))
+        summary = sh([f"{prefix}/bin/perfgroup-convert", rec, "--summary"])
+        rows = {line.split()[0] for line in summary.splitlines() if line.strip()}
+        missing = [g for g in GROUPS if g not in rows]
+        if missing:
+            raise Fail(f"installed perfgroup-convert --summary lacks groups {missing}:\n{summary}")
+        print(f"ok: recording read back by the installed perfgroup-convert: groups {GROUPS}")
+
+
+def case_subdir(A):
+    bdir = os.path.join(A.workdir, "build")
+    # Only the plugin this compiler needs; the converter is not needed to instrument.
+    other = "CLANG" if A.cc == "gcc" else "GCC"
+    configure_build(A, bdir, [f"-DPERFGROUP_SOURCE_DIR={A.source_dir}",
+                              f"-DPERFGROUP_{other}_PLUGIN=OFF", "-DPERFGROUP_CONVERTER=OFF"])
+    # perfgroup's own tests, benchmarks and examples stay out of a parent project's build.
+    for d in ("tests", "bench", "examples"):
+        if os.path.isdir(os.path.join(bdir, "perfgroup", d)):
+            raise Fail(f"add_subdirectory(perfgroup) configured perfgroup's {d}/")
+    for prog in ("app", "app_static"):
+        check_trace(os.path.join(bdir, prog), A.workdir)
+
+
+def case_pkgconfig(A):
+    prefix = stage_prefix(A)
+    stage = os.path.join(A.workdir, "..", "stage")
+    e = env_with(PKG_CONFIG_PATH=f"{prefix}/{A.libdir}/pkgconfig")
+
+    def pc(*args):
+        return sh(["pkg-config", *args, "perfgroup"], env=e).split()
+    if A.cc == "gcc":
+        plugin = pc("--variable=gcc_plugin")[0]
+        gcc_dir = sh(["gcc-12", "-print-file-name=plugin"]).strip()
+        if plugin != f"{gcc_dir}/perfgroup.so":
+            raise Fail(f"gcc_plugin={plugin}, expected {gcc_dir}/perfgroup.so")
+        plugin = stage + plugin      # staged, not (necessarily) installed on this machine
+    else:
+        plugin = os.path.realpath(pc("--variable=clang_plugin")[0])
+    if not os.path.exists(plugin):
+        raise Fail(f"the plugin pkg-config names does not exist: {plugin}")
+    libdir = pc("--variable=libdir")[0]
+    cc = COMPILERS[A.cc][0]
+    prog = os.path.join(A.workdir, "app")
+    arg = "-fplugin-arg-perfgroup-"
+    objs = []
+    for src, opts in (("util.c", ["default=util"]),
+                      ("main.c", ["default=app", f"map={CONSUMER}/groups.map"]),
+                      ("parser.c", ["default=app", f"map={CONSUMER}/groups.map"])):
+        obj = os.path.join(A.workdir, src + ".o")
+        sh([cc, "-O2", "-Werror", *pc("--cflags"), f"-fplugin={plugin}",
+            *[arg + o for o in opts], "-c", os.path.join(CONSUMER, src), "-o", obj])
+        objs.append(obj)
+    sh([cc, "-Werror", *objs, "-o", prog, *pc("--libs"), f"-Wl,-rpath,{libdir}"])
+    check_trace(prog, A.workdir)
+
+
+MISUSE = [  # (arguments after the target, text the configure error must contain)
+    ("MAP no-such.map", "MAP file"),
+    ("GROUP app RUNTIME DYNAMIC", "RUNTIME must be SHARED or STATIC, not 'DYNAMIC'"),
+    ("GROUP app COLOR red", "unknown argument(s): COLOR;red"),
+    ('GROUP "two words"', "GROUP 'two words' must be one word"),
+]
+
+
+def case_misuse(A):
+    prefix = stage_prefix(A)
+    for i, (args, want) in enumerate(MISUSE):
+        src = os.path.join(A.workdir, f"src{i}")
+        os.makedirs(src, exist_ok=True)
+        with open(os.path.join(src, "CMakeLists.txt"), "w") as f:
+            f.write("cmake_minimum_required(VERSION 3.25)\nproject(misuse C)\n"
+                    "find_package(PerfGroup REQUIRED)\n"
+                    f"add_executable(app {CONSUMER}/parser.c)\n"
+                    f"perfgroup_instrument(app {args})\n")
+        r = subprocess.run(["cmake", "-S", src, "-B", os.path.join(A.workdir, f"build{i}"),
+                            f"-DCMAKE_PREFIX_PATH={prefix}"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+        flat = " ".join(r.stdout.split())
+        if r.returncode == 0 or f"perfgroup_instrument(app): {want}" not in flat:
+            raise Fail(f"perfgroup_instrument(app {args}): expected a configure error containing "
+                       f"{want!r}, got exit {r.returncode}:\n{r.stdout}")
+        print(f"ok: perfgroup_instrument(app {args}) -> {want}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=["install", "package", "subdir", "pkgconfig", "misuse"])
+    ap.add_argument("--cc", choices=sorted(COMPILERS), default="gcc")
+    ap.add_argument("--build-dir", required=True, help="perfgroup's build directory")
+    ap.add_argument("--source-dir", required=True, help="perfgroup's source directory")
+    ap.add_argument("--prefix", required=True, help="the build's CMAKE_INSTALL_PREFIX")
+    ap.add_argument("--libdir", required=True, help="the build's CMAKE_INSTALL_LIBDIR")
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--with-gcc", action="store_true")
+    ap.add_argument("--with-clang", action="store_true")
+    ap.add_argument("--with-convert", action="store_true")
+    A = ap.parse_args()
+    os.makedirs(A.workdir, exist_ok=True)
+    try:
+        globals()["case_" + A.case](A)
+    except Fail as e:
+        print(f"FAIL: {e}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
