@@ -420,8 +420,13 @@ static void event_open(struct pg_thread *t, uint64_t tsc, int kind, const char *
     t->event_name = name;
     t->event_begin_tsc = tsc;
     t->event_flags = kind == PG_EV_IMPLICIT ? PGF_EVENT_F_IMPLICIT : 0;
-    if (kind == PG_EV_EXPLICIT)
+    if (kind == PG_EV_EXPLICIT) {
+        /* CPU clock first, then the counter (and at the end the counter, then the CPU
+         * clock): the event's cycles lie inside its CPU-clock window, so a preemption on
+         * the syscall's way back is not counted as event time no group was charged for. */
         t->event_begin_cpu_ns = pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID);
+        t->event_begin_tsc = pg_clock_now();
+    }
 }
 
 /* Totals are written by their thread only, read word by word by snapshots. Release stores
