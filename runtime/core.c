@@ -632,29 +632,8 @@ static void thread_exit(void *arg)
     uint32_t cpu = pg_cpu_now();
     while (t->depth > 0) {
         struct pg_frame *f = &t->stack[t->depth - 1];
-        if (f->mask && f->iter == t->iter) {
-            uint64_t delta = tsc - f->tsc;
-            int ok = cpu == f->cpu && (int64_t)delta >= 0;
-            for (unsigned i = 0; i < f->fn->ngroups; i++) {
-                if (!(f->mask & (1u << i)))
-                    continue;
-                struct pg_gstate *s = &t->g[f->fn->gid[i]];
-                s->running = 0;
-                if (ok) {
-                    s->recent += delta;
-                    s->acts++;
-                } else {
-                    s->discarded++;
-                }
-                if (s->stamp != t->event_stamp) {
-                    s->stamp = t->event_stamp;
-                    if (t->nexec == t->exec_cap)
-                        perfgroup__grow_exec(t);
-                    if (t->nexec < t->exec_cap)
-                        t->exec[t->nexec++] = f->fn->gid[i];
-                }
-            }
-        }
+        if (f->mask && f->iter == t->iter)
+            pg_charge_frame(t, f, tsc, cpu, 1);
         t->depth--;
     }
     event_close(t, tsc);
@@ -813,26 +792,8 @@ static void bank_frames(struct pg_thread *t, uint32_t depth, uint64_t iter, uint
     uint32_t cpu = pg_cpu_now();
     for (uint32_t i = 0; i < depth; i++) {
         struct pg_frame *f = &t->stack[i];
-        if (!f->mask || f->iter != iter)
-            continue;
-        uint64_t delta = tsc - f->tsc;
-        int ok = cpu == f->cpu && (int64_t)delta >= 0;
-        for (unsigned j = 0; j < f->fn->ngroups; j++) {
-            if (!(f->mask & (1u << j)))
-                continue;
-            struct pg_gstate *s = &t->g[f->fn->gid[j]];
-            if (ok)
-                s->recent += delta; /* no activation yet: the stopwatch goes on after */
-            else
-                s->discarded++;
-            if (s->stamp != t->event_stamp) {
-                s->stamp = t->event_stamp;
-                if (t->nexec == t->exec_cap)
-                    perfgroup__grow_exec(t);
-                if (t->nexec < t->exec_cap)
-                    t->exec[t->nexec++] = f->fn->gid[j];
-            }
-        }
+        if (f->mask && f->iter == iter)
+            pg_charge_frame(t, f, tsc, cpu, 0); /* no activation yet: it goes on after */
     }
 }
 

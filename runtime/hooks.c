@@ -88,31 +88,8 @@ static PG_ALWAYS_INLINE void exit_frame(struct pg_thread *t, uint32_t idx, uint6
     struct pg_frame *f = &t->stack[idx];
     struct pg_func *fn = f->fn;
     unsigned mask = f->mask;
-    if (PG_LIKELY(mask != 0) && PG_LIKELY(f->iter == t->iter)) {
-        uint64_t delta = tsc - f->tsc;
-        int ok = pg_cpu_now() == f->cpu && (int64_t)delta >= 0;
-        struct pg_gstate *g = t->g;
-        for (unsigned i = 0; i < fn->ngroups; i++) {
-            if (!(mask & (1u << i)))
-                continue;
-            uint32_t gid = fn->gid[i];
-            struct pg_gstate *s = &g[gid];
-            s->running = 0;
-            if (PG_LIKELY(ok)) {
-                s->recent += delta;
-                s->acts++;
-            } else {
-                s->discarded++;
-            }
-            if (s->stamp != t->event_stamp) {
-                s->stamp = t->event_stamp;
-                if (PG_UNLIKELY(t->nexec == t->exec_cap))
-                    perfgroup__grow_exec(t);
-                if (PG_LIKELY(t->nexec < t->exec_cap))
-                    t->exec[t->nexec++] = gid;
-            }
-        }
-    }
+    if (PG_LIKELY(mask != 0) && PG_LIKELY(f->iter == t->iter))
+        pg_charge_frame(t, f, tsc, pg_cpu_now(), 1);
     /* A stale frame (a nested loop or a new event started since) is dropped uncharged: its
      * groups' `running` holds an old iteration, which no longer blocks a new stopwatch. */
     t->depth = idx;

@@ -160,13 +160,55 @@ struct pg_thread {
 extern PG_HIDDEN __thread struct pg_thread *perfgroup__tls
     __attribute__((tls_model("initial-exec")));
 
+PG_HIDDEN void perfgroup__grow_exec(struct pg_thread *t);
+
+/*
+ * Charge `delta` cycles of a stopwatch of group `gid` to the current event (ok == 0: the
+ * measure is dropped and counted), `finished`: the stopwatch ends here (an activation; a
+ * nested loop's banking charges without ending it). The group joins the event's list of
+ * executed groups the first time. Used by the exit hook, thread exit and nested loops.
+ */
+static inline __attribute__((always_inline)) void
+pg_charge(struct pg_thread *t, uint32_t gid, uint64_t delta, int ok, int finished)
+{
+    struct pg_gstate *s = &t->g[gid];
+    if (finished)
+        s->running = 0;
+    if (PG_LIKELY(ok)) {
+        s->recent += delta;
+        s->acts += (uint32_t)finished;
+    } else {
+        s->discarded++;
+    }
+    if (s->stamp != t->event_stamp) {
+        s->stamp = t->event_stamp;
+        if (PG_UNLIKELY(t->nexec == t->exec_cap))
+            perfgroup__grow_exec(t);
+        if (PG_LIKELY(t->nexec < t->exec_cap))
+            t->exec[t->nexec++] = gid;
+    }
+}
+
+/* Charge every group frame f acquired, up to `tsc`, if it belongs to the current
+ * iteration and ends on the CPU it started on. */
+static inline __attribute__((always_inline)) void
+pg_charge_frame(struct pg_thread *t, const struct pg_frame *f, uint64_t tsc, uint32_t cpu,
+                int finished)
+{
+    const struct pg_func *fn = f->fn;
+    uint64_t delta = tsc - f->tsc;
+    int ok = cpu == f->cpu && (int64_t)delta >= 0;
+    for (unsigned i = 0; i < fn->ngroups; i++)
+        if (f->mask & (1u << i))
+            pg_charge(t, fn->gid[i], delta, ok, finished);
+}
+
 /* ---- core.c ---------------------------------------------------------------------------- */
 PG_HIDDEN void perfgroup__init(void);
 /* First hook call of a thread or of a site: set up and retry. Returns NULL to skip. */
 PG_HIDDEN struct pg_thread *perfgroup__thread_slow(void);
 PG_HIDDEN struct pg_func *perfgroup__site_resolve(struct perfgroup_site *site);
 PG_HIDDEN int perfgroup__grow_groups(struct pg_thread *t, uint32_t max_gid);
-PG_HIDDEN void perfgroup__grow_exec(struct pg_thread *t);
 /* Drop frames above `keep` (skipped exits): their stopwatches are cancelled. */
 PG_HIDDEN void perfgroup__resync(struct pg_thread *t, uint32_t keep);
 PG_HIDDEN void perfgroup__implicit_begin(struct pg_thread *t, uint64_t tsc);
