@@ -23,6 +23,7 @@
 #include <time.h>
 #include <x86intrin.h>
 
+#include "bench.h"
 #include "perfgroup.h"
 #include "perfgroup/abi.h"
 
@@ -37,13 +38,6 @@ static struct perfgroup_site site_outer __attribute__((aligned(8))) =
 static volatile uint64_t sink;
 __attribute__((noinline, noipa)) static void leaf(void) { __asm__ __volatile__("" ::: "memory"); }
 
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
 enum { BARE, FLOOR, EMPTY, OFF, REENTRY, PAIR, IMPLICIT, NCONF };
 static const char *names[NCONF] = {"bare", "floor", "empty", "off", "reentry", "pair", "implicit"};
 
@@ -53,109 +47,85 @@ static double run(int conf, long n)
     uint64_t tok, acc = 0;
     switch (conf) {
     case BARE:
-        t0 = now_ns();
+        t0 = bench_now_ns();
         for (long i = 0; i < n; i++)
             leaf();
-        t1 = now_ns();
+        t1 = bench_now_ns();
         break;
     case FLOOR:
-        t0 = now_ns();
+        t0 = bench_now_ns();
         for (long i = 0; i < n; i++) {
             uint64_t a = __rdtsc();
             leaf();
             acc += __rdtsc() - a;
         }
-        t1 = now_ns();
+        t1 = bench_now_ns();
         break;
     case EMPTY:
-        t0 = now_ns();
+        t0 = bench_now_ns();
         for (long i = 0; i < n; i++) {
             tok = empty_enter(&site_a);
             leaf();
             empty_exit(&site_a, tok);
         }
-        t1 = now_ns();
+        t1 = bench_now_ns();
         break;
     case OFF:
         perfgroup_stop();
-        t0 = now_ns();
+        t0 = bench_now_ns();
         for (long i = 0; i < n; i++) {
             tok = __perfgroup_enter(&site_a);
             leaf();
             __perfgroup_exit(&site_a, tok);
         }
-        t1 = now_ns();
+        t1 = bench_now_ns();
         perfgroup_start();
         break;
     case REENTRY: {
         perfgroup_event_begin("bench");
         uint64_t outer = __perfgroup_enter(&site_outer); /* group "bench" now running */
-        t0 = now_ns();
+        t0 = bench_now_ns();
         for (long i = 0; i < n; i++) {
             tok = __perfgroup_enter(&site_a);
             leaf();
             __perfgroup_exit(&site_a, tok);
         }
-        t1 = now_ns();
+        t1 = bench_now_ns();
         __perfgroup_exit(&site_outer, outer);
         perfgroup_event_end();
         break;
     }
     case PAIR:
         perfgroup_event_begin("bench");
-        t0 = now_ns();
+        t0 = bench_now_ns();
         for (long i = 0; i < n; i++) {
             tok = __perfgroup_enter(&site_a);
             leaf();
             __perfgroup_exit(&site_a, tok);
         }
-        t1 = now_ns();
+        t1 = bench_now_ns();
         perfgroup_event_end();
         break;
     default: /* IMPLICIT */
-        t0 = now_ns();
+        t0 = bench_now_ns();
         for (long i = 0; i < n; i++) {
             tok = __perfgroup_enter(&site_a);
             leaf();
             __perfgroup_exit(&site_a, tok);
         }
-        t1 = now_ns();
+        t1 = bench_now_ns();
         break;
     }
     sink += acc;
     return (t1 - t0) / (double)n;
 }
 
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv)
 {
     long n = argc > 1 ? atol(argv[1]) : 5000000;
     int reps = argc > 2 ? atoi(argv[2]) : 11;
-    double (*r)[NCONF] = calloc((size_t)reps, sizeof *r);
-    cpu_set_t set; /* one CPU: a migration would discard stopwatches and skew "pair" */
-    CPU_ZERO(&set);
-    CPU_SET(sched_getcpu(), &set);
-    sched_setaffinity(0, sizeof set, &set);
-    for (int c = 0; c < NCONF; c++)
-        run(c, n / 10); /* warm up: first-call slow paths, page faults */
-    for (int k = 0; k < reps; k++)
-        for (int j = 0; j < NCONF; j++) {
-            int c = (j + k) % NCONF; /* interleaved, rotated order */
-            r[k][c] = run(c, n);
-        }
     double med[NCONF];
-    for (int c = 0; c < NCONF; c++) {
-        double v[reps];
-        for (int k = 0; k < reps; k++)
-            v[k] = r[k][c];
-        qsort(v, (size_t)reps, sizeof *v, cmp);
-        med[c] = v[reps / 2];
-    }
+    bench_interleaved(NCONF, run, n, reps, med);
     printf("%-10s %9s %12s\n", "config", "ns/call", "over bare");
     for (int c = 0; c < NCONF; c++)
         printf("%-10s %9.2f %12.2f\n", names[c], med[c], med[c] - med[BARE]);

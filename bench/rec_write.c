@@ -26,6 +26,7 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
+#include "bench.h"
 #include "perfgroup.h"
 #include "record.h"
 
@@ -36,12 +37,6 @@ static volatile uint64_t sink;
 #define NOIPA_ __attribute__((noipa))
 #endif
 __attribute__((noinline)) NOIPA_ static void leaf(void) { __asm__ __volatile__("" ::: "memory"); }
-
-static double now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
 
 static inline void store32be(uint8_t *p, uint32_t v) {
     v = __builtin_bswap32(v);
@@ -102,7 +97,7 @@ static double run(int conf, long n) {
             perfgroup__rec_interval(w, 1, 1, 0, 0, 0);
     }
     uint64_t acc = 0;
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     switch (conf) {
     case FLOOR:
         for (long i = 0; i < n; i++) {
@@ -128,7 +123,7 @@ static double run(int conf, long n) {
         }
         break;
     }
-    double t = now_ns() - t0;
+    double t = bench_now_ns() - t0;
     if (w) {
         perfgroup__rec_thread_end(w, 0);
         perfgroup_record_close();
@@ -138,37 +133,14 @@ static double run(int conf, long n) {
     return t / (double)n;
 }
 
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv) {
     long n = argc > 1 ? atol(argv[1]) : 2000000;
     int reps = argc > 2 ? atoi(argv[2]) : 11;
     const char *tmp = getenv("TMPDIR");
     snprintf(path, sizeof path, "%s/bench-rec-write.%d.pgm", tmp && *tmp ? tmp : "/tmp",
              (int)getpid());
-    double (*r)[NCONF] = calloc((size_t)reps, sizeof *r);
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(sched_getcpu(), &set);
-    sched_setaffinity(0, sizeof set, &set);
-    for (int c = 0; c < NCONF; c++)
-        run(c, n / 10);
-    for (int k = 0; k < reps; k++)
-        for (int j = 0; j < NCONF; j++) {
-            int c = (j + k) % NCONF;
-            r[k][c] = run(c, n);
-        }
     double med[NCONF];
-    for (int c = 0; c < NCONF; c++) {
-        double v[reps];
-        for (int k = 0; k < reps; k++)
-            v[k] = r[k][c];
-        qsort(v, (size_t)reps, sizeof *v, cmp);
-        med[c] = v[reps / 2];
-    }
+    bench_interleaved(NCONF, run, n, reps, med);
     printf("%-12s %9s %12s\n", "config", "ns/record", "over floor");
     for (int c = 0; c < NCONF; c++)
         printf("%-12s %9.2f %12.2f\n", names[c], med[c], med[c] - med[FLOOR]);

@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
+#include "bench.h"
 #include "perfgroup.h"
 #include "perfgroup/abi.h"
 
@@ -40,12 +41,6 @@ static volatile uint64_t sink;
 #define NOIPA_ __attribute__((noipa))
 #endif
 __attribute__((noinline)) NOIPA_ static void leaf(void) { __asm__ __volatile__("" ::: "memory"); }
-
-static double now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
 
 enum { BARE, FLOOR, PAIR, TRACE, TRACE_FRESH, EV_OFF, EV_STATS, NCONF };
 static const char *names[NCONF] = {"bare", "floor", "pair", "trace", "trace_fresh",
@@ -68,20 +63,20 @@ static void rec_close(void) {
 static double pairs(long n) {
     uint64_t tok;
     perfgroup_event_begin("bench");
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     for (long i = 0; i < n; i++) {
         tok = __perfgroup_enter(&site_a);
         leaf();
         __perfgroup_exit(&site_a, tok);
     }
-    double t1 = now_ns();
+    double t1 = bench_now_ns();
     perfgroup_event_end();
     return t1 - t0;
 }
 
 static double events(long n) {
     uint64_t tok;
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     for (long i = 0; i < n; i++) {
         perfgroup_event_begin("bench");
         tok = __perfgroup_enter(&site_a);
@@ -89,7 +84,7 @@ static double events(long n) {
         __perfgroup_exit(&site_a, tok);
         perfgroup_event_end();
     }
-    return now_ns() - t0;
+    return bench_now_ns() - t0;
 }
 
 static double run(int conf, long n) {
@@ -97,19 +92,19 @@ static double run(int conf, long n) {
     uint64_t acc = 0;
     switch (conf) {
     case BARE:
-        t0 = now_ns();
+        t0 = bench_now_ns();
         for (long i = 0; i < n; i++)
             leaf();
-        t = now_ns() - t0;
+        t = bench_now_ns() - t0;
         break;
     case FLOOR:
-        t0 = now_ns();
+        t0 = bench_now_ns();
         for (long i = 0; i < n; i++) {
             uint64_t a = __rdtsc();
             leaf();
             acc += __rdtsc() - a;
         }
-        t = now_ns() - t0;
+        t = bench_now_ns() - t0;
         break;
     case PAIR:
         t = pairs(n);
@@ -140,11 +135,6 @@ static double run(int conf, long n) {
     return t / (double)n;
 }
 
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv) {
     long n = argc > 1 ? atol(argv[1]) : 2000000;
     int reps = argc > 2 ? atoi(argv[2]) : 11;
@@ -155,26 +145,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "N too large for trace_fresh's 256 MiB file\n");
         return 2;
     }
-    double (*r)[NCONF] = calloc((size_t)reps, sizeof *r);
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(sched_getcpu(), &set);
-    sched_setaffinity(0, sizeof set, &set);
-    for (int c = 0; c < NCONF; c++)
-        run(c, n / 10);
-    for (int k = 0; k < reps; k++)
-        for (int j = 0; j < NCONF; j++) {
-            int c = (j + k) % NCONF;
-            r[k][c] = run(c, n);
-        }
     double med[NCONF];
-    for (int c = 0; c < NCONF; c++) {
-        double v[reps];
-        for (int k = 0; k < reps; k++)
-            v[k] = r[k][c];
-        qsort(v, (size_t)reps, sizeof *v, cmp);
-        med[c] = v[reps / 2];
-    }
+    bench_interleaved(NCONF, run, n, reps, med);
     printf("%-12s %9s %12s\n", "config", "ns/call", "over bare");
     for (int c = 0; c < NCONF; c++)
         printf("%-12s %9.2f %12.2f\n", names[c], med[c], med[c] - med[BARE]);

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench/bench.h — what every micro-benchmark here does the same way: thread-CPU time, one
+ * pinned CPU, a warm-up, repetitions interleaved in rotated order, medians.
+ */
+#ifndef PERFGROUP_BENCH_H
+#define PERFGROUP_BENCH_H
+
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdlib.h>
+#include <time.h>
+
+static inline double bench_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static inline int bench_cmp_(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * Pin to the current CPU (a migration would discard stopwatches), warm every configuration
+ * up with n/10 iterations, then run `reps` rounds of every configuration in rotated order;
+ * med[c] = median over the rounds of run(c, n) (which returns ns per iteration).
+ */
+static inline void bench_interleaved(int nconf, double (*run)(int conf, long n), long n,
+                                     int reps, double *med)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &set);
+    sched_setaffinity(0, sizeof set, &set);
+    double *r = calloc((size_t)reps * (size_t)nconf, sizeof *r);
+    double *v = calloc((size_t)reps, sizeof *v);
+    if (!r || !v)
+        abort();
+    for (int c = 0; c < nconf; c++)
+        run(c, n / 10);
+    for (int k = 0; k < reps; k++)
+        for (int j = 0; j < nconf; j++) {
+            int c = (j + k) % nconf;
+            r[k * nconf + c] = run(c, n);
+        }
+    for (int c = 0; c < nconf; c++) {
+        for (int k = 0; k < reps; k++)
+            v[k] = r[k * nconf + c];
+        qsort(v, (size_t)reps, sizeof *v, bench_cmp_);
+        med[c] = v[reps / 2];
+    }
+    free(r);
+    free(v);
+}
+
+#endif
