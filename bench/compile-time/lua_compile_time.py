@@ -1,19 +1,22 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""lua_compile_time.py — compile-time cost of the GCC plugin on a real C code base: the C
-sources of Lua 5.4 from Debian's lua5.4 source package, compiled file by file with gcc -O2.
+"""lua_compile_time.py — compile-time cost of a perfgroup plugin (GCC's or Clang's) on a real C
+code base: the C sources of Lua 5.4 from Debian's lua5.4 source package, compiled file by file
+with gcc -O2 (or clang-14 -O2 with --compiler clang).
 
 Variants, interleaved file by file (each file is compiled by every variant back to back, in
 an order that rotates) so that the shared machine's changing load hits all of them alike:
     none        gcc -O2                                         the baseline
     plugin      gcc -O2 -fplugin=perfgroup.so                   loaded, nothing annotated
     default     gcc -O2 -fplugin=... -fplugin-arg-perfgroup-default=lua   every function instrumented
-    finstr      gcc -O2 -finstrument-functions                  GCC's own entry/exit hooks
+    finstr      gcc -O2 -finstrument-functions                  the compiler's own entry/exit hooks
 Measured: CPU time (user + system) of each compiler process tree (wait4 rusage), summed over
 the files of a round; reported: the median per variant over the rounds, and ratios to `none` (and default/finstr).
 
     bench/compile-time/lua_compile_time.py --plugin build/plugin-gcc/perfgroup.so \
         [--rounds 7] [--workdir /tmp/perfgroup-lua] [--markdown docs/benchmarks.md]
+    bench/compile-time/lua_compile_time.py --compiler clang \
+        --plugin build/plugin-clang/perfgroup-clang.so [--rounds 7] [...]
 
 Getting the sources needs deb-src: the script adds its own apt source file
 (/etc/apt/sources.list.d/perfgroup-deb-src.sources) if none is configured, then runs
@@ -64,15 +67,22 @@ def variants(plugin):
     }
 
 
+COMPILERS = {  # --compiler: driver, section heading, the plugin's name in the table
+    "gcc": ("gcc", "GCC plugin", "perfgroup.so"),
+    "clang": ("clang-14", "Clang plugin", "perfgroup-clang.so"),
+}
+CC = "gcc"
+
+
 def compile_one(c, outdir, flags):
     """Compile one file; return the compiler's CPU seconds (user + system, all its children)."""
     os.makedirs(outdir, exist_ok=True)
     obj = os.path.join(outdir, os.path.basename(c)[:-2] + ".o")
-    p = subprocess.Popen(["gcc", "-O2", "-Wall", "-DLUA_COMPAT_5_3", "-DLUA_USE_LINUX"] + flags
+    p = subprocess.Popen([CC, "-O2", "-Wall", "-DLUA_COMPAT_5_3", "-DLUA_USE_LINUX"] + flags
                          + ["-c", c, "-o", obj])
     _, status, ru = os.wait4(p.pid, 0)
     if status:
-        raise SystemExit(f"gcc failed on {c} with {flags}")
+        raise SystemExit(f"{CC} failed on {c} with {flags}")
     return ru.ru_utime + ru.ru_stime
 
 
@@ -99,12 +109,15 @@ def count_sites(outdir):
 
 
 def main():
+    global CC
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--compiler", choices=sorted(COMPILERS), default="gcc")
     ap.add_argument("--plugin", required=True)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--workdir", default="/tmp/perfgroup-lua")
     ap.add_argument("--markdown", help="append/replace this benchmark's section in this file")
     a = ap.parse_args()
+    CC, title, plugin_name = COMPILERS[a.compiler]
     plugin = os.path.abspath(a.plugin)
     src = fetch_lua(a.workdir)
     files = len(glob.glob(os.path.join(src, "*.c")))
@@ -121,12 +134,14 @@ def main():
     med = {n: statistics.median(times[n]) for n in names}
     base = med["none"]
     rows = [(n, med[n], med[n] / base) for n in names]
-    cmd = (f"bench/compile-time/lua_compile_time.py --plugin {os.path.relpath(a.plugin)} --rounds {a.rounds}")
+    cmd = (f"bench/compile-time/lua_compile_time.py --compiler {a.compiler} "
+           f"--plugin {os.path.relpath(a.plugin)} --rounds {a.rounds}")
+    version = subprocess.run([CC, "-dumpversion"], capture_output=True, text=True).stdout.strip()
     lines = [
-        "## GCC plugin: compile time (Lua 5.4)",
+        f"## {title}: compile time (Lua 5.4)",
         "",
         f"Lua {os.path.basename(os.path.dirname(src))} from Debian's `lua5.4` source package: {files} C files, "
-        f"each compiled with `gcc -O2` (GCC {subprocess.run(['gcc', '-dumpfullversion'], capture_output=True, text=True).stdout.strip()}). "
+        f"each compiled with `{CC} -O2` ({CC} {version}). "
         f"CPU time (user+sys) of the compilers, median of {a.rounds} rounds interleaved file by file, "
         f"measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on the shared 2-core VM. "
         f"With `default=` the plugin emitted {sites} sites (every Lua function).",
@@ -135,7 +150,7 @@ def main():
         "| --- | --- | ---: | ---: |",
     ]
     for n, m, ratio in rows:
-        flags = " ".join(f.replace(plugin, "perfgroup.so") for f in vs[n]) or "(none)"
+        flags = " ".join(f.replace(plugin, plugin_name) for f in vs[n]) or "(none)"
         lines.append(f"| {n} | `{flags}` | {m:.2f} | {ratio:.3f} |")
     lines += [
         "",
