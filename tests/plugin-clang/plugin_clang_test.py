@@ -408,24 +408,8 @@ def case_misuse():
     each `expect:` line must appear as a diagnostic at that line ('-': no location), and the
     compile fails iff an error is expected."""
     path = os.path.abspath(A.file)
-    d = os.path.dirname(path)
-    flags, expects = [], []
-    for line in open(path).read().splitlines():
-        if m := shared.FLAGS.search(line):
-            flags += shlex.split(m.group(1).replace("%S", d))
-        elif m := shared.EXPECT.search(line):
-            expects.append((m.group(1), m.group(2), m.group(3).replace("%S", d)))
-    if not expects:
-        raise Fail("no expect: line in " + path)
-    p = sh([cc_for(path), A.opt, "-c", path, "-o", w("misuse.o")] + plugin() + flags, check=False)
-    for where, kind, msg in expects:
-        pat = (rf"^{kind}: " if where == "-" else rf"^{re.escape(path)}:{where}:\d+: {kind}: ") \
-            + re.escape(msg) + r"(?: \[-W[a-z-]+\])?$"
-        if not re.search(pat, p.stderr, re.M):
-            raise Fail(f"missing diagnostic: {where}: {kind}: {msg}")
-    want_fail = any(k == "error" for _, k, _ in expects)
-    if bool(p.returncode) != want_fail:
-        raise Fail(f"clang exited {p.returncode}; expected {'failure' if want_fail else 'success'}")
+    shared.check_misuse(path, lambda flags: [cc_for(path), A.opt, "-c", path, "-o", w("misuse.o")]
+                        + plugin() + flags, "", "clang")
 
 
 def main():

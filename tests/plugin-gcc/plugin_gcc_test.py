@@ -366,26 +366,35 @@ def case_misuse():
     diagnostic (at that line, or without location for '-'); the compile fails iff an error is
     expected."""
     src = os.path.abspath(A.file)
-    d = os.path.dirname(src)
-    text = open(src).read()
+    lang = "c++" if src.endswith(".cc") else "c"
+    check_misuse(src, lambda flags: [cc(lang), A.opt, "-c", src, "-o", w("misuse.o")]
+                 + plugin() + flags, r"(?:cc1|cc1plus): ", "gcc")
+
+
+def check_misuse(path, command, bare_prefix, who):
+    """Shared by both plugins' drivers. Compile `path` with command(flags from its `flags:`
+    lines); every `expect: LINE KIND MESSAGE` line of the file must appear as a diagnostic at
+    that line ('-': a diagnostic without location, after `bare_prefix`: the compiler's own
+    name and ": " for GCC, nothing for Clang), and the compile
+    fails iff an error is expected."""
+    d = os.path.dirname(path)
     flags, expects = [], []
-    for line in text.splitlines():
+    for line in open(path).read().splitlines():
         if m := FLAGS.search(line):
             flags += shlex.split(m.group(1).replace("%S", d))
         elif m := EXPECT.search(line):
             expects.append((m.group(1), m.group(2), m.group(3).replace("%S", d)))
     if not expects:
-        raise Fail("no expect: line in " + src)
-    lang = "c++" if src.endswith(".cc") else "c"
-    p = sh([cc(lang), A.opt, "-c", src, "-o", w("misuse.o")] + plugin() + flags, check=False)
+        raise Fail("no expect: line in " + path)
+    p = sh(command(flags), check=False)
     for where, kind, msg in expects:
-        pat = (rf"^(?:cc1|cc1plus): {kind}: " if where == "-"
-               else rf"^{re.escape(src)}:{where}:\d+: {kind}: ") + re.escape(msg) + r"(?: \[-W[a-z-]+\])?$"
+        pat = (rf"^{bare_prefix}{kind}: " if where == "-"
+               else rf"^{re.escape(path)}:{where}:\d+: {kind}: ") + re.escape(msg) + r"(?: \[-W[a-z-]+\])?$"
         if not re.search(pat, p.stderr, re.M):
             raise Fail(f"missing diagnostic: {where}: {kind}: {msg}")
     want_fail = any(k == "error" for _, k, _ in expects)
     if bool(p.returncode) != want_fail:
-        raise Fail(f"gcc exited {p.returncode}; expected {'failure' if want_fail else 'success'}")
+        raise Fail(f"{who} exited {p.returncode}; expected {'failure' if want_fail else 'success'}")
 
 
 def main():
