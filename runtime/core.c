@@ -379,9 +379,7 @@ PG_HIDDEN struct pg_thread *perfgroup__thread_slow(void)
     t->nexec = 0;
     t->nest_depth = 0;
     t->pending_alerts = 0;
-    t->cpu_ratio = 1.0;
-    t->window_tsc = pg_clock_now();
-    t->window_cpu_ns = pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID);
+    perfgroup__implicit_thread_start(t);
     t->ov_commit_ns = t->ov_commits = t->ov_slow = t->ov_resyncs = t->ov_dropped = 0;
     t->rec_name_ptr = NULL;
     atomic_store(&t->reset_epoch, atomic_load(&perfgroup__reset_epoch));
@@ -426,6 +424,9 @@ static void event_open(struct pg_thread *t, uint64_t tsc, int kind, const char *
          * the syscall's way back is not counted as event time no group was charged for. */
         t->event_begin_cpu_ns = pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID);
         t->event_begin_tsc = pg_clock_now();
+        perfgroup__implicit_own(t, t->event_begin_tsc, t->event_begin_cpu_ns);
+    } else {
+        perfgroup__implicit_arm(t, tsc);
     }
 }
 
@@ -546,38 +547,15 @@ PG_HIDDEN void perfgroup__implicit_begin(struct pg_thread *t, uint64_t tsc)
 }
 
 /*
- * Implicit events are not worth two CPU-clock reads each. The thread's CPU clock is read at
- * most once per window (>= PG_WINDOW_NS of wall time), at the end of an implicit event that
- * closes it, or at once after a long implicit event (>= PG_LONG_NS). An event's CPU time is
- * its wall time times the on-CPU ratio r of the window that closed last; when the event itself
- * closes the window, the estimate is also clamped to what the CPU clock allows:
- *   max(0, cpu_w - (wall_w - wall_e)) <= cpu_e <= min(wall_e, cpu_w)
- * so an event that fills most of its window is exact and the error of a short one is bounded
- * by its own wall time times |r_window - r_event|. See docs/accounting.md.
+ * An implicit event's CPU time comes from implicit.c: exact when rseq shows the thread was
+ * never descheduled, else interpolated from the sampler thread's readings of its CPU clock.
+ * Inside a hook (own_read == 0) nothing reads the CPU clock; callers outside the hooks
+ * (thread exit, event_begin, nested loops) read it once for an exact end.
  */
-#define PG_LONG_NS 1000000ull
-static void implicit_commit(struct pg_thread *t, uint64_t tsc, int force_window)
+static void implicit_commit(struct pg_thread *t, uint64_t tsc, int own_read)
 {
-    uint64_t cycles = tsc - t->event_begin_tsc;
-    uint64_t wall_e = (int64_t)cycles > 0 ? perfgroup__ticks_to_ns(cycles) : 0;
-    uint64_t span = tsc - t->window_tsc;
-    uint64_t wall_w = (int64_t)span > 0 ? perfgroup__ticks_to_ns(span) : 0;
-    uint64_t cpu_e = (uint64_t)((double)wall_e * t->cpu_ratio);
-    if (wall_w > 0 && (force_window || wall_w >= PG_WINDOW_NS || wall_e >= PG_LONG_NS)) {
-        int64_t cpu = pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID);
-        uint64_t cpu_w = cpu > t->window_cpu_ns ? (uint64_t)(cpu - t->window_cpu_ns) : 0;
-        double r = (double)cpu_w / (double)wall_w;
-        t->cpu_ratio = r > 1 ? 1 : r;
-        cpu_e = (uint64_t)((double)wall_e * t->cpu_ratio);
-        uint64_t hi = wall_e < cpu_w ? wall_e : cpu_w;
-        uint64_t lo = cpu_w > wall_w - (wall_e < wall_w ? wall_e : wall_w)
-                          ? cpu_w - (wall_w - (wall_e < wall_w ? wall_e : wall_w)) : 0;
-        cpu_e = cpu_e < lo ? lo : cpu_e > hi ? hi : cpu_e;
-        t->window_tsc = tsc;
-        t->window_cpu_ns = cpu;
-        perfgroup__clock_calibrate(tsc, pg_clock_gettime_ns(CLOCK_MONOTONIC));
-    }
-    commit(t, tsc, cpu_e);
+    int64_t own = own_read ? pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID) : -1;
+    commit(t, tsc, perfgroup__implicit_cpu(t, t->event_begin_tsc, tsc, own));
 }
 
 PG_HIDDEN void perfgroup__implicit_end(struct pg_thread *t, uint64_t tsc)
@@ -589,11 +567,12 @@ static void explicit_end(struct pg_thread *t, uint64_t tsc)
 {
     int64_t cpu = pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID);
     perfgroup__clock_calibrate(tsc, pg_clock_gettime_ns(CLOCK_MONOTONIC));
+    perfgroup__implicit_own(t, tsc, cpu);
     int64_t d = cpu - t->event_begin_cpu_ns;
     commit(t, tsc, d > 0 ? (uint64_t)d : 0);
 }
 
-/* Outside the hooks: an implicit event may afford its own CPU-clock read. */
+/* Outside the hooks: an implicit event may afford its own CPU-clock read for its end. */
 static void event_close(struct pg_thread *t, uint64_t tsc)
 {
     if (t->event_open == PG_EV_EXPLICIT)
@@ -721,6 +700,7 @@ static void atfork_child(void)
         if (me->tid == (uint32_t)getpid() && !me->name[0])
             strcpy(me->name, "main");
     }
+    perfgroup__implicit_atfork_child(me);
     atomic_fetch_add(&perfgroup__reset_epoch, 1);
     for (unsigned b = 0; b < PG_GROUP_BLOCKS; b++)
         if (dead_blocks[b])
@@ -733,6 +713,7 @@ static void atfork_child(void)
 static void init_once_fn(void)
 {
     perfgroup__clock_init();
+    perfgroup__implicit_init();
     pthread_key_create(&thread_key, thread_exit);
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     perfgroup__rec_init(); /* before the first definition, so the recorder sees them all */
@@ -856,6 +837,10 @@ void perfgroup_nested_loop_end(void)
     if (t->nest_depth < PG_NEST_MAX) {
         struct pg_nest *n = &t->nest[t->nest_depth];
         if (n->open != PG_EV_NONE) {
+            if (n->open == PG_EV_IMPLICIT) { /* outside the hooks: a real begin */
+                int64_t cpu = pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID);
+                perfgroup__implicit_own(t, pg_clock_now(), cpu);
+            }
             event_open(t, pg_clock_now(), (int)n->open, n->name);
             t->event_flags |= PGF_EVENT_F_NESTED;
             if (n->open == PG_EV_IMPLICIT)

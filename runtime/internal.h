@@ -10,6 +10,9 @@
  *                                     touched by its own thread only
  *   pg_thread.totals                  written by its thread at commit inside a seqlock
  *                                     (`seq` odd while writing), read by snapshots
+ *   pg_thread.samples                 written by the CPU-clock sampler thread (implicit.c)
+ *                                     inside its own seqlock, read by the thread; the
+ *                                     sampler reads `life`, `imp_open`, `imp_count`, `cpu_clock`
  */
 #ifndef PERFGROUP_RUNTIME_INTERNAL_H
 #define PERFGROUP_RUNTIME_INTERNAL_H
@@ -105,6 +108,17 @@ struct pg_nest {          /* an event suspended by a nested loop */
 };
 
 enum { PG_EV_NONE = 0, PG_EV_EXPLICIT = 1, PG_EV_IMPLICIT = 2 };
+
+/* The last PG_SAMPLES readings of a thread's CPU clock, taken by the sampler thread
+ * (implicit.c). Sample k (0-based since the ring was reset) is at index k % PG_SAMPLES. */
+#define PG_SAMPLES 8
+struct pg_samples {
+    _Atomic uint32_t seq;              /* odd while the sampler writes */
+    _Atomic uint32_t n;                /* samples taken since the reset */
+    _Atomic uint32_t life;             /* the pg_thread life they belong to */
+    _Atomic uint64_t tsc[PG_SAMPLES];  /* pg_clock_now() at the reading */
+    _Atomic int64_t cpu[PG_SAMPLES];   /* the thread's CPU clock, ns */
+};
 enum { PG_THREAD_FREE = 0, PG_THREAD_LIVE = 1 };
 
 struct pg_thread {
@@ -130,11 +144,14 @@ struct pg_thread {
     uint32_t event_flags;
     uint32_t nest_depth;
     struct pg_nest nest[PG_NEST_MAX];
-    /* implicit events: the thread's on-CPU ratio over the last window converts their cycles
-     * to CPU time; a window closes at an implicit event end >= PG_WINDOW_NS after it opened */
-    double cpu_ratio;
-    uint64_t window_tsc;
-    int64_t window_cpu_ns;
+    /* implicit events' CPU time (implicit.c) */
+    double cpu_ratio;           /* on-CPU ratio of the newest sample interval; 1 at start */
+    int64_t imp_begin_cpu;      /* CPU clock estimated at the event's begin; < 0: none */
+    uint8_t imp_armed;          /* rseq_cs armed at the event's begin */
+    uint8_t own_n;              /* own CPU-clock readings kept (outside the hooks), <= 2 */
+    uint64_t own_tsc[2];        /* newest last */
+    int64_t own_cpu[2];
+    uint32_t sp_count, sp_idle, sp_life; /* the sampler's own bookkeeping of this thread */
     uint32_t pending_alerts;
     struct perfgroup_alert_info alerts[PG_PENDING_ALERTS];
     int alert_ids[PG_PENDING_ALERTS];
@@ -149,13 +166,18 @@ struct pg_thread {
     _Atomic uint32_t reset_epoch;            /* perfgroup_reset() generation seen */
     _Atomic(struct pg_totals *) totals[PG_GROUP_BLOCKS];
     _Atomic int state;                       /* PG_THREAD_* */
+    _Atomic uint32_t life;                   /* bumped each time a thread takes this entry */
+    _Atomic uint32_t imp_open;               /* an implicit event is open (for the sampler) */
+    _Atomic uint32_t imp_count;              /* implicit events begun (sampler: activity) */
+    _Atomic int32_t cpu_clock;               /* this thread's CPU clock id */
+    struct pg_samples samples;
     uint32_t index;                          /* 1-based, stable for the process */
     uint32_t tid;
     char name[PG_THREAD_NAME_MAX];
     struct pg_thread *next;                  /* registry list, never unlinked */
 };
 
-#define PG_WINDOW_NS 10000000ull /* 10 ms: implicit-event CPU renormalisation window */
+#define PG_SAMPLE_NS 10000000ull /* 10 ms: the sampler's period (PERFGROUP_SAMPLE_MS) */
 
 extern PG_HIDDEN __thread struct pg_thread *perfgroup__tls
     __attribute__((tls_model("initial-exec")));
@@ -220,6 +242,22 @@ PG_HIDDEN void perfgroup__lock_registry(void);
 PG_HIDDEN void perfgroup__unlock_registry(void);
 PG_HIDDEN const struct pg_totals *perfgroup__dead_totals(uint32_t gid);
 extern PG_HIDDEN _Atomic uint32_t perfgroup__reset_epoch;
+
+/* ---- implicit.c: the CPU time of implicit events, no CPU-clock read in a hook ----------- */
+PG_HIDDEN void perfgroup__implicit_init(void);
+/* A thread takes its pg_thread entry (registration). */
+PG_HIDDEN void perfgroup__implicit_thread_start(struct pg_thread *t);
+/* An implicit event begins at `tsc` (in an enter hook or at a nested loop's end). */
+PG_HIDDEN void perfgroup__implicit_arm(struct pg_thread *t, uint64_t tsc);
+/* CPU ns of the implicit event [begin, end]; own_cpu_ns >= 0: the thread's CPU clock read at
+ * `end` by a caller outside the hooks. */
+PG_HIDDEN uint64_t perfgroup__implicit_cpu(struct pg_thread *t, uint64_t begin, uint64_t end,
+                                          int64_t own_cpu_ns);
+/* The thread read its own CPU clock at `tsc` outside the hooks (events, nested loops,
+ * thread exit): one more point for the estimates. */
+PG_HIDDEN void perfgroup__implicit_own(struct pg_thread *t, uint64_t tsc, int64_t cpu_ns);
+/* fork() child: no sampler yet, every ring stale; `me` is the surviving thread. */
+PG_HIDDEN void perfgroup__implicit_atfork_child(struct pg_thread *me);
 
 /* ---- snapshot.c ------------------------------------------------------------------------ */
 PG_HIDDEN void perfgroup__alerts_check(struct pg_thread *t, const char *event, uint32_t gid,

@@ -9,8 +9,17 @@
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#endif
 
 #include "task.h"
 
@@ -141,22 +150,39 @@ static void case_nested_loop(void)
     perfgroup_snapshot_free(s);
 }
 
-/* A nested loop with no event open (implicit): the same cancellation. */
+/* A nested loop with no event open (implicit): the same cancellation. A's wall time is
+ * exactly its own two parts, measured here around them: the nested 3 ms are not in it, on
+ * a loaded machine too. Its CPU time is estimated (the end is in a hook): <= its wall. */
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 static void case_nested_implicit(void)
 {
+    int64_t t0 = mono_ns();
     uint64_t ta = __perfgroup_enter(&site_a); /* opens an implicit event */
     burn(MS);
+    int64_t t1 = mono_ns();
     perfgroup_nested_loop_begin();
     uint64_t tc = __perfgroup_enter(&site_c);  /* its own implicit event */
     burn(3 * MS);
     __perfgroup_exit(&site_c, tc);
     perfgroup_nested_loop_end();
+    int64_t t2 = mono_ns();
     burn(MS);
     __perfgroup_exit(&site_a, ta);
+    int64_t t3 = mono_ns();
     struct perfgroup_snapshot *s = snap();
-    ASSERT_U64(stats(s, "A")->cpu_ns, <, 3 * MS);
-    ASSERT_U64(stats(s, "A")->cpu_ns, >=, MS); /* its own 2 ms, estimated (implicit) */
+    const struct perfgroup_stats *a = stats(s, "A");
+    ASSERT_U64(a->wall_ns, <=, (t1 - t0) + (t3 - t2) + MS / 5);
+    ASSERT_U64(a->wall_ns, >=, 2 * MS);
+    ASSERT_U64(a->cpu_ns, <=, a->wall_ns);
+    ASSERT_U64(a->cpu_ns, >=, MS); /* its own 2 ms, estimated (implicit) */
+    ASSERT_U64(a->events, ==, 2);  /* the outer event's two parts */
     ASSERT_U64(stats(s, "C")->cpu_ns, >=, 27 * MS / 10);
+    ASSERT_U64(stats(s, "C")->wall_ns, <=, t2 - t1);
     ASSERT_U64(stats(s, "top")->events, ==, 3);
     perfgroup_snapshot_free(s);
 }
@@ -324,6 +350,143 @@ static void case_implicit(void)
     perfgroup_snapshot_free(s);
 }
 
+/* Without the event API, a group that blocks: its wall time is exact, its CPU time comes
+ * from the sampler thread's readings of this thread's CPU clock (the hooks never read it).
+ * Each event works 20 ms and sleeps 30 ms (in both orders): the bound for an event that was
+ * descheduled is 12.5 ms at the 10 ms sampling period (docs/accounting.md); without the
+ * sampler it would be charged ~50 ms, without rseq's bit a spinning event would drift. */
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {0, ms * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+static void case_implicit_blocked(void)
+{
+    for (int i = 0; i < 4; i++) {
+        uint64_t ta = __perfgroup_enter(&site_a);
+        if (i % 2 == 0) {
+            burn(20 * MS);
+            sleep_ms(30);
+        } else {
+            sleep_ms(30);
+            burn(20 * MS);
+        }
+        __perfgroup_exit(&site_a, ta);
+    }
+    for (int i = 0; i < 20; i++) { /* never blocks: exact unless preempted */
+        uint64_t tb = __perfgroup_enter(&site_b);
+        burn(2 * MS);
+        __perfgroup_exit(&site_b, tb);
+    }
+    struct perfgroup_snapshot *s = snap();
+    const struct perfgroup_stats *a = stats(s, "A"), *b = stats(s, "B");
+    ASSERT_U64(a->events, ==, 4);
+    ASSERT_U64(a->wall_ns, >=, 200 * MS);
+    ASSERT_NEAR(a->cpu_ns, 80 * MS, 4 * 12 * MS);      /* per event: 20 +- 12 ms */
+    ASSERT_NEAR(a->cpu_ns, 80 * MS, 30 * MS);          /* and over the four */
+    ASSERT_U64(a->blocked_ns, >=, 80 * MS);
+    ASSERT_U64(a->max_event_ns, <=, 33 * MS);
+    ASSERT_U64(a->min_event_ns, >=, 7 * MS);
+    ASSERT_U64(b->events, ==, 20);
+    ASSERT_U64(b->cpu_ns, <=, b->wall_ns);
+    ASSERT_NEAR(b->cpu_ns, 40 * MS, 12 * MS); /* exact when idle; estimated if preempted */
+    perfgroup_snapshot_free(s);
+}
+
+/* The enter and exit hooks never read the thread's CPU clock, implicit events included:
+ * a seccomp filter traps clock_gettime(CLOCK_THREAD_CPUTIME_ID) on this thread (the
+ * sampler reads it from outside, with pthread_getcpuclockid's id, which is not trapped). */
+#if defined(__x86_64__)
+static volatile sig_atomic_t cpu_clock_reads;
+static void on_sigsys(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    (void)si;
+    (void)uc;
+    cpu_clock_reads++;
+}
+/* Spin on the wall clock (vDSO, no syscall): burn() reads the CPU clock itself. */
+static void spin_ns(int64_t ns)
+{
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &b);
+    while ((b.tv_sec - a.tv_sec) * 1000000000ll + (b.tv_nsec - a.tv_nsec) < ns);
+}
+static jmp_buf trap_jb;
+static __attribute__((noinline)) void jump_out(void)
+{
+    uint64_t tb = __perfgroup_enter(&site_b);
+    (void)tb;
+    longjmp(trap_jb, 1);
+}
+#endif
+static void case_no_cpu_clock_in_hooks(void)
+{
+#if defined(__x86_64__)
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigsys;
+    sa.sa_flags = SA_SIGINFO;
+    ASSERT_I64(sigaction(SIGSYS, &sa, NULL), ==, 0);
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 5),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clock_gettime, 0, 3),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, CLOCK_THREAD_CPUTIME_ID, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof *f), f};
+    ASSERT_I64(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), ==, 0);
+    ASSERT_I64(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), ==, 0);
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    ASSERT_I64(cpu_clock_reads, ==, 1); /* the trap works */
+    cpu_clock_reads = 0;
+
+    /* first hook call of the thread; then short, 1 ms, 12 ms and blocking implicit events,
+     * A -> B inside, an event ended by a skipped exit */
+    for (int i = 0; i < 1000; i++) {
+        uint64_t ta = __perfgroup_enter(&site_a);
+        uint64_t tb = __perfgroup_enter(&site_b);
+        __perfgroup_exit(&site_b, tb);
+        __perfgroup_exit(&site_a, ta);
+    }
+    for (int i = 0; i < 5; i++) {
+        uint64_t ta = __perfgroup_enter(&site_a);
+        spin_ns(i == 4 ? 12 * MS : MS);
+        __perfgroup_exit(&site_a, ta);
+    }
+    uint64_t tc = __perfgroup_enter(&site_c);
+    sleep_ms(25);
+    __perfgroup_exit(&site_c, tc);
+    if (setjmp(trap_jb) == 0)
+        jump_out();
+    tc = __perfgroup_enter(&site_c); /* resynchronises: the jumped event ends here */
+    __perfgroup_exit(&site_c, tc);
+    ASSERT_I64(cpu_clock_reads, ==, 0);
+
+    struct perfgroup_snapshot *s = snap();
+    ASSERT_I64(cpu_clock_reads, ==, 0);
+    ASSERT_U64(stats(s, "A")->events, ==, 1005);
+    ASSERT_U64(stats(s, "C")->events, ==, 2);
+    ASSERT_U64(stats(s, "C")->cpu_ns, <, 10 * MS); /* it slept: the sampler saw it */
+    ASSERT_U64(stats(s, "A")->max_event_ns, >=, 8 * MS);
+    perfgroup_snapshot_free(s);
+    /* outside the hooks an explicit event reads it twice, as documented */
+    perfgroup_event_begin("ev");
+    perfgroup_event_end();
+    ASSERT_I64(cpu_clock_reads, ==, 2);
+#else
+    printf("skipped: x86_64 only\n");
+#endif
+}
+
 static void *exiting_thread(void *arg)
 {
     (void)arg;
@@ -489,6 +652,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
     {"snapshot_diff", case_snapshot_diff}, {"alerts", case_alerts}, {"longjmp", case_longjmp},
     {"implicit", case_implicit}, {"thread_exit", case_thread_exit}, {"threads", case_threads},
     {"control", case_control}, {"modules", case_modules},
+    {"implicit_blocked", case_implicit_blocked}, {"no_cpu_clock_in_hooks", case_no_cpu_clock_in_hooks},
 };
 
 int main(int argc, char **argv)
