@@ -67,6 +67,51 @@ static inline uint64_t pg_clock_now(void)
     return PG_TEST_CLOCK_ADJ(perfgroup__clock_slow());
 }
 
+/*
+ * The hooks' fast path reads the clocks through these: no branch and no call, because the
+ * gate sends every hook through the slow path (PG_GATE_SPECIAL) unless pg_clocks_fast().
+ * A call anywhere on the fast path would make the hook save registers on every call.
+ */
+static inline int pg_clocks_fast(void)
+{
+#if defined(PERFGROUP_TESTING)
+    return 0; /* the test seam goes through pg_clock_now / pg_cpu_now */
+#elif defined(__x86_64__)
+    return perfgroup__clock_kind == PGF_CLOCK_TSC && perfgroup__cpu_kind == 0;
+#elif defined(__aarch64__)
+    return perfgroup__clock_kind == PGF_CLOCK_CNTVCT && perfgroup__cpu_kind == 0;
+#else
+    return 0;
+#endif
+}
+
+static inline uint64_t pg_clock_fast(void)
+{
+#if defined(__x86_64__)
+    return __rdtsc();
+#elif defined(__aarch64__)
+    uint64_t v;
+    __asm__ __volatile__("isb; mrs %0, cntvct_el0" : "=r"(v));
+    return v;
+#else
+    return perfgroup__clock_slow();
+#endif
+}
+
+static inline uint32_t pg_cpu_fast(void)
+{
+#if defined(__x86_64__)
+    uint32_t cpu;
+    __asm__ __volatile__("movl %%fs:(%1), %0" : "=r"(cpu) : "r"(perfgroup__rseq_cpu_off));
+    return cpu;
+#elif defined(__aarch64__)
+    char *tp = (char *)__builtin_thread_pointer();
+    return *(volatile uint32_t *)(tp + perfgroup__rseq_cpu_off);
+#else
+    return perfgroup__cpu_slow();
+#endif
+}
+
 static inline uint32_t pg_cpu_now(void)
 {
 #ifdef PERFGROUP_TESTING

@@ -31,7 +31,7 @@ static pthread_key_t thread_key;
 
 static _Atomic int user_on = 1;     /* perfgroup_start / perfgroup_stop */
 static _Atomic int disabled;        /* ABI mismatch: off for good */
-static int text_on;
+PG_HIDDEN int perfgroup__text_on; /* PERFGROUP_TEXT: set once at start-up */
 
 static _Atomic(struct pg_group *) group_blocks[PG_GROUP_BLOCKS];
 static _Atomic uint32_t ngroups;
@@ -96,7 +96,7 @@ static void gate_update(void)
 {
     uint32_t g = PG_GATE_OFF;
     if (!atomic_load(&disabled) && atomic_load(&user_on))
-        g = text_on ? PG_GATE_SPECIAL : PG_GATE_ON;
+        g = perfgroup__text_on || !pg_clocks_fast() ? PG_GATE_SPECIAL : PG_GATE_ON;
     atomic_store(&perfgroup__gate, g);
 }
 
@@ -306,35 +306,35 @@ PG_HIDDEN const struct pg_totals *perfgroup__dead_totals(uint32_t gid)
 
 static void thread_exit(void *arg);
 
+/* The group table, and with it the list of groups executed in an event (at most one entry
+ * per group): the exit hook never has to grow anything. */
 PG_HIDDEN int perfgroup__grow_groups(struct pg_thread *t, uint32_t max_gid)
 {
     uint32_t cap = t->cap ? t->cap : 64;
     while (cap <= max_gid)
         cap *= 2;
     struct pg_gstate *g = pg_map(sizeof *g * cap);
-    if (!g)
+    uint32_t *e = pg_map(sizeof *e * cap);
+    if (!g || !e) {
+        if (g)
+            munmap(g, sizeof *g * cap);
+        if (e)
+            munmap(e, sizeof *e * cap);
         return -ENOMEM;
+    }
     if (t->g) {
         memcpy(g, t->g, sizeof *g * t->cap);
         munmap(t->g, sizeof *g * t->cap);
     }
-    t->g = g;
-    t->cap = cap;
-    return 0;
-}
-
-PG_HIDDEN void perfgroup__grow_exec(struct pg_thread *t)
-{
-    uint32_t cap = t->exec_cap ? t->exec_cap * 2 : 64;
-    uint32_t *e = pg_map(sizeof *e * cap);
-    if (!e)
-        return; /* the caller drops this group from the event's commit */
     if (t->exec) {
         memcpy(e, t->exec, sizeof *e * t->nexec);
         munmap(t->exec, sizeof *e * t->exec_cap);
     }
+    t->g = g;
     t->exec = e;
     t->exec_cap = cap;
+    t->cap = cap;
+    return 0;
 }
 
 static struct pg_totals *totals_for(struct pg_thread *t, uint32_t gid)
@@ -722,7 +722,7 @@ static void init_once_fn(void)
     pthread_mutex_unlock(&reg_lock);
     const char *text = getenv("PERFGROUP_TEXT");
     if (text && *text && perfgroup__text_init(text) == 0)
-        text_on = 1;
+        perfgroup__text_on = 1;
     const char *en = getenv("PERFGROUP_ENABLE");
     if (en && strcmp(en, "0") == 0)
         atomic_store(&user_on, 0);

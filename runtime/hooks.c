@@ -29,20 +29,33 @@ static PG_ALWAYS_INLINE int frame_dead(const struct pg_frame *f, uintptr_t sp, u
     return f->sp < sp || (f->sp == sp && f->ra == ra);
 }
 
+static uint64_t enter_prepare(struct pg_thread *t, struct pg_func *fn, uintptr_t sp,
+                              uintptr_t ra);
+
+/*
+ * hot = 1: the hook's fast path. It makes no call but tail calls (a call would make every
+ * hook save and restore registers): clocks are read inline (the gate guarantees
+ * pg_clocks_fast()), and a skipped exit to resynchronise or an implicit event to begin
+ * goes to enter_prepare, which comes back here with hot = 0.
+ */
 static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func *fn,
-                                            uintptr_t sp, uintptr_t ra)
+                                            uintptr_t sp, uintptr_t ra, int hot)
 {
     uint32_t d = t->depth;
-    if (PG_UNLIKELY(d != 0 && frame_dead(&t->stack[d - 1], sp, ra))) {
+    unsigned act = atomic_load_explicit(&fn->active_mask, memory_order_relaxed);
+    int dead = d != 0 && frame_dead(&t->stack[d - 1], sp, ra);
+    int begin = t->event_open == PG_EV_NONE && act != 0;
+    if (hot && PG_UNLIKELY(dead | begin))
+        return enter_prepare(t, fn, sp, ra);
+    if (!hot && dead) {
         uint32_t keep = d - 1;
         while (keep > 0 && frame_dead(&t->stack[keep - 1], sp, ra))
             keep--;
         perfgroup__resync(t, keep);
         d = t->depth;
+        begin = t->event_open == PG_EV_NONE && act != 0;
     }
-
-    unsigned act = atomic_load_explicit(&fn->active_mask, memory_order_relaxed);
-    if (PG_UNLIKELY(t->event_open == PG_EV_NONE) && act != 0)
+    if (!hot && begin)
         perfgroup__implicit_begin(t, pg_clock_now());
 
     uint64_t iter = t->iter;
@@ -69,33 +82,47 @@ static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func 
     }
     /* The counter is read last: re-entry never pays for it, and the hook's own work is
      * kept out of the measure (the exit hook reads it first). */
-    uint64_t tsc = pg_clock_now();
+    uint64_t tsc = hot ? pg_clock_fast() : pg_clock_now();
     struct pg_frame *f = &t->stack[d];
     f->sp = sp;
     f->ra = ra;
     f->tsc = tsc;
     f->iter = iter;
     f->fn = fn;
-    f->cpu = pg_cpu_now();
+    f->cpu = hot ? pg_cpu_fast() : pg_cpu_now();
     f->gen = ++t->gen;
     f->mask = (uint8_t)mask;
     t->depth = d + 1;
     return ((uint64_t)f->gen << 32) | (d + 1);
 }
 
-static PG_ALWAYS_INLINE void exit_frame(struct pg_thread *t, uint32_t idx, uint64_t tsc)
+/* Out of the fast path: frames to drop, or an implicit event to begin. */
+static PG_COLD uint64_t enter_prepare(struct pg_thread *t, struct pg_func *fn, uintptr_t sp,
+                                      uintptr_t ra)
+{
+    return enter_fast(t, fn, sp, ra, 0);
+}
+
+/* hot = 1: the exit hook's fast path, no call but the tail call that ends an implicit
+ * event; the caller checked that a trace record has room (no chunk switch here). */
+static PG_ALWAYS_INLINE void exit_frame(struct pg_thread *t, uint32_t idx, uint64_t tsc,
+                                        int hot, int trace)
 {
     struct pg_frame *f = &t->stack[idx];
     struct pg_func *fn = f->fn;
     unsigned mask = f->mask;
     if (PG_LIKELY(mask != 0) && PG_LIKELY(f->iter == t->iter))
-        pg_charge_frame(t, f, tsc, pg_cpu_now(), 1);
+        pg_charge_frame(t, f, tsc, hot ? pg_cpu_fast() : pg_cpu_now(), 1);
     /* A stale frame (a nested loop or a new event started since) is dropped uncharged: its
      * groups' `running` holds an old iteration, which no longer blocks a new stopwatch. */
     t->depth = idx;
-    if (PG_UNLIKELY(perfgroup__rec_mode_now() == PGF_MODE_TRACE))
-        perfgroup__rec_interval(t->rec, fn->id, (uint8_t)mask, (uint8_t)(idx > 255 ? 255 : idx),
-                                f->tsc, tsc - f->tsc);
+    if (PG_UNLIKELY(trace)) {
+        uint8_t depth = (uint8_t)(idx > 255 ? 255 : idx);
+        if (hot)
+            perfgroup__rec_interval_put(t->rec, fn->id, (uint8_t)mask, depth, f->tsc, tsc - f->tsc);
+        else
+            perfgroup__rec_interval(t->rec, fn->id, (uint8_t)mask, depth, f->tsc, tsc - f->tsc);
+    }
     if (PG_UNLIKELY(t->event_open == PG_EV_IMPLICIT) && idx == t->implicit_frame)
         perfgroup__implicit_end(t, tsc);
 }
@@ -116,18 +143,21 @@ static PG_COLD uint64_t enter_slow(struct perfgroup_site *site, uintptr_t sp, ui
     if (fn->max_gid >= t->cap && perfgroup__grow_groups(t, fn->max_gid) != 0)
         return 0;
     t->ov_slow++;
-    if (atomic_load_explicit(&perfgroup__gate, memory_order_relaxed) == PG_GATE_SPECIAL)
+    if (perfgroup__text_on)
         perfgroup__text_enter(t, fn);
-    return enter_fast(t, fn, sp, ra);
+    return enter_fast(t, fn, sp, ra, 0);
 }
 
-/* An exit that is not the top of the stack, or whose frame was dropped, or off/text. */
+/* An exit that is not the top of the stack, or whose frame was dropped, or off/text, or a
+ * trace record that needs a new chunk. tsc == 0: not read yet (the gate's path). */
 static PG_COLD void exit_slow(struct perfgroup_site *site, uint64_t token, uint64_t tsc)
 {
+    if (tsc == 0)
+        tsc = pg_clock_now();
     struct pg_thread *t = perfgroup__tls;
     if (!t || t->in_runtime)
         return;
-    if (atomic_load_explicit(&perfgroup__gate, memory_order_relaxed) == PG_GATE_SPECIAL) {
+    if (perfgroup__text_on) {
         struct pg_func *fn = __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE);
         if (fn)
             perfgroup__text_exit(t, fn);
@@ -139,7 +169,7 @@ static PG_COLD void exit_slow(struct perfgroup_site *site, uint64_t token, uint6
         return; /* our frame was dropped by a resynchronisation: nothing to charge */
     if (idx + 1 != t->depth)
         perfgroup__resync(t, idx + 1); /* frames above ours skipped their exits */
-    exit_frame(t, idx, tsc);
+    exit_frame(t, idx, tsc, 0, perfgroup__rec_mode_now() == PGF_MODE_TRACE);
 }
 
 
@@ -157,7 +187,7 @@ uint64_t PERFGROUP_HOOK_ENTER(struct perfgroup_site *site)
     struct pg_func *fn = __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE);
     if (PG_UNLIKELY(t == NULL || fn == NULL || fn->max_gid >= t->cap))
         return enter_slow(site, HOOK_SP(), HOOK_RA());
-    return enter_fast(t, fn, HOOK_SP(), HOOK_RA());
+    return enter_fast(t, fn, HOOK_SP(), HOOK_RA(), 1);
 }
 
 void PERFGROUP_HOOK_EXIT(struct perfgroup_site *site, uint64_t token)
@@ -166,18 +196,20 @@ void PERFGROUP_HOOK_EXIT(struct perfgroup_site *site, uint64_t token)
     if (PG_UNLIKELY(gate != PG_GATE_ON)) {
         if (gate == PG_GATE_OFF && token == 0)
             return;
-        exit_slow(site, token, pg_clock_now());
+        exit_slow(site, token, 0); /* it reads the clock: no call here but tail calls */
         return;
     }
     if (token == 0)
         return;
-    uint64_t tsc = pg_clock_now();
+    uint64_t tsc = pg_clock_fast();
     struct pg_thread *t = perfgroup__tls;
     uint32_t idx = (uint32_t)token - 1;
+    int trace = perfgroup__rec_mode_now() == PGF_MODE_TRACE;
     if (PG_UNLIKELY(t == NULL || idx + 1 != t->depth ||
-                    t->stack[idx].gen != (uint16_t)(token >> 32))) {
+                    t->stack[idx].gen != (uint16_t)(token >> 32) ||
+                    (trace && !perfgroup__rec_interval_room(t->rec)))) {
         exit_slow(site, token, tsc);
         return;
     }
-    exit_frame(t, idx, tsc);
+    exit_frame(t, idx, tsc, 1, trace);
 }

@@ -41,9 +41,11 @@
 enum {
     PG_GATE_OFF = 0,      /* switched off (perfgroup_stop) or disabled: return at once */
     PG_GATE_ON = 1,       /* the fast path */
-    PG_GATE_SPECIAL = 2,  /* on, plus a debug mode (text trace): go through the slow path */
+    PG_GATE_SPECIAL = 2,  /* on, through the slow path: a debug mode (text trace), or clocks
+                           * other than the counter + rseq pair (pg_clocks_fast) */
 };
 extern PG_HIDDEN _Atomic uint32_t perfgroup__gate;
+extern PG_HIDDEN int perfgroup__text_on;
 
 struct pg_group {
     const char *name;
@@ -182,7 +184,6 @@ struct pg_thread {
 extern PG_HIDDEN __thread struct pg_thread *perfgroup__tls
     __attribute__((tls_model("initial-exec")));
 
-PG_HIDDEN void perfgroup__grow_exec(struct pg_thread *t);
 
 /*
  * Charge `delta` cycles of a stopwatch of group `gid` to the current event (ok == 0: the
@@ -204,9 +205,7 @@ pg_charge(struct pg_thread *t, uint32_t gid, uint64_t delta, int ok, int finishe
     }
     if (s->stamp != t->event_stamp) {
         s->stamp = t->event_stamp;
-        if (PG_UNLIKELY(t->nexec == t->exec_cap))
-            perfgroup__grow_exec(t);
-        if (PG_LIKELY(t->nexec < t->exec_cap))
+        if (PG_LIKELY(t->nexec < t->exec_cap)) /* always: exec_cap == cap (grow_groups) */
             t->exec[t->nexec++] = gid;
     }
 }
