@@ -111,11 +111,8 @@ static PG_ALWAYS_INLINE void exit_frame(struct pg_thread *t, uint32_t idx, uint6
     struct pg_frame *f = &t->stack[idx];
     struct pg_func *fn = f->fn;
     unsigned mask = f->mask;
-    if (PG_LIKELY(mask != 0) && PG_LIKELY(f->iter == t->iter))
-        pg_charge_frame(t, f, tsc, hot ? pg_cpu_fast() : pg_cpu_now(), 1);
-    /* A stale frame (a nested loop or a new event started since) is dropped uncharged: its
-     * groups' `running` holds an old iteration, which no longer blocks a new stopwatch. */
-    t->depth = idx;
+    /* the record first: the writer's position, just checked for room, is still in a
+     * register (the charges below store through pointers the compiler cannot tell apart) */
     if (PG_UNLIKELY(trace)) {
         uint8_t depth = (uint8_t)(idx > 255 ? 255 : idx);
         if (hot)
@@ -123,6 +120,11 @@ static PG_ALWAYS_INLINE void exit_frame(struct pg_thread *t, uint32_t idx, uint6
         else
             perfgroup__rec_interval(t->rec, fn->id, (uint8_t)mask, depth, f->tsc, tsc - f->tsc);
     }
+    if (PG_LIKELY(mask != 0) && PG_LIKELY(f->iter == t->iter))
+        pg_charge_frame(t, f, tsc, hot ? pg_cpu_fast() : pg_cpu_now(), 1);
+    /* A stale frame (a nested loop or a new event started since) is dropped uncharged: its
+     * groups' `running` holds an old iteration, which no longer blocks a new stopwatch. */
+    t->depth = idx;
     if (PG_UNLIKELY(t->event_open == PG_EV_IMPLICIT) && idx == t->implicit_frame)
         perfgroup__implicit_end(t, tsc);
 }
@@ -178,16 +180,24 @@ static PG_COLD void exit_slow(struct perfgroup_site *site, uint64_t token, uint6
 #define HOOK_SP() ((uintptr_t)__builtin_dwarf_cfa())
 #define HOOK_RA() ((uintptr_t)__builtin_return_address(0))
 
+/* The hook's body, tail-called: the gate's "off" path returns before any register is
+ * saved (GCC does not shrink-wrap the enter hook's prologue past its first branch). */
+static __attribute__((noinline)) uint64_t enter_on(struct perfgroup_site *site, uintptr_t sp,
+                                                   uintptr_t ra)
+{
+    struct pg_thread *t = perfgroup__tls;
+    struct pg_func *fn = __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE);
+    if (PG_UNLIKELY(t == NULL || fn == NULL || fn->max_gid >= t->cap))
+        return enter_slow(site, sp, ra);
+    return enter_fast(t, fn, sp, ra, 1);
+}
+
 uint64_t PERFGROUP_HOOK_ENTER(struct perfgroup_site *site)
 {
     uint32_t gate = atomic_load_explicit(&perfgroup__gate, memory_order_relaxed);
     if (PG_UNLIKELY(gate != PG_GATE_ON))
         return gate == PG_GATE_OFF ? 0 : enter_slow(site, HOOK_SP(), HOOK_RA());
-    struct pg_thread *t = perfgroup__tls;
-    struct pg_func *fn = __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE);
-    if (PG_UNLIKELY(t == NULL || fn == NULL || fn->max_gid >= t->cap))
-        return enter_slow(site, HOOK_SP(), HOOK_RA());
-    return enter_fast(t, fn, HOOK_SP(), HOOK_RA(), 1);
+    return enter_on(site, HOOK_SP(), HOOK_RA());
 }
 
 void PERFGROUP_HOOK_EXIT(struct perfgroup_site *site, uint64_t token)
