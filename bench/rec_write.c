@@ -4,7 +4,8 @@
  * per record, and what one chunk switch costs.
  *
  *   floor        a non-inlined call between two inline rdtsc (as in bench/hooks.c)
- *   hand         floor + the interval record's 29 bytes written by hand
+ *   hand         floor + the exit hook's writer: the 29 bytes by hand, the first 8 from
+ *                the function's entry (record.h perfgroup__rec_interval_put_head)
  *   msgpack      floor + record.h's perfgroup__rec_interval: the same bytes through
  *                msgpack-c's packer (msgpack_pack_array, _uint8, _fix_uint32/8/64) with a
  *                write callback the compiler sees through
@@ -38,46 +39,16 @@ static volatile uint64_t sink;
 #endif
 __attribute__((noinline)) NOIPA_ static void leaf(void) { __asm__ __volatile__("" ::: "memory"); }
 
-static inline void store32be(uint8_t *p, uint32_t v) {
-    v = __builtin_bswap32(v);
-    memcpy(p, &v, 4);
-}
-static inline void store64be(uint8_t *p, uint64_t v) {
-    v = __builtin_bswap64(v);
-    memcpy(p, &v, 8);
-}
-
-/* The same 29 bytes written by hand; same space check and publication as record.h's
- * perfgroup__rec_interval (which uses msgpack-c's packer). */
+/* The exit hook's writer (record.h's perfgroup__rec_interval_put_head: the head word from
+ * the function entry, then byte and bswapped stores), with the same space check and
+ * publication as perfgroup__rec_interval (which uses msgpack-c's packer). */
 static inline __attribute__((always_inline)) void
-interval_hand(struct perfgroup_rec_thread *w, uint32_t fid, uint8_t mask, uint8_t depth,
-                 uint64_t start, uint64_t dur) {
-    uint8_t *p = w->pos;
-    uintptr_t end = (uintptr_t)__atomic_load_n(&w->end, __ATOMIC_RELAXED);
-    while (__builtin_expect((uintptr_t)p + PGF_INTERVAL_SIZE > end, 0)) {
+interval_hand(struct perfgroup_rec_thread *w, uint64_t head, uint8_t mask, uint8_t depth,
+              uint64_t start, uint64_t dur) {
+    while (__builtin_expect(!perfgroup__rec_interval_room(w), 0))
         if (perfgroup__rec_reserve(w, PGF_INTERVAL_SIZE))
             return;
-        p = w->pos;
-        end = (uintptr_t)__atomic_load_n(&w->end, __ATOMIC_RELAXED);
-    }
-    p[0] = 0x96;
-    p[1] = PGF_REC_INTERVAL;
-    p[2] = 0xce;
-    store32be(p + 3, fid);
-    p[7] = 0xcc;
-    p[8] = mask;
-    p[9] = 0xcc;
-    p[10] = depth;
-    p[11] = 0xcf;
-    store64be(p + 12, start);
-    p[20] = 0xcf;
-    store64be(p + 21, dur);
-    p += PGF_INTERVAL_SIZE;
-    w->pos = p;
-    struct pgf_chunk_header *c = w->chunk;
-    c->record_count++;
-    c->last_tsc = start + dur;
-    __atomic_store_n(&c->committed, (uint32_t)(p - w->data), __ATOMIC_RELEASE);
+    perfgroup__rec_interval_put_head(w, head, mask, depth, start, dur);
 }
 
 enum { FLOOR, HAND, MSGPACK, SW64, SW4, NCONF };
@@ -96,7 +67,7 @@ static double run(int conf, long n) {
         for (long i = 0; i < (8l << 20) / 29; i++) /* untimed: wrap once, pages resident */
             perfgroup__rec_interval(w, 1, 1, 0, 0, 0);
     }
-    uint64_t acc = 0;
+    uint64_t acc = 0, head7 = perfgroup__rec_interval_head(7);
     double t0 = bench_now_ns();
     switch (conf) {
     case FLOOR:
@@ -111,7 +82,7 @@ static double run(int conf, long n) {
             uint64_t a = __rdtsc();
             leaf();
             uint64_t b = __rdtsc();
-            interval_hand(w, 7, 1, 3, a, b - a);
+            interval_hand(w, head7, 1, 3, a, b - a);
         }
         break;
     default: /* MSGPACK (record.h), SW64, SW4 */

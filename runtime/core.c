@@ -228,6 +228,7 @@ static struct pg_func *resolve_locked(struct perfgroup_site *site)
     }
     fn->ngroups = (uint8_t)n;
     fn->id = nfuncs++;
+    fn->rec_head = perfgroup__rec_interval_head(fn->id);
     func_update_mask(fn);
     fn->hash_next = func_hash[h];
     func_hash[h] = fn;

@@ -116,7 +116,8 @@ static PG_ALWAYS_INLINE void exit_frame(struct pg_thread *t, uint32_t idx, uint6
     if (PG_UNLIKELY(trace)) {
         uint8_t depth = (uint8_t)(idx > 255 ? 255 : idx);
         if (hot)
-            perfgroup__rec_interval_put(t->rec, fn->id, (uint8_t)mask, depth, f->tsc, tsc - f->tsc);
+            perfgroup__rec_interval_put_head(t->rec, fn->rec_head, (uint8_t)mask, depth, f->tsc,
+                                             tsc - f->tsc);
         else
             perfgroup__rec_interval(t->rec, fn->id, (uint8_t)mask, depth, f->tsc, tsc - f->tsc);
     }

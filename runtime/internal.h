@@ -56,6 +56,7 @@ struct pg_group {
 };
 
 struct pg_func {
+    uint64_t rec_head;           /* perfgroup__rec_interval_head(id): a trace record's start */
     uint32_t id;
     uint8_t ngroups;
     _Atomic uint8_t active_mask; /* bit i: gid[i] is active */

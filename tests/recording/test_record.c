@@ -732,6 +732,37 @@ static int test_signal(void) {
     return 0;
 }
 
+/* The exit hook's interval writer (head from the function entry, then byte and bswapped
+ * stores) gives the same 29 bytes as msgpack-c's packer, for extreme values too, writes
+ * nothing past them, and publishes the same chunk header. */
+static int test_encoding(void) {
+    static const uint64_t vals[] = {0, 1, 0x7f, 0xff, 0x1234, 0xdeadbeefull, 0x0102030405060708ull,
+                                    0x8000000000000000ull, ~0ull};
+    for (unsigned i = 0; i < sizeof vals / sizeof *vals; i++)
+        for (unsigned j = 0; j < sizeof vals / sizeof *vals; j++) {
+            uint8_t a[48], b[48];
+            struct pgf_chunk_header ca, cb;
+            memset(a, 0xa5, sizeof a);
+            memset(b, 0xa5, sizeof b);
+            memset(&ca, 0, sizeof ca);
+            memset(&cb, 0, sizeof cb);
+            struct perfgroup_rec_thread wa = {a + 8, a + 40, a, &ca}, wb = {b + 8, b + 40, b, &cb};
+            uint32_t fid = (uint32_t)(vals[i] ^ (vals[j] >> 7));
+            uint8_t mask = (uint8_t)vals[i], depth = (uint8_t)(vals[j] >> 3);
+            CHECK(perfgroup__rec_interval_room(&wa));
+            perfgroup__rec_interval_put_head(&wa, perfgroup__rec_interval_head(fid), mask, depth,
+                                             vals[i], vals[j]);
+            perfgroup__rec_interval_put(&wb, fid, mask, depth, vals[i], vals[j]);
+            CHECK(memcmp(a, b, sizeof a) == 0);
+            CHECK(wa.pos == a + 8 + PGF_INTERVAL_SIZE && wb.pos == b + 8 + PGF_INTERVAL_SIZE);
+            CHECK(memcmp(&ca, &cb, sizeof ca) == 0);
+            CHECK_EQ(ca.committed, 8 + PGF_INTERVAL_SIZE);
+            CHECK_EQ(ca.record_count, 1);
+            CHECK_EQ(ca.last_tsc, vals[i] + vals[j]);
+        }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s TEST\n", argv[0]);
@@ -759,6 +790,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(t, "full")) rc = test_full();
     else if (!strcmp(t, "clock")) rc = test_clock();
     else if (!strcmp(t, "badenv")) rc = test_badenv(argv[0]);
+    else if (!strcmp(t, "encoding")) rc = test_encoding();
     else {
         fprintf(stderr, "unknown test %s\n", t);
         rc = 2;
