@@ -114,7 +114,8 @@ static PG_ALWAYS_INLINE void exit_frame(struct pg_thread *t, uint32_t idx, uint6
     /* the record first: the writer's position, just checked for room, is still in a
      * register (the charges below store through pointers the compiler cannot tell apart) */
     if (PG_UNLIKELY(trace)) {
-        uint8_t depth = (uint8_t)(idx > 255 ? 255 : idx);
+        _Static_assert(PG_STACK_MAX <= 256, "a frame's index is the record's u8 depth");
+        uint8_t depth = (uint8_t)idx;
         if (hot)
             perfgroup__rec_interval_put_head(t->rec, fn->rec_head, (uint8_t)mask, depth, f->tsc,
                                              tsc - f->tsc);
