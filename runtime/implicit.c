@@ -83,9 +83,16 @@ static inline int rseq_arm(void)
     return 1;
 }
 
+/* Was the thread never descheduled since rseq_arm()? Disarms: the pointer stays set only
+ * within an implicit event (another library's critical section may have replaced it: then
+ * it is left alone). */
 static inline int rseq_clean(void)
 {
-    return *rseq_cs_slot() == (uint64_t)(uintptr_t)&pg_rseq_cs;
+    volatile uint64_t *slot = rseq_cs_slot();
+    if (*slot != (uint64_t)(uintptr_t)&pg_rseq_cs)
+        return 0;
+    *slot = 0;
+    return 1;
 }
 
 PG_HIDDEN void perfgroup__implicit_init(void)
