@@ -52,21 +52,6 @@ PG_HIDDEN void perfgroup__clock_calibrate(uint64_t ticks, int64_t mono_ns);
 /* Ticks to nanoseconds with the current estimate. */
 PG_HIDDEN uint64_t perfgroup__ticks_to_ns(uint64_t ticks);
 
-static inline uint64_t pg_clock_now(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    if (PG_LIKELY(perfgroup__clock_kind == PGF_CLOCK_TSC))
-        return PG_TEST_CLOCK_ADJ(__rdtsc());
-#elif defined(__aarch64__)
-    if (PG_LIKELY(perfgroup__clock_kind == PGF_CLOCK_CNTVCT)) {
-        uint64_t v;
-        __asm__ __volatile__("isb; mrs %0, cntvct_el0" : "=r"(v));
-        return PG_TEST_CLOCK_ADJ(v);
-    }
-#endif
-    return PG_TEST_CLOCK_ADJ(perfgroup__clock_slow());
-}
-
 /*
  * The hooks' fast path reads the clocks through these: no branch and no call, because the
  * gate sends every hook through the slow path (PG_GATE_SPECIAL) unless pg_clocks_fast().
@@ -87,7 +72,7 @@ static inline int pg_clocks_fast(void)
 
 static inline uint64_t pg_clock_fast(void)
 {
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__i386__)
     return __rdtsc();
 #elif defined(__aarch64__)
     uint64_t v;
@@ -101,6 +86,8 @@ static inline uint64_t pg_clock_fast(void)
 static inline uint32_t pg_cpu_fast(void)
 {
 #if defined(__x86_64__)
+    /* rseq area of this thread: %fs-relative, no syscall, no fence needed (a stale value
+     * only makes a migration during the stopwatch go unnoticed, as in Firefox). */
     uint32_t cpu;
     __asm__ __volatile__("movl %%fs:(%1), %0" : "=r"(cpu) : "r"(perfgroup__rseq_cpu_off));
     return cpu;
@@ -112,25 +99,27 @@ static inline uint32_t pg_cpu_fast(void)
 #endif
 }
 
+static inline uint64_t pg_clock_now(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    if (PG_LIKELY(perfgroup__clock_kind == PGF_CLOCK_TSC))
+        return PG_TEST_CLOCK_ADJ(pg_clock_fast());
+#elif defined(__aarch64__)
+    if (PG_LIKELY(perfgroup__clock_kind == PGF_CLOCK_CNTVCT))
+        return PG_TEST_CLOCK_ADJ(pg_clock_fast());
+#endif
+    return PG_TEST_CLOCK_ADJ(perfgroup__clock_slow());
+}
+
 static inline uint32_t pg_cpu_now(void)
 {
 #ifdef PERFGROUP_TESTING
     if (perfgroup__test_cpu_override >= 0)
         return (uint32_t)perfgroup__test_cpu_override;
 #endif
-#if defined(__x86_64__)
-    if (PG_LIKELY(perfgroup__cpu_kind == 0)) {
-        uint32_t cpu;
-        /* rseq area of this thread: %fs-relative, no syscall, no fence needed (a stale
-         * value only makes a migration during the stopwatch go unnoticed, as in Firefox). */
-        __asm__ __volatile__("movl %%fs:(%1), %0" : "=r"(cpu) : "r"(perfgroup__rseq_cpu_off));
-        return cpu;
-    }
-#elif defined(__aarch64__)
-    if (PG_LIKELY(perfgroup__cpu_kind == 0)) {
-        char *tp = (char *)__builtin_thread_pointer();
-        return *(volatile uint32_t *)(tp + perfgroup__rseq_cpu_off);
-    }
+#if defined(__x86_64__) || defined(__aarch64__)
+    if (PG_LIKELY(perfgroup__cpu_kind == 0))
+        return pg_cpu_fast();
 #endif
     return perfgroup__cpu_slow();
 }

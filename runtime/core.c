@@ -639,19 +639,7 @@ static void thread_exit(void *arg)
             if (!d)
                 continue;
             d = &d[gid % PG_GROUP_BLOCK];
-            if (s->max_event_ns > d->max_event_ns)
-                d->max_event_ns = s->max_event_ns;
-            if (d->events == 0 || s->min_event_ns < d->min_event_ns)
-                d->min_event_ns = s->min_event_ns;
-            d->cpu_ns += s->cpu_ns;
-            d->wall_ns += s->wall_ns;
-            d->blocked_ns += s->blocked_ns;
-            d->cycles += s->cycles;
-            d->activations += s->activations;
-            d->events += s->events;
-            d->discarded += s->discarded;
-            for (int i = 0; i < PERFGROUP_JANK_BUCKETS; i++)
-                d->jank[i] += s->jank[i];
+            PG_TOTALS_FOLD(d, s);
         }
     }
     for (unsigned b = 0; b < PG_GROUP_BLOCKS; b++) {

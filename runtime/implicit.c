@@ -53,7 +53,6 @@
 static uint64_t sample_ns = PG_SAMPLE_NS;
 enum { SAMPLER_NONE = 0, SAMPLER_RUNNING = 1, SAMPLER_OFF = 2 };
 static _Atomic int sampler_state;
-static _Atomic uint64_t sampler_rounds; /* for tests and the overhead record */
 
 /* ---- rseq: "was this thread descheduled since?" ----------------------------------------- */
 
@@ -192,7 +191,6 @@ static void *sampler_main(void *arg)
             if (atomic_load_explicit(&t->state, memory_order_acquire) == PG_THREAD_LIVE)
                 any |= sample_thread(t);
         idle = any ? 0 : idle + 1;
-        atomic_fetch_add_explicit(&sampler_rounds, 1, memory_order_relaxed);
         /* API-free programs have no other point that refines the counter's frequency */
         perfgroup__clock_calibrate(pg_clock_now(), pg_clock_gettime_ns(CLOCK_MONOTONIC));
     }
@@ -408,11 +406,3 @@ PG_HIDDEN uint64_t perfgroup__implicit_cpu(struct pg_thread *t, uint64_t begin, 
     }
     return est <= 0 ? 0 : est >= wall ? (uint64_t)wall : (uint64_t)est;
 }
-
-#ifdef PERFGROUP_TESTING
-/* Tests: has the sampler run, and how many rounds. */
-uint64_t perfgroup__test_sampler_rounds(void)
-{
-    return atomic_load(&sampler_rounds);
-}
-#endif

@@ -102,6 +102,26 @@ struct pg_totals {
     uint64_t discarded;
 };
 
+/* Fold totals `s` (a struct pg_totals with events > 0) into `d`: a struct pg_totals (the
+ * dead-thread pool, core.c) or a struct perfgroup_stats (snapshots, snapshot.c), which
+ * share these field names. One definition of how totals combine. */
+#define PG_TOTALS_FOLD(d, s)                                                                  \
+    do {                                                                                      \
+        if ((s)->max_event_ns > (d)->max_event_ns)                                            \
+            (d)->max_event_ns = (s)->max_event_ns;                                            \
+        if ((d)->events == 0 || (s)->min_event_ns < (d)->min_event_ns)                        \
+            (d)->min_event_ns = (s)->min_event_ns;                                            \
+        (d)->cpu_ns += (s)->cpu_ns;                                                           \
+        (d)->wall_ns += (s)->wall_ns;                                                         \
+        (d)->blocked_ns += (s)->blocked_ns;                                                   \
+        (d)->cycles += (s)->cycles;                                                           \
+        (d)->activations += (s)->activations;                                                 \
+        (d)->events += (s)->events;                                                           \
+        (d)->discarded += (s)->discarded;                                                     \
+        for (int j_ = 0; j_ < PERFGROUP_JANK_BUCKETS; j_++)                                   \
+            (d)->jank[j_] += (s)->jank[j_];                                                   \
+    } while (0)
+
 struct pg_nest {          /* an event suspended by a nested loop */
     const char *name;
     uint32_t open;        /* PG_EV_* */

@@ -31,21 +31,8 @@ PG_HIDDEN unsigned perfgroup__jank_mask(uint64_t cpu_ns)
 
 static void add_totals(struct perfgroup_stats *st, const struct pg_totals *t)
 {
-    if (t->events == 0)
-        return;
-    if (t->max_event_ns > st->max_event_ns)
-        st->max_event_ns = t->max_event_ns;
-    if (st->events == 0 || t->min_event_ns < st->min_event_ns)
-        st->min_event_ns = t->min_event_ns;
-    st->cpu_ns += t->cpu_ns;
-    st->wall_ns += t->wall_ns;
-    st->blocked_ns += t->blocked_ns;
-    st->cycles += t->cycles;
-    st->activations += t->activations;
-    st->events += t->events;
-    st->discarded += t->discarded;
-    for (int i = 0; i < PERFGROUP_JANK_BUCKETS; i++)
-        st->jank[i] += t->jank[i];
+    if (t->events != 0)
+        PG_TOTALS_FOLD(st, t);
 }
 
 static int by_name(const void *a, const void *b)

@@ -47,6 +47,29 @@ static inline void burn(int64_t ns)
             burn_sink += (uint64_t)i;
 }
 
+/* CLOCK_MONOTONIC in ns (vDSO: no syscall). */
+static inline int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Spin for `ns` of wall time without a syscall (burn() reads the thread's CPU clock). */
+static inline void spin_ns(int64_t ns)
+{
+    int64_t end = mono_ns() + ns;
+    while (mono_ns() < end)
+        ;
+}
+
+static inline void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
 static inline const struct perfgroup_stats *stats(struct perfgroup_snapshot *s, const char *g)
 {
     const struct perfgroup_stats *st = perfgroup_snapshot_find(s, g);

@@ -153,12 +153,6 @@ static void case_nested_loop(void)
 /* A nested loop with no event open (implicit): the same cancellation. A's wall time is
  * exactly its own two parts, measured here around them: the nested 3 ms are not in it, on
  * a loaded machine too. Its CPU time is estimated (the end is in a hook): <= its wall. */
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 static void case_nested_implicit(void)
 {
     int64_t t0 = mono_ns();
@@ -355,12 +349,6 @@ static void case_implicit(void)
  * Each event works 20 ms and sleeps 30 ms (in both orders): the bound for an event that was
  * descheduled is 12.5 ms at the 10 ms sampling period (docs/accounting.md); without the
  * sampler it would be charged ~50 ms, without rseq's bit a spinning event would drift. */
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {0, ms * 1000000L};
-    while (nanosleep(&ts, &ts) != 0)
-        ;
-}
 static void case_implicit_blocked(void)
 {
     for (int i = 0; i < 4; i++) {
@@ -405,15 +393,6 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
     (void)si;
     (void)uc;
     cpu_clock_reads++;
-}
-/* Spin on the wall clock (vDSO, no syscall): burn() reads the CPU clock itself. */
-static void spin_ns(int64_t ns)
-{
-    struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
-    do
-        clock_gettime(CLOCK_MONOTONIC, &b);
-    while ((b.tv_sec - a.tv_sec) * 1000000000ll + (b.tv_nsec - a.tv_nsec) < ns);
 }
 static jmp_buf trap_jb;
 static __attribute__((noinline)) void jump_out(void)
