@@ -145,6 +145,14 @@ def case_shared_lib():
        + [os.path.join(SRC, "shlib.c"), A.runtime, "-Wl,-rpath," + os.path.dirname(A.runtime), "-o", lib])
     exe = w("shmain")
     compile_(["shmain.c", lib, "-Wl,-rpath," + A.workdir], exe, plugin())
+    check_shared_lib(lib, exe, ENV)
+
+
+def check_shared_lib(lib, exe, env=None):
+    """What both plugins' shared-library cases check of libshlib.so and of shmain linked
+    with it: a perfgroup_sites section of its own (2 x 32 bytes, aligned 8), hidden bounds,
+    its module constructor's registration call, both sites registered before main, and the
+    library's functions traced with their groups."""
     sections = sh(["readelf", "-SW", lib]).stdout
     m = re.search(r"perfgroup_sites\s+PROGBITS\s+\S+\s+\S+\s+(\S+)\s+\S+\s+WA\s+\d+\s+\d+\s+(\d+)", sections)
     if not m or int(m.group(1), 16) != 2 * 32 or m.group(2) != "8":
@@ -155,7 +163,7 @@ def case_shared_lib():
             raise Fail("libshlib.so exports its section bounds: they must be hidden:\n" + l)
     if "__perfgroup_register_module" not in dyn:
         raise Fail("libshlib.so does not call __perfgroup_register_module")
-    out = sh([exe], env=ENV).stdout
+    out = sh([exe], env=env).stdout
     if "library sites resolved before main: 2" not in out:
         raise Fail("the runtime did not see the library's 2 sites registered before main")
     expect_trace(trace_of(exe), """
