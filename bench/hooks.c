@@ -35,89 +35,52 @@ static struct perfgroup_site site_a __attribute__((aligned(8))) =
 static struct perfgroup_site site_outer __attribute__((aligned(8))) =
     {PERFGROUP_ABI_VERSION, 0, 2, "bench\0", "outer\0bench.c", 0};
 
-static volatile uint64_t sink;
-__attribute__((noinline, noipa)) static void leaf(void) { __asm__ __volatile__("" ::: "memory"); }
-
 enum { BARE, FLOOR, EMPTY, OFF, REENTRY, PAIR, IMPLICIT, NCONF };
 static const char *names[NCONF] = {"bare", "floor", "empty", "off", "reentry", "pair", "implicit"};
 
 static double run(int conf, long n)
 {
-    double t0, t1;
-    uint64_t tok, acc = 0;
+    double t;
     switch (conf) {
     case BARE:
-        t0 = bench_now_ns();
-        for (long i = 0; i < n; i++)
-            leaf();
-        t1 = bench_now_ns();
+        t = bench_bare_ns(n);
         break;
     case FLOOR:
-        t0 = bench_now_ns();
-        for (long i = 0; i < n; i++) {
-            uint64_t a = __rdtsc();
-            leaf();
-            acc += __rdtsc() - a;
-        }
-        t1 = bench_now_ns();
+        t = bench_floor_ns(n);
         break;
-    case EMPTY:
-        t0 = bench_now_ns();
+    case EMPTY: {
+        double t0 = bench_now_ns();
         for (long i = 0; i < n; i++) {
-            tok = empty_enter(&site_a);
-            leaf();
+            uint64_t tok = empty_enter(&site_a);
+            bench_leaf();
             empty_exit(&site_a, tok);
         }
-        t1 = bench_now_ns();
+        t = bench_now_ns() - t0;
         break;
+    }
     case OFF:
         perfgroup_stop();
-        t0 = bench_now_ns();
-        for (long i = 0; i < n; i++) {
-            tok = __perfgroup_enter(&site_a);
-            leaf();
-            __perfgroup_exit(&site_a, tok);
-        }
-        t1 = bench_now_ns();
+        t = bench_hooked_ns(&site_a, n);
         perfgroup_start();
         break;
     case REENTRY: {
         perfgroup_event_begin("bench");
         uint64_t outer = __perfgroup_enter(&site_outer); /* group "bench" now running */
-        t0 = bench_now_ns();
-        for (long i = 0; i < n; i++) {
-            tok = __perfgroup_enter(&site_a);
-            leaf();
-            __perfgroup_exit(&site_a, tok);
-        }
-        t1 = bench_now_ns();
+        t = bench_hooked_ns(&site_a, n);
         __perfgroup_exit(&site_outer, outer);
         perfgroup_event_end();
         break;
     }
     case PAIR:
         perfgroup_event_begin("bench");
-        t0 = bench_now_ns();
-        for (long i = 0; i < n; i++) {
-            tok = __perfgroup_enter(&site_a);
-            leaf();
-            __perfgroup_exit(&site_a, tok);
-        }
-        t1 = bench_now_ns();
+        t = bench_hooked_ns(&site_a, n);
         perfgroup_event_end();
         break;
     default: /* IMPLICIT */
-        t0 = bench_now_ns();
-        for (long i = 0; i < n; i++) {
-            tok = __perfgroup_enter(&site_a);
-            leaf();
-            __perfgroup_exit(&site_a, tok);
-        }
-        t1 = bench_now_ns();
+        t = bench_hooked_ns(&site_a, n);
         break;
     }
-    sink += acc;
-    return (t1 - t0) / (double)n;
+    return t / (double)n;
 }
 
 int main(int argc, char **argv)

@@ -31,14 +31,6 @@
 #include "perfgroup.h"
 #include "record.h"
 
-static volatile uint64_t sink;
-#if defined(__clang__)
-#define NOIPA_ /* clang has no noipa; noinline and the asm barrier suffice */
-#else
-#define NOIPA_ __attribute__((noipa))
-#endif
-__attribute__((noinline)) NOIPA_ static void leaf(void) { __asm__ __volatile__("" ::: "memory"); }
-
 /* The exit hook's writer (record.h's perfgroup__rec_interval_put_head: the head word from
  * the function entry, then byte and bswapped stores), with the same space check and
  * publication as perfgroup__rec_interval (which uses msgpack-c's packer). */
@@ -67,32 +59,24 @@ static double run(int conf, long n) {
         for (long i = 0; i < (8l << 20) / 29; i++) /* untimed: wrap once, pages resident */
             perfgroup__rec_interval(w, 1, 1, 0, 0, 0);
     }
-    uint64_t acc = 0, head7 = perfgroup__rec_interval_head(7);
+    if (conf == FLOOR)
+        return bench_floor_ns(n) / (double)n;
+    uint64_t head7 = perfgroup__rec_interval_head(7);
     double t0 = bench_now_ns();
-    switch (conf) {
-    case FLOOR:
+    if (conf == HAND) {
         for (long i = 0; i < n; i++) {
             uint64_t a = __rdtsc();
-            leaf();
-            acc += __rdtsc() - a;
-        }
-        break;
-    case HAND:
-        for (long i = 0; i < n; i++) {
-            uint64_t a = __rdtsc();
-            leaf();
+            bench_leaf();
             uint64_t b = __rdtsc();
             interval_hand(w, head7, 1, 3, a, b - a);
         }
-        break;
-    default: /* MSGPACK (record.h), SW64, SW4 */
+    } else { /* MSGPACK (record.h), SW64, SW4 */
         for (long i = 0; i < n; i++) {
             uint64_t a = __rdtsc();
-            leaf();
+            bench_leaf();
             uint64_t b = __rdtsc();
             perfgroup__rec_interval(w, 7, 1, 3, a, b - a);
         }
-        break;
     }
     double t = bench_now_ns() - t0;
     if (w) {
@@ -100,7 +84,6 @@ static double run(int conf, long n) {
         perfgroup_record_close();
         unlink(path);
     }
-    sink += acc;
     return t / (double)n;
 }
 

@@ -34,14 +34,6 @@
 static struct perfgroup_site site_a __attribute__((aligned(8))) =
     {PERFGROUP_ABI_VERSION, 0, 1, "bench\0", "leaf_a\0bench.c", 0};
 
-static volatile uint64_t sink;
-#if defined(__clang__)
-#define NOIPA_ /* clang has no noipa; noinline and the asm barrier suffice */
-#else
-#define NOIPA_ __attribute__((noipa))
-#endif
-__attribute__((noinline)) NOIPA_ static void leaf(void) { __asm__ __volatile__("" ::: "memory"); }
-
 enum { BARE, FLOOR, PAIR, TRACE, TRACE_FRESH, EV_OFF, EV_STATS, NCONF };
 static const char *names[NCONF] = {"bare", "floor", "pair", "trace", "trace_fresh",
                                    "ev_off", "ev_stats"};
@@ -61,17 +53,10 @@ static void rec_close(void) {
 }
 
 static double pairs(long n) {
-    uint64_t tok;
     perfgroup_event_begin("bench");
-    double t0 = bench_now_ns();
-    for (long i = 0; i < n; i++) {
-        tok = __perfgroup_enter(&site_a);
-        leaf();
-        __perfgroup_exit(&site_a, tok);
-    }
-    double t1 = bench_now_ns();
+    double t = bench_hooked_ns(&site_a, n);
     perfgroup_event_end();
-    return t1 - t0;
+    return t;
 }
 
 static double events(long n) {
@@ -80,7 +65,7 @@ static double events(long n) {
     for (long i = 0; i < n; i++) {
         perfgroup_event_begin("bench");
         tok = __perfgroup_enter(&site_a);
-        leaf();
+        bench_leaf();
         __perfgroup_exit(&site_a, tok);
         perfgroup_event_end();
     }
@@ -88,23 +73,13 @@ static double events(long n) {
 }
 
 static double run(int conf, long n) {
-    double t = 0, t0;
-    uint64_t acc = 0;
+    double t = 0;
     switch (conf) {
     case BARE:
-        t0 = bench_now_ns();
-        for (long i = 0; i < n; i++)
-            leaf();
-        t = bench_now_ns() - t0;
+        t = bench_bare_ns(n);
         break;
     case FLOOR:
-        t0 = bench_now_ns();
-        for (long i = 0; i < n; i++) {
-            uint64_t a = __rdtsc();
-            leaf();
-            acc += __rdtsc() - a;
-        }
-        t = bench_now_ns() - t0;
+        t = bench_floor_ns(n);
         break;
     case PAIR:
         t = pairs(n);
@@ -131,7 +106,6 @@ static double run(int conf, long n) {
         rec_close();
         break;
     }
-    sink += acc;
     return t / (double)n;
 }
 
