@@ -129,8 +129,8 @@ struct gthread {
     uint32_t nlevels, caplevels;
     struct pgc_map level_map;
     double cpu_rate;         /* latest known CPU/wall ratio (for threadCPUDelta) */
-    int64_t last_clock_ns;
-    uint64_t last_clock_cpu;
+    int64_t last_clock_ns;   /* the latest CLOCK record with a CPU reading: when, */
+    uint64_t last_clock_cpu; /* the reading */
     int have_clock;
     /* stats-mode accumulators, one per group of the file, + one for "outside groups" */
     uint64_t *acc;
@@ -864,9 +864,10 @@ static void overhead_marker(struct gthread *t, const struct pgr_record *r)
 static void clock_record(struct gthread *t, const struct pgr_record *r)
 {
     perfgroup__clock_update(&t->clk, t->f, r);
+    if (r->u.clock.thread_cpu_ns == 0)
+        return; /* not read (at most once a millisecond: format.h) */
     int64_t now = tns(t, r->u.clock.tsc);
-    if (t->have_clock && now > t->last_clock_ns && r->u.clock.thread_cpu_ns >= t->last_clock_cpu &&
-        r->u.clock.thread_cpu_ns)
+    if (t->have_clock && now > t->last_clock_ns && r->u.clock.thread_cpu_ns >= t->last_clock_cpu)
         t->cpu_rate = (double)(r->u.clock.thread_cpu_ns - t->last_clock_cpu) /
                       (double)(now - t->last_clock_ns);
     t->have_clock = 1;

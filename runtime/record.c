@@ -54,6 +54,7 @@
 #define MIN_CHUNK      4096u
 #define MAX_CHUNK      (16u << 20)
 #define MAX_TEXT       1024u   /* marker text and names are clipped to this */
+#define CPU_READ_EVERY 1000u   /* a CLOCK record reads the thread's CPU clock <= 1/ms */
 #define RUNTIME_VERSION "perfgroup 0.1.0"
 
 int perfgroup__rec_mode;
@@ -68,8 +69,12 @@ struct writer {
     int32_t cur, reserved;            /* chunk indexes, -1 = none */
     int32_t last_full;                /* its newest FULL chunk, -1 = none */
     uint32_t open_committed;          /* current chunk's bytes after its opening records */
+    uint32_t cold_committed;          /* current chunk's bytes up to its newest record that is
+                                       * not an interval (emit, publish): what follows is
+                                       * intervals only, which leave last_tsc alone */
     uint8_t *chunk_end;               /* end of the current chunk */
     uint64_t last_clock;              /* clock of its last PGF_REC_CLOCK */
+    uint64_t last_cpu_read;           /* clock of its last CLOCK_THREAD_CPUTIME_ID read */
     uint64_t records_before;          /* records committed in earlier chunks */
     uint64_t dropped_total;           /* records that found no chunk */
     uint64_t lost_records, lost_bytes, lost_chunks; /* for the next DROPPED (g.mu) */
@@ -267,6 +272,7 @@ static void start_chunk(struct writer *w, int32_t idx) {
     c->record_count = 0;
     c->first_tsc = t;
     c->last_tsc = t;
+    w->cold_committed = 0;
     c->dropped_before = w->dropped_total;
     c->records_before = w->records_before;
     __atomic_store_n(&c->committed, 0, __ATOMIC_RELAXED);
@@ -279,11 +285,29 @@ static void start_chunk(struct writer *w, int32_t idx) {
      * signal handler's record meanwhile goes to the slow path, is refused and counted */
 }
 
+/* last_tsc of a chunk whose newest records are intervals (which do not store it): the end
+ * of the last one, read back from its fixed bytes (format.h) if they are what they should
+ * be (a signal handler's record nested into the hook's could have garbled them). */
+static void settle_last_tsc(struct writer *w) {
+    struct pgf_chunk_header *c = w->hot.chunk;
+    uint32_t n = c->committed;
+    if (n < w->cold_committed + PGF_INTERVAL_SIZE)
+        return;
+    const uint8_t *r = w->hot.data + n - PGF_INTERVAL_SIZE;
+    if (r[0] != 0x96 || r[1] != PGF_REC_INTERVAL || r[11] != 0xcf || r[20] != 0xcf)
+        return;
+    uint64_t start, dur;
+    memcpy(&start, r + 12, 8);
+    memcpy(&dur, r + 21, 8);
+    c->last_tsc = __builtin_bswap64(start) + __builtin_bswap64(dur);
+}
+
 /* The current chunk is done: FULL, and recyclable if it holds data. */
 static void finish_chunk(struct writer *w) {
     if (w->cur < 0)
         return;
     struct pgf_chunk_header *c = w->hot.chunk;
+    settle_last_tsc(w);
     w->records_before += c->record_count;
     __atomic_store_n(&c->state, PGF_CSTATE_FULL, __ATOMIC_RELEASE);
     if (!w->is_defs) {
@@ -303,16 +327,16 @@ static void emit(struct writer *w, const uint8_t *rec, uint32_t len, uint64_t ts
     w->hot.pos += len;
     w->hot.chunk->record_count++;
     w->hot.chunk->last_tsc = tsc;
-    __atomic_store_n(&w->hot.chunk->committed, (uint32_t)(w->hot.pos - w->hot.data),
-                     __ATOMIC_RELEASE);
+    w->cold_committed = (uint32_t)(w->hot.pos - w->hot.data);
+    __atomic_store_n(&w->hot.chunk->committed, w->cold_committed, __ATOMIC_RELEASE);
 }
 
 static void publish(struct writer *w, uint8_t *newpos, uint64_t tsc) {
     w->hot.pos = newpos;
     w->hot.chunk->record_count++;
     w->hot.chunk->last_tsc = tsc;
-    __atomic_store_n(&w->hot.chunk->committed, (uint32_t)(newpos - w->hot.data),
-                     __ATOMIC_RELEASE);
+    w->cold_committed = (uint32_t)(newpos - w->hot.data);
+    __atomic_store_n(&w->hot.chunk->committed, w->cold_committed, __ATOMIC_RELEASE);
 }
 
 static void thread_def(struct writer *w);
@@ -346,6 +370,7 @@ static void attach(struct writer *w) {
     w->cur = w->reserved = w->last_full = -1;
     w->records_before = w->dropped_total = 0;
     w->lost_records = w->lost_bytes = w->lost_chunks = 0;
+    w->last_cpu_read = 0; /* a file's first CLOCK of the thread reads its CPU clock */
     w->hot.chunk = NULL;
     w->hot.pos = w->hot.data = NULL;
     __atomic_store_n(&w->hot.end, NULL, __ATOMIC_RELAXED);
@@ -368,7 +393,16 @@ static uint64_t pack_clock(struct writer *w, msgpack_packer *pk) {
     msgpack_pack_uint64(pk, t);
     msgpack_pack_int64(pk, ns_of(CLOCK_REALTIME));
     msgpack_pack_int64(pk, ns_of(CLOCK_MONOTONIC));
-    msgpack_pack_uint64(pk, (uint64_t)ns_of(CLOCK_THREAD_CPUTIME_ID));
+    /* The thread's CPU clock is a system call (the other two are vDSO reads): at most one
+     * per CPU_READ_EVERY of the thread, else 0 ("not read", format.h). A thread in trace
+     * mode opens a 64 KiB chunk every ~50 us; the read was half its cost. */
+    uint64_t hz = estimate_hz(), cpu = 0;
+    if (!hz || !w->last_cpu_read || t < w->last_cpu_read ||
+        t - w->last_cpu_read >= hz / CPU_READ_EVERY) {
+        cpu = (uint64_t)ns_of(CLOCK_THREAD_CPUTIME_ID);
+        w->last_cpu_read = t;
+    }
+    msgpack_pack_uint64(pk, cpu);
     w->last_clock = t;
     return t;
 }

@@ -9,7 +9,8 @@
  *      only records lost for want of a chunk, PGF_REC_INTERVAL has one exact 29-byte
  *      encoding (PGF_INTERVAL_SIZE), publishing order and recycling order are specified,
  *      string ids start at 1, file naming (%p, fork, exec) is specified below,
- *      PGF_REC_OVERHEAD gained `dropped` (6th element).
+ *      PGF_REC_OVERHEAD gained `dropped` (6th element), a chunk's last_tsc skips
+ *      interval records until the chunk is sealed, PGF_REC_CLOCK's thread_cpu_ns may be 0.
  *
  * Layout (all integers little-endian; every offset is from the start of the file):
  *
@@ -42,8 +43,10 @@
  *   MAGIC  DEFS            any        never recycled (like Firefox's unique strings): every
  *                                     group/site/thread/string definition survives
  *
- * Publishing: a writer writes a record's bytes after `committed`, then record_count and
- * last_tsc, then stores the new `committed` with release ordering. A reader loads
+ * Publishing: a writer writes a record's bytes after `committed`, then record_count (and
+ * last_tsc, unless the record is an interval), then stores the new `committed` with release
+ * ordering. last_tsc is exact when the chunk is FULL: sealing it settles last_tsc from its
+ * last interval. A reader loads
  * `committed` with acquire ordering and never looks past it: it never sees a torn record.
  * So in a WRITING chunk of a killed writer record_count may exceed the whole records by one;
  * in a FULL chunk it is exact (unless instrumented code in a signal handler nested a record
@@ -131,7 +134,9 @@ struct pgf_chunk_header {
     uint32_t committed;      /* 24 bytes of whole records after first_record (release/acquire) */
     uint32_t record_count;   /* 28 records in the chunk */
     uint64_t first_tsc;      /* 32 clock at take */
-    uint64_t last_tsc;       /* 40 clock of the last committed record */
+    uint64_t last_tsc;       /* 40 clock of the last committed record (the end of an
+                              *    interval); in a WRITING chunk, of the last one that is
+                              *    not an interval (the exit hook does not store it) */
     uint64_t dropped_before; /* 48 records this thread could not write at all before this
                               *    chunk (no chunk free or recyclable), cumulative */
     uint64_t records_before; /* 56 records this thread committed in its earlier chunks,
@@ -167,6 +172,8 @@ struct pgf_chunk_header {
  *
  * Data (a thread's DATA chunks):
  *   PGF_REC_CLOCK    [kind, tsc, realtime_ns, monotonic_ns, thread_cpu_ns]
+ *                    thread_cpu_ns 0: not read (a system call: the writer reads it at most
+ *                    once a millisecond of the thread, and in its first CLOCK of a file)
  *                    first record of every data chunk, and periodically (before an EVENT
  *                    ending more than a second after the thread's last PGF_REC_CLOCK)
  *   PGF_REC_EVENT    [kind, name_string_id, begin_tsc, end_tsc, cpu_ns, flags,

@@ -75,7 +75,7 @@ class Recording:
     def thread(self, index, tid, name):
         self.defs.append(pack([R_THREAD, index, tid, name]))
         self.data.setdefault(index, [])
-        self.clock(index, 0, 0)
+        self.clock(index, 0, 1)  # thread_cpu_ns 0 would mean "not read"
 
     def string(self, sid, text):
         self.defs.append(pack([R_STRING, sid, text]))
@@ -211,6 +211,8 @@ def scen_trace(r=None):
         r.interval(0, 11, 0b1, 0, b + 3 * MS, 2 * MS)     # render acquires render
         r.event(0, 1, b, b + 6 * MS, 5 * MS, [(1, 6 * MS, 5 * MS, 1), (2, 3 * MS, 3 * MS, 1),
                                                (3, 2 * MS, 2 * MS, 2)])
+        if i == 5:
+            r.clock(0, b + 6 * MS, 0)  # CPU clock not read: no CPU rate from it
         if i == 10:
             r.clock(0, b + 6 * MS, 60 * MS)
             r.dropped(0, 7, 203, 1)

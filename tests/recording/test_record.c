@@ -641,6 +641,93 @@ static int test_clock(void) {
     return 0;
 }
 
+/* ---- chunk clocks --------------------------------------------------------------------------- */
+/* A thread in trace mode opening chunks fast: every FULL chunk's last_tsc is still the end of
+ * its last interval (which does not store it: the seal does), and its CLOCK records read the
+ * thread's CPU clock (a system call) in the first and then at most once a millisecond. */
+static int test_chunk_clocks(void) {
+    char path[300];
+    path_in(path, sizeof path, "chunkclocks.pgm");
+    perfgroup__clock_init();
+    CHECK_EQ(perfgroup_record_open(path, PERFGROUP_RECORD_TRACE, 64u << 20, 4096), 0);
+    define_some();
+    struct perfgroup_rec_thread *w = perfgroup__rec_thread_start(0, 1, "main");
+    CHECK(w != NULL);
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    uint64_t n = 0;
+    do {
+        for (int k = 0; k < 256; k++, n++) {
+            for (volatile int spin = 0; spin < 20; spin++)
+                ;
+            perfgroup__rec_interval(w, 1, 1, 0, pg_clock_now(), 7 + (n & 15));
+        }
+        clock_gettime(CLOCK_MONOTONIC, &b);
+    } while ((b.tv_sec - a.tv_sec) * 1000000000ll + (b.tv_nsec - a.tv_nsec) < 30000000);
+    perfgroup__rec_thread_end(w, pg_clock_now());
+    CHECK_EQ(perfgroup_record_close(), 0);
+
+    pgr_reader *r = pgr_open(path);
+    uint64_t hz = pgr_header(r)->tsc_hz;
+    CHECK(hz > 0);
+    static struct { uint64_t seq, last_tsc; uint16_t state; } ch[20000];
+    size_t nch = 0;
+    for (size_t i = 0; i < pgr_chunk_count(r) && nch < 20000; i++) {
+        const struct pgr_chunk_info *c = pgr_chunk(r, i);
+        if (c->kind == PGF_CHUNK_DATA)
+            ch[nch].seq = c->seq, ch[nch].last_tsc = c->last_tsc, ch[nch++].state = c->state;
+    }
+    CHECK(nch < 20000);
+    struct pgr_record rec;
+    uint64_t cur_seq = 0, end = 0, checked = 0, intervals = 0, clocks = 0, read = 0;
+    uint64_t prev_read = 0;
+    size_t ci = 0;
+    for (int more = 1; more;) {
+        more = pgr_next(r, &rec) > 0;
+        if (more && rec.thread == PGF_THREAD_DEFS)
+            continue;
+        if ((!more || rec.chunk_seq != cur_seq) && cur_seq) {
+            /* the chunk cur_seq is over: its last record ended at `end` */
+            while (ci < nch && ch[ci].seq != cur_seq)
+                ci++;
+            CHECK(ci < nch);
+            CHECK_EQ(ch[ci].state, PGF_CSTATE_FULL);
+            CHECK_EQ(ch[ci].last_tsc, end);
+            checked++;
+        }
+        if (!more)
+            break;
+        cur_seq = rec.chunk_seq;
+        if (rec.kind == PGF_REC_INTERVAL) {
+            end = rec.u.interval.start_tsc + rec.u.interval.duration;
+            intervals++;
+        } else if (rec.kind == PGF_REC_CLOCK) {
+            end = rec.u.clock.tsc;
+            if (clocks++ == 0)
+                CHECK(rec.u.clock.thread_cpu_ns != 0);
+            if (rec.u.clock.thread_cpu_ns) {
+                if (read++)
+                    CHECK(rec.u.clock.tsc - prev_read >= hz / 1000);
+                prev_read = rec.u.clock.tsc;
+            }
+        } else if (rec.kind == PGF_REC_THREAD_END) {
+            end = rec.u.thread_end.end_tsc;
+        }
+    }
+    CHECK(pgr_error(r) == NULL);
+    CHECK_EQ(pgr_warning_count(r), 0);
+    fprintf(stderr, "chunk_clocks: %llu intervals, %llu chunks checked, %llu CLOCK records, "
+            "%llu with a CPU reading\n", (unsigned long long)intervals,
+            (unsigned long long)checked, (unsigned long long)clocks, (unsigned long long)read);
+    CHECK_EQ(intervals, n);
+    CHECK_EQ(checked, nch);
+    CHECK(nch > 100);
+    CHECK(read >= 10);        /* ~one a millisecond over 30 ms */
+    CHECK(clocks > 3 * read); /* and not one per chunk */
+    pgr_close(r);
+    return 0;
+}
+
 /* ---- full ---------------------------------------------------------------------------------- */
 static int test_full(void) {
     char path[300];
@@ -758,7 +845,7 @@ static int test_encoding(void) {
             CHECK(memcmp(&ca, &cb, sizeof ca) == 0);
             CHECK_EQ(ca.committed, 8 + PGF_INTERVAL_SIZE);
             CHECK_EQ(ca.record_count, 1);
-            CHECK_EQ(ca.last_tsc, vals[i] + vals[j]);
+            CHECK_EQ(ca.last_tsc, 0); /* an interval leaves it to the chunk's sealing */
         }
     return 0;
 }
@@ -788,6 +875,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(t, "api")) rc = test_api();
     else if (!strcmp(t, "signal")) rc = test_signal();
     else if (!strcmp(t, "full")) rc = test_full();
+    else if (!strcmp(t, "chunk_clocks")) rc = test_chunk_clocks();
     else if (!strcmp(t, "clock")) rc = test_clock();
     else if (!strcmp(t, "badenv")) rc = test_badenv(argv[0]);
     else if (!strcmp(t, "encoding")) rc = test_encoding();
