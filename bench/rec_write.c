@@ -28,6 +28,7 @@
 #include <x86intrin.h>
 
 #include "bench.h"
+#include "clock.h"
 #include "perfgroup.h"
 #include "record.h"
 
@@ -90,6 +91,7 @@ static double run(int conf, long n) {
 int main(int argc, char **argv) {
     long n = argc > 1 ? atol(argv[1]) : 2000000;
     int reps = argc > 2 ? atoi(argv[2]) : 11;
+    perfgroup__clock_init(); /* as the runtime's constructor: the recorder needs the TSC rate */
     const char *tmp = getenv("TMPDIR");
     snprintf(path, sizeof path, "%s/bench-rec-write.%d.pgm", tmp && *tmp ? tmp : "/tmp",
              (int)getpid());
