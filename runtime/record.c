@@ -1237,6 +1237,7 @@ void perfgroup__rec_overhead(struct perfgroup_rec_thread *hw, uint64_t commit_ns
     msgpack_pack_uint64(&pk, slow_paths);
     msgpack_pack_uint64(&pk, resyncs);
     msgpack_pack_uint64(&pk, dropped);
+    settle_last_tsc(w); /* the record has no clock of its own: the last record's stands */
     publish(w, s.p, w->hot.chunk->last_tsc);
     cold_end(w);
 }

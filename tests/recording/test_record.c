@@ -664,6 +664,12 @@ static int test_chunk_clocks(void) {
         }
         clock_gettime(CLOCK_MONOTONIC, &b);
     } while ((b.tv_sec - a.tv_sec) * 1000000000ll + (b.tv_nsec - a.tv_nsec) < 30000000);
+    /* an OVERHEAD record has no clock of its own: it keeps the end of the interval before */
+    uint64_t t = pg_clock_now();
+    perfgroup__rec_interval(w, 1, 1, 0, t, 99);
+    perfgroup__rec_overhead(w, 1, 2, 3, 4, 5);
+    CHECK_EQ(w->chunk->last_tsc, t + 99);
+    n++;
     perfgroup__rec_thread_end(w, pg_clock_now());
     CHECK_EQ(perfgroup_record_close(), 0);
 
