@@ -119,9 +119,16 @@ static void text_table(struct summary *S, const char *title, struct row *rows, u
     free(s);
 }
 
-static void json_rows(struct summary *S, struct row *rows, uint32_t n, uint64_t total_cpu)
+/* "cpu_ms":…,"events":…,"groups":[…] of a thread, a process or the whole file. */
+static void json_totals(struct summary *S, struct row *rows, uint32_t n, uint64_t total_cpu,
+                        uint64_t events)
 {
     struct pgc_out *o = S->out;
+    PGC_LIT(o, "\"cpu_ms\":");
+    perfgroup__out_fixed(o, (int64_t)total_cpu, 1000000);
+    PGC_LIT(o, ",\"events\":");
+    perfgroup__out_u64(o, events);
+    PGC_LIT(o, ",");
     struct row *s;
     uint32_t k = sorted(rows, n, &s);
     if (k == UINT32_MAX)
@@ -234,12 +241,8 @@ static int end_thread(void *ctx, uint32_t ti)
         perfgroup__out_u64(o, th->tid);
         PGC_LIT(o, ",\"name\":");
         perfgroup__out_json_str(o, th->name, strlen(th->name));
-        PGC_LIT(o, ",\"cpu_ms\":");
-        perfgroup__out_fixed(o, (int64_t)S->thread_cpu, 1000000);
-        PGC_LIT(o, ",\"events\":");
-        perfgroup__out_u64(o, S->thread_events);
         PGC_LIT(o, ",");
-        json_rows(S, S->rows, S->f->ngroups, S->thread_cpu);
+        json_totals(S, S->rows, S->f->ngroups, S->thread_cpu, S->thread_events);
         PGC_LIT(o, "}");
     } else if (S->thread_events) { /* a thread with no event (markers only) has no rows */
         char title[600];
@@ -313,12 +316,8 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
         rc = perfgroup__file_stream(f, &cb, &S, err);
         /* the process as a whole (all its threads) */
         if (opt->summary_json) {
-            PGC_LIT(out, "],\"cpu_ms\":");
-            perfgroup__out_fixed(out, (int64_t)S.proc_cpu, 1000000);
-            PGC_LIT(out, ",\"events\":");
-            perfgroup__out_u64(out, S.proc_events);
-            PGC_LIT(out, ",");
-            json_rows(&S, S.proc, f->ngroups, S.proc_cpu);
+            PGC_LIT(out, "],");
+            json_totals(&S, S.proc, f->ngroups, S.proc_cpu, S.proc_events);
             PGC_LIT(out, "}");
         } else if (!rc && S.nthreads_out > 1) {
             char title[600];
@@ -333,12 +332,8 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
     }
     if (!rc) {
         if (opt->summary_json) {
-            PGC_LIT(out, "],\n\"overall\":{\"cpu_ms\":");
-            perfgroup__out_fixed(out, (int64_t)S.all_cpu, 1000000);
-            PGC_LIT(out, ",\"events\":");
-            perfgroup__out_u64(out, S.all_events);
-            PGC_LIT(out, ",");
-            json_rows(&S, S.all, S.nall, S.all_cpu);
+            PGC_LIT(out, "],\n\"overall\":{");
+            json_totals(&S, S.all, S.nall, S.all_cpu, S.all_events);
             PGC_LIT(out, "}}\n");
         } else {
             text_table(&S, "overall", S.all, S.nall, S.all_cpu, S.all_events);
