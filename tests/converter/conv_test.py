@@ -97,25 +97,31 @@ def convert_all(scenario, test):
     return outs
 
 
+def check_golden(g, text, got):
+    """text (of `got`) against golden file g, or g rewritten with PGC_UPDATE=1. True if equal."""
+    if os.environ.get("PGC_UPDATE"):
+        os.makedirs(os.path.dirname(g), exist_ok=True)
+        with open(g, "w") as f:
+            f.write(text)
+        return False
+    if not os.path.exists(g):
+        fail("no golden file %s (run with PGC_UPDATE=1 and review it)" % g)
+        return False
+    with open(g) as f:
+        want = f.read()
+    if want != text:
+        import difflib
+        diff = list(difflib.unified_diff(want.splitlines(), text.splitlines(), g, got,
+                                         lineterm="", n=1))
+        fail("%s differs from %s:\n%s" % (got, g, "\n".join(diff[:40])))
+        return False
+    return True
+
+
 def golden(scenario):
     outs = convert_all(scenario, "golden")
-    os.makedirs(GOLDEN, exist_ok=True)
     for suffix, (path, text, _) in outs.items():
-        g = os.path.join(GOLDEN, "%s.%s" % (scenario, suffix))
-        if os.environ.get("PGC_UPDATE"):
-            with open(g, "w") as f:
-                f.write(text)
-            continue
-        if not os.path.exists(g):
-            fail("no golden file %s (run with PGC_UPDATE=1 and review it)" % g)
-            continue
-        with open(g) as f:
-            want = f.read()
-        if want != text:
-            import difflib
-            diff = list(difflib.unified_diff(want.splitlines(), text.splitlines(), g, path,
-                                             lineterm="", n=1))
-            fail("%s differs from %s:\n%s" % (path, g, "\n".join(diff[:40])))
+        check_golden(os.path.join(GOLDEN, "%s.%s" % (scenario, suffix)), text, path)
 
 
 def bad(kind):
@@ -476,21 +482,7 @@ def corpus(cc, plugin, runtime, include, src):
             elif data.get("type") == "PerfgroupMarker":
                 proj["markers"][st[m[0]]] = proj["markers"].get(st[m[0]], 0) + 1
     text = json.dumps(proj, indent=1, sort_keys=True) + "\n"
-    g = os.path.join(GOLDEN, "corpus", name + ".json")
-    if os.environ.get("PGC_UPDATE"):
-        os.makedirs(os.path.dirname(g), exist_ok=True)
-        with open(g, "w") as f:
-            f.write(text)
-        return
-    if not os.path.exists(g):
-        fail("no golden file %s (PGC_UPDATE=1, then review)" % g)
-        return
-    want = open(g).read()
-    if want != text:
-        import difflib
-        fail("%s differs:\n%s" % (g, "".join(difflib.unified_diff(
-            want.splitlines(True), text.splitlines(True), g, "got"))))
-    else:
+    if check_golden(os.path.join(GOLDEN, "corpus", name + ".json"), text, "got"):
         print("ok %s: %d groups, %d interval kinds" % (name, len(proj["groups"]), len(proj["intervals"])))
 
 
