@@ -664,12 +664,32 @@ static int test_chunk_clocks(void) {
         }
         clock_gettime(CLOCK_MONOTONIC, &b);
     } while ((b.tv_sec - a.tv_sec) * 1000000000ll + (b.tv_nsec - a.tv_nsec) < 30000000);
-    /* an OVERHEAD record has no clock of its own: it keeps the end of the interval before */
+    /* An OVERHEAD record has no clock of its own: it keeps the end of the interval before it
+     * when both fit in the chunk (room for the interval and the OVERHEAD's 47 at most) ... */
+    const size_t ov_max = 1 + 1 + 5 * 9;
+#define PG_ROOM_ ((size_t)((uintptr_t)w->end - (uintptr_t)w->pos))
+    while (!w->end || PG_ROOM_ < PGF_INTERVAL_SIZE + ov_max)
+        perfgroup__rec_interval(w, 1, 1, 0, pg_clock_now(), 7), n++;
     uint64_t t = pg_clock_now();
     perfgroup__rec_interval(w, 1, 1, 0, t, 99);
     perfgroup__rec_overhead(w, 1, 2, 3, 4, 5);
     CHECK_EQ(w->chunk->last_tsc, t + 99);
     n++;
+    /* ... and when it opens a new chunk, the old one is sealed with the interval's end and the
+     * new one's clock is its opening CLOCK's */
+    while (!w->end || PG_ROOM_ < PGF_INTERVAL_SIZE || PG_ROOM_ >= PGF_INTERVAL_SIZE + ov_max)
+        perfgroup__rec_interval(w, 1, 1, 0, pg_clock_now(), 7), n++;
+#undef PG_ROOM_
+    struct pgf_chunk_header *old = w->chunk;
+    t = pg_clock_now();
+    perfgroup__rec_interval(w, 1, 1, 0, t, 99);
+    n++;
+    CHECK(w->chunk == old);
+    perfgroup__rec_overhead(w, 1, 2, 3, 4, 5);
+    CHECK(w->chunk != old);
+    CHECK_EQ(old->state, PGF_CSTATE_FULL);
+    CHECK_EQ(old->last_tsc, t + 99);
+    CHECK(w->chunk->last_tsc >= w->chunk->first_tsc && w->chunk->last_tsc > t);
     perfgroup__rec_thread_end(w, pg_clock_now());
     CHECK_EQ(perfgroup_record_close(), 0);
 
