@@ -15,11 +15,17 @@
  *   mixed   S (sleeping) and C (4 u) in one event: reported, not checked (see docs).
  *   jank    J does 0.6 .. 41.6 ms in an event: histogram vs the buckets the true times fall in.
  *
- * Usage: accuracy [--bound POINTS] [--load] [--unit US] [--events N] [--syscalls]
+ * Usage: accuracy [--bound POINTS] [--load] [--busy-ok] [--unit US] [--events N] [--syscalls]
  *   --bound  tolerance for shares / nested / blocked / top-vs-thread, in percentage points;
  *            shares must also be within 1.5 points of what the design gives from the true
  *            clocks (event CPU shared by wall time), whatever the bound and the load
  *   --load   fork a process that spins on the other core for the whole run
+ *   --busy-ok  if the thread was off its CPU for more than 10 % of its events' wall time
+ *            (more runnable threads than cores: neither idle nor "the other core loaded"),
+ *            report the shares against the truth instead of checking them against --bound.
+ *            The design shares event CPU by wall time, so on such a machine it is off the
+ *            truth by up to that fraction; the check against the design's own figure still
+ *            holds. For CI, which runs other tests beside this one.
  *   --syscalls  one syscall between handlers in the main phase (where a waiting thread
  *            tends to be preempted: shows what off-CPU time outside every group does)
  * Prints markdown tables; exit 0 when every check holds, 1 otherwise.
@@ -42,6 +48,8 @@
 
 static double bound = 10.0;   /* percentage points */
 static double design_bound = 1.5; /* points between measured and the design applied to true clocks */
+static int busy_ok;
+#define BUSY_OFF_CPU 0.10           /* off-CPU fraction of the events' wall: oversubscribed */
 static uint64_t unit_ns = 150000;
 static int nevents = 400;
 static int failures;
@@ -271,6 +279,8 @@ static void phase_main(void)
     printf("| group | true CPU ms | measured CPU ms | true share %% | measured share %% | error (points) | true wall ms | measured wall ms | design's share from true clocks %% | activations | events | discarded |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     uint64_t sum_meas = 0, sum_true = 0;
+    double off_all = (double)tru.event.wall - (double)tru.event.cpu;
+    int busy = off_all > BUSY_OFF_CPU * (double)tru.event.wall;
     for (int i = 0; i < 3; i++) {
         const struct perfgroup_stats *g = group(d, names[i]);
         double ts = pct((double)truth[i]->cpu, (double)tru.event.cpu);
@@ -282,7 +292,8 @@ static void phase_main(void)
                (unsigned long long)g->discarded);
         char what[96];
         snprintf(what, sizeof what, "main: %s share off by %+.2f points (bound %.1f)", names[i], ms_ - ts, bound);
-        check(fabs(ms_ - ts) <= bound, what);
+        if (!busy || !busy_ok)
+            check(fabs(ms_ - ts) <= bound, what);
         sum.share_err[i] = ms_ - ts;
         sum.design_err[i] = pct(predicted[i], (double)tru.event.cpu) - ts;
         /* Whatever the load, the runtime must charge what its own rule gives from the true
@@ -308,11 +319,15 @@ static void phase_main(void)
            sum_true / 1e3 / nevents, pct(in_groups, (double)tru.event.cpu));
     check(fabs(sum.top_err) <= bound, "main: top CPU vs thread CPU");
     double off_in = (double)(tru.a.wall + tru.b.wall + tru.c.wall) - in_groups;
-    double off_all = (double)tru.event.wall - (double)tru.event.cpu;
     sum.waited_ms = off_all / 1e6;
     sum.outside_ms = (off_all - off_in) / 1e6;
     printf("Off-CPU waits (true wall − CPU) in the events: %.1f ms, of which %.1f ms between groups (%.1f %%)\n\n",
            sum.waited_ms, sum.outside_ms, pct(off_all - off_in, off_all));
+    if (busy)
+        printf("The thread was off its CPU for %.1f %% of its events' wall time (more runnable threads "
+               "than cores): the design, which shares event CPU by wall time, can be off the truth by up to that; "
+               "shares vs the truth %s, shares vs the design's own figure checked.\n\n",
+               pct(off_all, (double)tru.event.wall), busy_ok ? "reported (--busy-ok)" : "checked");
     const struct perfgroup_stats *c = group(d, "C"), *b = group(d, "B"), *a = group(d, "A");
     /* The runtime's own event wall outside A, B(direct), C: ~0 unless the thread waited
      * inside the event window before the first group or after the last one. */
@@ -477,12 +492,14 @@ int main(int argc, char **argv)
             between_syscalls = 1;
         else if (!strcmp(argv[i], "--load"))
             load = 1;
+        else if (!strcmp(argv[i], "--busy-ok"))
+            busy_ok = 1;
         else if (!strcmp(argv[i], "--unit") && i + 1 < argc)
             unit_ns = (uint64_t)(atof(argv[++i]) * 1e3);
         else if (!strcmp(argv[i], "--events") && i + 1 < argc)
             nevents = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: %s [--bound POINTS] [--load] [--unit US] [--events N] [--syscalls]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--bound POINTS] [--load] [--busy-ok] [--unit US] [--events N] [--syscalls]\n", argv[0]);
             return 2;
         }
     }
