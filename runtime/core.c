@@ -826,11 +826,10 @@ void perfgroup_nested_loop_end(void)
     if (t->nest_depth < PG_NEST_MAX) {
         struct pg_nest *n = &t->nest[t->nest_depth];
         if (n->open != PG_EV_NONE) {
-            if (n->open == PG_EV_IMPLICIT) { /* outside the hooks: a real begin */
-                int64_t cpu = pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID);
-                perfgroup__implicit_own(t, pg_clock_now(), cpu);
-            }
-            event_open(t, pg_clock_now(), (int)n->open, n->name);
+            uint64_t now = pg_clock_now();
+            if (n->open == PG_EV_IMPLICIT) /* outside the hooks: a real begin */
+                perfgroup__implicit_own(t, now, pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID));
+            event_open(t, now, (int)n->open, n->name);
             t->event_flags |= PGF_EVENT_F_NESTED;
             if (n->open == PG_EV_IMPLICIT)
                 t->implicit_frame = n->implicit_frame;
