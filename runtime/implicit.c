@@ -14,10 +14,10 @@
  *     load in the thread's own memory. glibc >= 2.35 registers rseq (with RSEQ_SIG, which
  *     the kernel checks at abort_ip - 4 even for an empty section: pg_rseq_sig).
  *  2. The sampler: a runtime thread, "perfgroup-cpu", started at the first implicit event of
- *     a process (and of a fork child). Every PG_SAMPLE_NS it reads the CPU clock of each
- *     thread that has implicit events, from outside (the id pthread_getcpuclockid gives
- *     works from any thread of the process), and publishes (counter, CPU ns) pairs in a
- *     ring of PG_SAMPLES per thread. An event that was descheduled gets
+ *     a process (and of a fork child). At once, then every PG_SAMPLE_NS, it reads the CPU
+ *     clock of each thread that has implicit events, from outside (the id
+ *     pthread_getcpuclockid gives works from any thread of the process), and publishes
+ *     (counter, CPU ns) pairs in a ring of PG_SAMPLES per thread. An event that was descheduled gets
  *         cpu(end) - cpu(begin), each end interpolated between the samples around it
  *     (extrapolated with the newest interval's on-CPU ratio past the newest sample),
  *     clamped to [0, wall]. Callers outside the hooks (thread exit, an explicit event_begin
@@ -181,10 +181,12 @@ static void *sampler_main(void *arg)
     (void)arg;
     pthread_setname_np(pthread_self(), "perfgroup-cpu");
     unsigned idle = 0;
-    for (;;) {
+    /* A round at once, then one a period: the event that started the sampler gets a reading
+     * near its begin instead of one a period later (its begin is extrapolated back to it) */
+    for (int first = 1;; first = 0) {
         uint64_t ns = idle > PG_SAMPLER_KEEP ? 10 * sample_ns : sample_ns;
         struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
-        while (nanosleep(&ts, &ts) != 0)
+        while (!first && nanosleep(&ts, &ts) != 0)
             ;
         int any = 0;
         for (struct pg_thread *t = perfgroup__threads(); t; t = t->next)
@@ -347,11 +349,12 @@ static double cpu_at(const struct samples *c, uint64_t x, double fb)
 
 PG_HIDDEN void perfgroup__implicit_arm(struct pg_thread *t, uint64_t tsc)
 {
-    if (PG_UNLIKELY(atomic_load_explicit(&sampler_state, memory_order_relaxed) == SAMPLER_NONE))
-        sampler_start(t);
     uint32_t count = atomic_load_explicit(&t->imp_count, memory_order_relaxed);
     atomic_store_explicit(&t->imp_count, count + 1, memory_order_relaxed);
     atomic_store_explicit(&t->imp_open, 1, memory_order_relaxed);
+    /* after imp_open: the sampler's first round, at once, reads this thread */
+    if (PG_UNLIKELY(atomic_load_explicit(&sampler_state, memory_order_relaxed) == SAMPLER_NONE))
+        sampler_start(t);
     /* provisional CPU clock at the begin, from the newest sample: what the end uses if the
      * event outlives the ring (PG_SAMPLES periods); shorter ones interpolate at the end */
     t->imp_begin_cpu = -1;

@@ -448,6 +448,25 @@ static void case_implicit_blocked(void)
     perfgroup_snapshot_free(s);
 }
 
+/* The process's first implicit event starts the sampler, whose first reading of the thread
+ * comes at once, not a period later: run at PERFGROUP_SAMPLE_MS=20 (CMakeLists.txt), as
+ * when the sampler is 10 ms late, the event burns 20 ms and sleeps 30. With a first reading
+ * only at 20 ms (in the sleep), its begin was extrapolated back at that sleep's ratio, 0:
+ * the event came out 0 ms. The bound at P = 20 ms: P/4 at the begin + 10 ms at the end. */
+static void case_implicit_first(void)
+{
+    struct ran r0 = ran_now();
+    uint64_t ta = __perfgroup_enter(&site_a);
+    burn(20 * MS);
+    sleep_ms(30);
+    __perfgroup_exit(&site_a, ta);
+    struct ran r1 = ran_now();
+    struct perfgroup_snapshot *s = snap();
+    ASSERT_U64(stats(s, "A")->events, ==, 1);
+    ASSERT_NEAR(stats(s, "A")->cpu_ns, r1.cpu - r0.cpu, 15 * MS);
+    perfgroup_snapshot_free(s);
+}
+
 /* The enter and exit hooks never read the thread's CPU clock, implicit events included:
  * a seccomp filter traps clock_gettime(CLOCK_THREAD_CPUTIME_ID) on this thread (the
  * sampler reads it from outside, with pthread_getcpuclockid's id, which is not trapped). */
@@ -705,7 +724,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
     {"snapshot_diff", case_snapshot_diff}, {"alerts", case_alerts}, {"longjmp", case_longjmp},
     {"implicit", case_implicit}, {"thread_exit", case_thread_exit}, {"threads", case_threads},
     {"control", case_control}, {"modules", case_modules},
-    {"implicit_blocked", case_implicit_blocked}, {"no_cpu_clock_in_hooks", case_no_cpu_clock_in_hooks},
+    {"implicit_blocked", case_implicit_blocked}, {"implicit_first", case_implicit_first}, {"no_cpu_clock_in_hooks", case_no_cpu_clock_in_hooks},
 };
 
 int main(int argc, char **argv)
