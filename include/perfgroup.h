@@ -143,7 +143,8 @@ PERFGROUP_API int perfgroup_thread_name(const char *name);
 
 /* ---- Recording ------------------------------------------------------------------------ */
 /*
- * The environment does the same without code:
+ * The environment does the same without code (ignored in setuid/setgid and other AT_SECURE
+ * processes: runtime/env.c):
  *   PERFGROUP_OUTPUT=path (%p = pid)  PERFGROUP_MODE=stats|trace
  *   PERFGROUP_BUFFER=256M (file size limit)  PERFGROUP_CHUNK=64K (power of 2, 4K..16M)
  * The file (format: perfgroup/format.h) is created 0600 at its full size; when full, the

@@ -92,7 +92,7 @@ static uint64_t tsc_hz_guess(void)
 
 PG_HIDDEN void perfgroup__clock_init(void)
 {
-    const char *ck = getenv("PERFGROUP_CLOCK");
+    const char *ck = perfgroup__getenv("PERFGROUP_CLOCK");
     int force_mono = ck && strcmp(ck, "monotonic") == 0;
 #if defined(__x86_64__) || defined(__i386__)
     unsigned a, b, c, d;
@@ -113,7 +113,7 @@ PG_HIDDEN void perfgroup__clock_init(void)
     cal_mono0 = pg_clock_gettime_ns(CLOCK_MONOTONIC);
     cal_ticks0 = pg_clock_now();
 
-    const char *cpu = getenv("PERFGROUP_CPU");
+    const char *cpu = perfgroup__getenv("PERFGROUP_CPU");
     perfgroup__cpu_kind = 1;
     if (cpu && strcmp(cpu, "none") == 0)
         perfgroup__cpu_kind = 2;

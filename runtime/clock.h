@@ -28,6 +28,9 @@
 #define PG_HIDDEN      __attribute__((visibility("hidden")))
 #define PG_COLD        __attribute__((noinline, cold))
 
+/* The runtime's only way to read its environment: secure_getenv (runtime/env.c). */
+PG_HIDDEN const char *perfgroup__getenv(const char *name);
+
 /* PGF_CLOCK_TSC / PGF_CLOCK_CNTVCT / PGF_CLOCK_MONOTONIC: what pg_clock_now() returns. */
 extern PG_HIDDEN uint32_t perfgroup__clock_kind;
 /* 0: rseq cpu_id; 1: sched_getcpu(); 2: none (every CPU check passes). */

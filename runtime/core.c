@@ -709,10 +709,10 @@ static void init_once_fn(void)
     pthread_mutex_lock(&reg_lock);
     group_get_locked("top", PERFGROUP_KIND_TOP, 1); /* id 0 == PG_TOP_GROUP */
     pthread_mutex_unlock(&reg_lock);
-    const char *text = getenv("PERFGROUP_TEXT");
+    const char *text = perfgroup__getenv("PERFGROUP_TEXT");
     if (text && *text && perfgroup__text_init(text) == 0)
         perfgroup__text_on = 1;
-    const char *en = getenv("PERFGROUP_ENABLE");
+    const char *en = perfgroup__getenv("PERFGROUP_ENABLE");
     if (en && strcmp(en, "0") == 0)
         atomic_store(&user_on, 0);
     atexit(process_exit);

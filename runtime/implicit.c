@@ -96,7 +96,7 @@ static inline int rseq_clean(void)
 
 PG_HIDDEN void perfgroup__implicit_init(void)
 {
-    const char *ms = getenv("PERFGROUP_SAMPLE_MS");
+    const char *ms = perfgroup__getenv("PERFGROUP_SAMPLE_MS");
     if (ms && *ms) {
         char *end;
         long v = strtol(ms, &end, 10);

@@ -1009,11 +1009,12 @@ void perfgroup__rec_init(void) {
     int first = !g.env_read;
     g.env_read = 1;
     unlock();
-    const char *out = getenv("PERFGROUP_OUTPUT");
+    const char *out = perfgroup__getenv("PERFGROUP_OUTPUT");
     if (!first || !out || !*out)
         return;
-    const char *m = getenv("PERFGROUP_MODE"), *b = getenv("PERFGROUP_BUFFER"),
-               *c = getenv("PERFGROUP_CHUNK");
+    const char *m = perfgroup__getenv("PERFGROUP_MODE");
+    const char *b = perfgroup__getenv("PERFGROUP_BUFFER");
+    const char *c = perfgroup__getenv("PERFGROUP_CHUNK");
     unsigned mode = PGF_MODE_STATS;
     uint64_t buffer = DEFAULT_BUFFER, chunk = DEFAULT_CHUNK;
     char bad[256] = "";
