@@ -601,7 +601,7 @@ PG_HIDDEN void perfgroup__resync(struct pg_thread *t, uint32_t keep)
         perfgroup__implicit_end(t, pg_clock_now());
 }
 
-/* Thread exit (TLS destructor; atexit for the thread calling exit()): frames still open
+/* Thread exit (TLS destructor; the runtime's destructor or at_quick_exit for the thread ending the process): frames still open
  * are charged up to now, the pending event is committed, totals go to the dead pool. */
 static void thread_exit(void *arg)
 {
@@ -652,16 +652,29 @@ static void thread_exit(void *arg)
     pthread_mutex_unlock(&dead_lock);
 }
 
+/* Process exit: the exiting thread's open frames and event are committed, then the
+ * recording is closed. From a destructor, not atexit(): with the shared runtime an atexit
+ * handler registered by this library's constructor runs after the dynamic linker's
+ * destructors (rtld_fini is registered after it), so the recorder was closed before the
+ * event open at exit() could reach the file. A destructor of this library runs after every
+ * atexit handler and after the destructors of the objects that depend on it, with the
+ * shared and the static runtime alike. quick_exit() runs no destructor: at_quick_exit. */
 static void process_exit(void)
 {
     thread_exit(perfgroup__tls);
     perfgroup__rec_close();
 }
 
+__attribute__((destructor)) static void perfgroup_dtor(void)
+{
+    process_exit();
+}
+
 /* fork(): the child has one thread, the one that forked. It keeps its shadow stack (its
- * frames are live in the child too) under the child's tid; the other threads' entries are
- * freed, and the child's totals start from zero: a child is a process of its own (and the
- * recorder gives it a file of its own). */
+ * frames are live in the child too) under the child's tid, and an event open at the fork
+ * goes on in the child from the fork (fork_restart_event); the other threads' entries are
+ * freed with their totals zeroed, and the child's totals start from zero: a child is a
+ * process of its own (and the recorder gives it a file of its own). */
 PG_HIDDEN const int perfgroup__core_fork_handlers = 1; /* record.c: ours call its */
 
 static void atfork_prepare(void)
@@ -678,18 +691,58 @@ static void atfork_parent(void)
     pthread_mutex_unlock(&reg_lock);
 }
 
+/* The child's part of an event open at fork() is its own: the event and every stopwatch
+ * still running start over at the fork (what ran before is the parent's), and the child's
+ * thread CPU clock, which starts from zero, is read for the event's begin. */
+static void fork_restart_event(struct pg_thread *t)
+{
+    uint64_t tsc = pg_clock_now();
+    uint32_t cpu = pg_cpu_now();
+    for (uint32_t i = 0; i < t->depth; i++) {
+        t->stack[i].tsc = tsc;
+        t->stack[i].cpu = cpu;
+    }
+    for (uint32_t i = 0; i < t->nexec; i++) {
+        struct pg_gstate *s = &t->g[t->exec[i]];
+        s->recent = 0;
+        s->acts = 0;
+        s->discarded = 0;
+    }
+    t->nexec = 0;
+    t->event_stamp++; /* the groups of the stopwatches still running join the list anew */
+    if (t->event_open == PG_EV_NONE)
+        return;
+    int64_t c = pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID);
+    t->event_begin_tsc = tsc;
+    t->event_begin_cpu_ns = c;
+    perfgroup__implicit_own(t, tsc, c);
+    if (t->event_open == PG_EV_IMPLICIT)
+        t->imp_begin_cpu = c;
+}
+
 static void atfork_child(void)
 {
     struct pg_thread *me = perfgroup__tls;
-    for (struct pg_thread *t = atomic_load(&thread_list); t; t = t->next)
-        if (t != me)
-            atomic_store(&t->state, PG_THREAD_FREE);
+    /* Every other thread's entry is freed with its totals zeroed: the next thread of the
+     * child to take it starts from zero, not from a parent thread's totals. */
+    for (struct pg_thread *t = atomic_load(&thread_list); t; t = t->next) {
+        if (t == me)
+            continue;
+        for (unsigned b = 0; b < PG_GROUP_BLOCKS; b++) {
+            struct pg_totals *blk = atomic_load(&t->totals[b]);
+            if (blk)
+                totals_zero(blk, PG_GROUP_BLOCK);
+        }
+        atomic_store(&t->state, PG_THREAD_FREE);
+    }
     if (me) {
         me->tid = (uint32_t)gettid();
         if (me->tid == (uint32_t)getpid() && !me->name[0])
             strcpy(me->name, "main");
     }
     perfgroup__implicit_atfork_child(me);
+    if (me)
+        fork_restart_event(me);
     atomic_fetch_add(&perfgroup__reset_epoch, 1);
     for (unsigned b = 0; b < PG_GROUP_BLOCKS; b++)
         if (dead_blocks[b])
@@ -715,7 +768,7 @@ static void init_once_fn(void)
     const char *en = perfgroup__getenv("PERFGROUP_ENABLE");
     if (en && strcmp(en, "0") == 0)
         atomic_store(&user_on, 0);
-    atexit(process_exit);
+    at_quick_exit(process_exit);
     gate_update();
 }
 

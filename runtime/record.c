@@ -952,7 +952,11 @@ void perfgroup__rec_atfork_child(void) {
 }
 
 static void rec_fini(void) __attribute__((destructor));
-static void rec_fini(void) { perfgroup__rec_close(); }
+static void rec_fini(void) {
+    if (!&perfgroup__core_fork_handlers) /* with the core: its destructor closes, after the
+                                           * exiting thread's event reached the file */
+        perfgroup__rec_close();
+}
 
 static int open_recording(const char *tmpl, unsigned mode, uint64_t buffer, uint32_t chunk,
                           char *path, size_t pathcap) {

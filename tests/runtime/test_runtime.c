@@ -717,8 +717,114 @@ static void case_fork(void)
     perfgroup_snapshot_free(s);
 }
 
+/* fork with another thread alive: that thread's entry is freed in the child, and the
+ * child's thread that takes it starts from zero (not from the parent thread's 1000). */
+static pthread_mutex_t park_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t park_cv = PTHREAD_COND_INITIALIZER;
+static int park_state; /* 1: the worker did its events; 2: it may exit */
+
+static void *parked_worker(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 1000; i++)
+        one_event(&site_a, 0);
+    pthread_mutex_lock(&park_mu);
+    park_state = 1;
+    pthread_cond_broadcast(&park_cv);
+    while (park_state != 2)
+        pthread_cond_wait(&park_cv, &park_mu);
+    pthread_mutex_unlock(&park_mu);
+    return NULL;
+}
+
+static void *one_work(void *arg)
+{
+    (void)arg;
+    one_event(&site_a, 0);
+    return NULL;
+}
+
+static void case_fork_threads(void)
+{
+#if defined(__SANITIZE_THREAD__)
+    printf("skipped: TSan cannot start a thread in the child of a multi-threaded fork\n");
+    exit(77);
+#endif
+    pthread_t w;
+    ASSERT(pthread_create(&w, NULL, parked_worker, NULL) == 0);
+    pthread_mutex_lock(&park_mu);
+    while (park_state != 1)
+        pthread_cond_wait(&park_cv, &park_mu);
+    pthread_mutex_unlock(&park_mu);
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        pthread_t c;
+        if (pthread_create(&c, NULL, one_work, NULL) != 0 || pthread_join(c, NULL) != 0)
+            _exit(12);
+        struct perfgroup_snapshot *s = snap();
+        const struct perfgroup_stats *a = perfgroup_snapshot_find(s, "A");
+        uint64_t acts = a ? a->activations : 0, evs = a ? a->events : 0;
+        if (acts != 1 || evs != 1) {
+            fprintf(stderr, "child: A has %llu activations in %llu events, want 1 in 1\n",
+                    (unsigned long long)acts, (unsigned long long)evs);
+            _exit(13);
+        }
+        _exit(0);
+    }
+    int st;
+    ASSERT_I64(waitpid(pid, &st, 0), ==, pid);
+    ASSERT(WIFEXITED(st));
+    ASSERT_I64(WEXITSTATUS(st), ==, 0);
+    pthread_mutex_lock(&park_mu);
+    park_state = 2;
+    pthread_cond_broadcast(&park_cv);
+    pthread_mutex_unlock(&park_mu);
+    ASSERT(pthread_join(w, NULL) == 0);
+    struct perfgroup_snapshot *s = snap();
+    ASSERT_U64(stats(s, "A")->activations, ==, 1000);
+    perfgroup_snapshot_free(s);
+}
+
+/* fork inside an event, inside A: the child's event is its own, from the fork: A is charged
+ * the child's work after the fork, not the parent's before it, and not zero (the child's
+ * thread CPU clock starts from zero, behind the parent's at the event's begin). Checked in
+ * the child against its own CPU clock. */
+static void case_fork_in_event(void)
+{
+    burn(50 * MS); /* the parent's CPU clock is well ahead of the child's, which starts at 0 */
+    perfgroup_event_begin("ev");
+    uint64_t ta = __perfgroup_enter(&site_a);
+    burn(30 * MS);
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        int64_t c0 = thread_cpu_ns();
+        burn(40 * MS);
+        __perfgroup_exit(&site_a, ta);
+        perfgroup_event_end();
+        int64_t truth = thread_cpu_ns() - c0;
+        struct perfgroup_snapshot *s = snap();
+        const struct perfgroup_stats *a = perfgroup_snapshot_find(s, "A");
+        const struct perfgroup_stats *top = perfgroup_snapshot_find(s, "top");
+        int64_t got = a ? (int64_t)a->cpu_ns : -1, ev = top ? (int64_t)top->cpu_ns : -1;
+        if (got < truth * 9 / 10 || got > truth + 5 * MS || ev < got || ev > truth + 5 * MS) {
+            fprintf(stderr, "child: A %lld ns, event %lld ns, truth %lld ns\n", (long long)got,
+                    (long long)ev, (long long)truth);
+            _exit(14);
+        }
+        _exit(0);
+    }
+    __perfgroup_exit(&site_a, ta);
+    perfgroup_event_end();
+    int st;
+    ASSERT_I64(waitpid(pid, &st, 0), ==, pid);
+    ASSERT(WIFEXITED(st));
+    ASSERT_I64(WEXITSTATUS(st), ==, 0);
+}
+
 static const struct { const char *name; void (*fn)(void); } cases[] = {
-    {"fork", case_fork},
+    {"fork", case_fork}, {"fork_threads", case_fork_threads}, {"fork_in_event", case_fork_in_event},
     {"a_calls_b", case_a_calls_b}, {"reentry", case_reentry}, {"two_groups", case_two_groups},
     {"nested_loop", case_nested_loop}, {"nested_implicit", case_nested_implicit}, {"jank_edges", case_jank_edges},
     {"snapshot_diff", case_snapshot_diff}, {"alerts", case_alerts}, {"longjmp", case_longjmp},

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * exit_prog.c — a main whose implicit event is still open when the process ends (issue 19):
+ * it enters a group as an instrumented main would, works `ms` of CPU, and ends by
+ *   r  returning from main (the exit hook runs first: the ordinary case)
+ *   e  exit(0)         (the event is open: the runtime's destructor commits it)
+ *   q  quick_exit(0)   (no destructor runs: at_quick_exit commits it)
+ * It prints the CPU it measured around the work, the truth exit_test.py checks against.
+ */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../../runtime/task.h"
+
+SITE(site_main, "app", "main");
+
+int main(int argc, char **argv)
+{
+    if (argc != 3)
+        return 2;
+    /* one CPU: a stopwatch that ends on another CPU is discarded (docs/accounting.md) */
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &set);
+    sched_setaffinity(0, sizeof set, &set);
+    uint64_t tok = __perfgroup_enter(&site_main);
+    int64_t c0 = thread_cpu_ns();
+    burn(atol(argv[2]) * 1000000);
+    printf("cpu_ns %lld\n", (long long)(thread_cpu_ns() - c0));
+    fflush(stdout);
+    switch (argv[1][0]) {
+    case 'e': exit(0);
+    case 'q': quick_exit(0);
+    default: break;
+    }
+    __perfgroup_exit(&site_main, tok);
+    return 0;
+}
