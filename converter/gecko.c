@@ -464,20 +464,23 @@ static uint32_t level_id(struct gthread *t, uint32_t site, uint32_t mask)
     return t->nlevels++;
 }
 
-/* The Gecko stack for a run's levels: for each level, a frame per group it acquired (in that
- * group's category), then the function (in the innermost acquired group's category). */
+/* The Gecko stack for a run's levels: for each level, a frame per group it acquired where
+ * the group changes (a group acquired again, e.g. by the next event's first frame, is not
+ * labelled twice in a row), in that group's category, then the function (in the innermost
+ * acquired group's category). */
 static uint32_t levels_stack(struct gthread *t, const uint32_t *lev, uint32_t n)
 {
-    uint32_t stack = UNKNOWN, cat = CAT_OTHER;
+    uint32_t stack = UNKNOWN, cat = CAT_OTHER, cur = UNKNOWN;
     for (uint32_t d = 0; d < n; d++) {
         if (lev[d] == UNKNOWN || lev[d] >= t->nlevels)
             continue;
         const struct level *l = &t->levels[lev[d]];
         const struct pgc_site *s = l->site < t->f->nsites ? &t->f->sites[l->site] : NULL;
         for (uint32_t b = 0; s && b < s->ngroups && b < 8; b++) {
-            if (!(l->mask & (1u << b)))
+            if (!(l->mask & (1u << b)) || s->groups[b] == cur)
                 continue;
-            cat = group_cat(t, s->groups[b]);
+            cur = s->groups[b];
+            cat = group_cat(t, cur);
             stack = intern_stack(t, stack, label_frame(t, t->f->groups[s->groups[b]].name, cat));
         }
         if (s && l->mask == 0 && stack == UNKNOWN && s->ngroups)

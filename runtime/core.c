@@ -582,6 +582,20 @@ static void event_close(struct pg_thread *t, uint64_t tsc)
         implicit_commit(t, tsc, 1);
 }
 
+/* Trace mode: the frames [from, to) get an interval record up to `tsc` now, innermost first
+ * (the order their exits would write them), so that the recording holds every frame the
+ * shadow stack held: frames dropped by a resync or still open at thread exit, and the first
+ * part of a frame split at a nested loop's end (restart_frames moves its start). */
+static void trace_frames(struct pg_thread *t, uint32_t from, uint32_t to, uint64_t tsc)
+{
+    if (!t->rec || perfgroup__rec_mode_now() != PGF_MODE_TRACE)
+        return;
+    for (uint32_t i = to; i-- > from;) {
+        const struct pg_frame *f = &t->stack[i];
+        perfgroup__rec_interval(t->rec, f->fn->id, f->mask, (uint8_t)i, f->tsc, tsc - f->tsc);
+    }
+}
+
 /* Drop the frames at index >= keep: their exits were skipped (longjmp, exit, a frame without
  * unwind tables). Their stopwatches are cancelled, not charged: when the skip happened is
  * unknown. An implicit event opened by one of them ends now. */
@@ -589,6 +603,7 @@ PG_HIDDEN void perfgroup__resync(struct pg_thread *t, uint32_t keep)
 {
     if (keep >= t->depth)
         return;
+    trace_frames(t, keep, t->depth, pg_clock_now());
     for (uint32_t i = keep; i < t->depth; i++) {
         struct pg_frame *f = &t->stack[i];
         for (unsigned j = 0; j < f->fn->ngroups; j++)
@@ -610,6 +625,7 @@ static void thread_exit(void *arg)
         return;
     uint64_t tsc = pg_clock_now();
     uint32_t cpu = pg_cpu_now();
+    trace_frames(t, 0, t->depth, tsc);
     while (t->depth > 0) {
         struct pg_frame *f = &t->stack[t->depth - 1];
         if (f->mask && f->iter == t->iter)
@@ -836,6 +852,20 @@ static void restart_frames(struct pg_thread *t, uint32_t depth, uint64_t old_ite
     }
 }
 
+/* Trace mode, a nested loop's end: the frames live around it are recorded as two pairs, the
+ * first from their entry to here (it holds the nested loop), the second from here to their
+ * exit, because restart_frames moves the start of those it restarts. */
+static void split_frames(struct pg_thread *t, uint32_t depth, uint64_t tsc)
+{
+    if (depth > t->depth)
+        depth = t->depth;
+    if (!t->rec || perfgroup__rec_mode_now() != PGF_MODE_TRACE)
+        return;
+    trace_frames(t, 0, depth, tsc);
+    for (uint32_t i = 0; i < depth; i++)
+        t->stack[i].tsc = tsc; /* only the record reads a frame that is not restarted */
+}
+
 /*
  * A nested loop: the stopwatches running now are charged up to here (into the outer event,
  * committed now as its first part) and then become stale, so nothing the nested loop runs
@@ -886,7 +916,10 @@ void perfgroup_nested_loop_end(void)
             t->event_flags |= PGF_EVENT_F_NESTED;
             if (n->open == PG_EV_IMPLICIT)
                 t->implicit_frame = n->implicit_frame;
+            split_frames(t, n->depth, t->event_begin_tsc);
             restart_frames(t, n->depth, n->iter, t->event_begin_tsc);
+        } else {
+            split_frames(t, n->depth, tsc);
         }
     }
     perfgroup__alerts_deliver(t);

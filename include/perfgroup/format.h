@@ -182,7 +182,11 @@ struct pgf_chunk_header {
  *   PGF_REC_INTERVAL [kind, function_id (u32), group_mask (u8), depth (u8),
  *                     start_tsc (u64), duration (u64)]        trace mode, one per enter/exit
  *                    pair, written at exit; group_mask: bit i = the i-th group of the
- *                    function's PGF_REC_SITE list was acquired by this pair (0 = re-entry)
+ *                    function's PGF_REC_SITE list was acquired by this pair (0 = re-entry).
+ *                    A frame whose exit is skipped (longjmp: dropped at a resync; open at
+ *                    thread exit) is written then, up to then; a frame live around a nested
+ *                    loop is two records split at the loop's end. Records of a thread come
+ *                    innermost first: intervals at depth d+1 before the one at d holding them
  *                    Always exactly these PGF_INTERVAL_SIZE (29) bytes:
  *                    96 12 ce <u32 BE> cc <u8> cc <u8> cf <u64 BE> cf <u64 BE>
  *   PGF_REC_MARKER   [kind, name_string_id, text, start_tsc, end_tsc]  end == start: instant

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* longjmp: longjmp out of two instrumented frames skips both exit hooks (nothing is traced
- * for them); the same call, made again from the same place, is traced normally, and the
+/* longjmp: longjmp out of two instrumented frames skips both exit hooks (in trace mode they
+ * are recorded up to the resynchronisation that drops them); the same call, made again from the same place, is traced normally, and the
  * runtime drops the two stale frames when it sees it (the same call instruction at the same
  * stack position cannot be live twice), so `jmp` is charged again — on both compilers. */
 #include <perfgroup.h>
