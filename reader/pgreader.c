@@ -44,6 +44,11 @@ struct pgr_reader {
     uint32_t parsed;                 /* records parsed in the current chunk */
     int cut;                         /* the current chunk is cut by the end of the file */
     int loaded;
+    uint32_t from;                   /* committed bytes of the current chunk skipped (resume) */
+    uint64_t skipped;                /* chunks recycled by the writer while we read them */
+    int warned_skipped;
+    pgr_resume_fn resume;
+    void *resume_ctx;
 
     /* arrays of the current record */
     struct pgr_str *args; size_t args_cap;
@@ -115,6 +120,31 @@ static uint64_t chunk_start(const pgr_reader *r, uint32_t index) {
     return r->hdr.chunks_offset + (uint64_t)index * r->hdr.chunk_size;
 }
 
+/* The chunk header at index i, read as a seqlock: seq, then the header, then magic and seq
+ * again, each read ordered after the one before (the system calls order them; the fences
+ * say so). A writer clears magic before it touches a header (take, recycle) and sets it
+ * last with a new seq (format.h), so a header whose magic is set before and after and whose
+ * seq did not change is one incarnation's, whole. A file nobody writes reads the same every
+ * time. 1 = *h is consistent with magic set, 0 = not (magic 0 or other: see h->magic; or
+ * the chunk is being taken or recycled now), -1 = read error. */
+static int read_chunk_header(pgr_reader *r, uint32_t index, struct pgf_chunk_header *h) {
+    uint64_t at = chunk_start(r, index), s1;
+    struct { uint32_t magic; uint16_t kind, state; uint64_t seq; } again;
+    if (read_at(r, &s1, sizeof s1, at + 8) != (long)sizeof s1)
+        goto short_read;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (read_at(r, h, sizeof *h, at) != (long)sizeof *h)
+        goto short_read;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (read_at(r, &again, sizeof again, at) != (long)sizeof again)
+        goto short_read;
+    return h->magic == PGF_CHUNK_MAGIC && again.magic == PGF_CHUNK_MAGIC && h->seq == s1 &&
+           again.seq == s1;
+short_read:
+    fail(r, at, "cannot read: chunk header past end of file");
+    return -1;
+}
+
 static void scan_chunks(pgr_reader *r) {
     const struct pgf_file_header *h = &r->hdr;
     /* never trust chunk_count for memory: only chunks that start inside the file count */
@@ -133,12 +163,11 @@ static void scan_chunks(pgr_reader *r) {
             beyond = 1;
             break;
         }
-        if (read_at(r, &c, sizeof c, at) != (long)sizeof c) {
-            fail(r, at, "cannot read: chunk header past end of file");
+        int whole = read_chunk_header(r, i, &c);
+        if (whole < 0)
             return;
-        }
-        if (c.magic == 0)
-            continue; /* free, reserved, or being recycled */
+        if (c.magic == 0 || (!whole && c.magic == PGF_CHUNK_MAGIC))
+            continue; /* free, reserved, or being taken or recycled right now */
         if (c.magic != PGF_CHUNK_MAGIC) {
             fail(r, at, "bad chunk magic");
             return;
@@ -280,6 +309,13 @@ const struct pgr_error *pgr_error(const pgr_reader *r) { return r->has_error ? &
 size_t pgr_warning_count(const pgr_reader *r) { return r->nwarnings; }
 const struct pgr_error *pgr_warning(const pgr_reader *r, size_t i) {
     return i < r->nwarnings ? &r->warnings[i] : NULL;
+}
+
+uint64_t pgr_chunks_skipped(const pgr_reader *r) { return r->skipped; }
+
+void pgr_set_resume(pgr_reader *r, pgr_resume_fn fn, void *ctx) {
+    r->resume = fn;
+    r->resume_ctx = ctx;
 }
 
 const char *pgr_kind_name(unsigned kind) {
@@ -772,8 +808,8 @@ static int parse_record(pgr_reader *r, struct pgr_record *rec) {
 static void finish_chunk(pgr_reader *r) {
     const struct pgr_chunk_info *ci = r->cur;
     uint64_t at = chunk_start(r, ci->index) + 28;
-    if (r->cut)
-        return; /* the count cannot be checked against a cut chunk */
+    if (r->cut || r->from)
+        return; /* the count cannot be checked against a cut or partly read chunk */
     /* The records themselves parsed whole: a wrong count (a record nested by a signal
      * handler into the one being written on the same thread) is worth a warning, not the
      * file. A killed writer's WRITING chunk may count one record it did not publish. */
@@ -783,11 +819,34 @@ static void finish_chunk(pgr_reader *r) {
         warn(r, at, "record_count %u but %u records", ci->record_count, r->parsed);
 }
 
+/* A chunk of a recording still being written may be recycled between the scan and the copy
+ * of its records, or while they are copied: check it is the same incarnation (magic, seq)
+ * before and after the copy; if not, its records are gone: skip it and count it. A chunk
+ * still being written is read up to what is committed now. 1 = loaded, 0 = skipped. */
 static int load_chunk(pgr_reader *r) {
-    const struct pgr_chunk_info *ci = &r->chunks[r->next_chunk++];
-    /* first_record and committed were validated by scan_chunks */
-    uint64_t start = chunk_start(r, ci->index) + ci->first_record;
-    uint32_t len = ci->committed;
+    struct pgr_chunk_info *ci = &r->chunks[r->next_chunk++];
+    struct pgf_chunk_header h;
+    int same = read_chunk_header(r, ci->index, &h);
+    if (same < 0)
+        return -1;
+    if (!same || h.seq != ci->seq || h.kind != ci->kind || h.thread != ci->thread ||
+        h.first_record != ci->first_record || h.committed < ci->committed ||
+        h.committed > r->hdr.chunk_size - h.first_record) {
+        r->skipped++;
+        return 0;
+    }
+    ci->state = h.state;            /* a WRITING chunk may have been sealed since the scan */
+    ci->committed = h.committed;
+    ci->record_count = h.record_count;
+    ci->last_tsc = h.last_tsc;
+    uint32_t from = 0;
+    if (r->resume && ci->kind == PGF_CHUNK_DATA) {
+        from = r->resume(r->resume_ctx, ci);
+        if (from >= ci->committed)
+            return 0;               /* everything in it was read before */
+    }
+    uint64_t start = chunk_start(r, ci->index) + ci->first_record + from;
+    uint32_t len = ci->committed - from;
     r->cut = 0;
     if (start + len > r->file_size) {
         len = start >= r->file_size ? 0 : (uint32_t)(r->file_size - start);
@@ -800,13 +859,25 @@ static int load_chunk(pgr_reader *r) {
         len = (uint32_t)got;
         r->cut = 1;
     }
+    if (!r->cut) {
+        struct pgf_chunk_header after;
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        int still = read_chunk_header(r, ci->index, &after);
+        if (still < 0)
+            return -1;
+        if (!still || after.seq != ci->seq) {
+            r->skipped++;
+            return 0;
+        }
+    }
     r->cur = ci;
     r->buf_off = start;
+    r->from = from;
     r->pos = 0;
     r->end = len;
     r->parsed = 0;
     r->loaded = 1;
-    return 0;
+    return 1;
 }
 
 int pgr_next(pgr_reader *r, struct pgr_record *rec) {
@@ -814,10 +885,19 @@ int pgr_next(pgr_reader *r, struct pgr_record *rec) {
         if (r->has_error)
             return -1;
         if (!r->loaded) {
-            if (r->next_chunk >= r->nchunks)
+            if (r->next_chunk >= r->nchunks) {
+                if (r->skipped && !r->warned_skipped) {
+                    r->warned_skipped = 1;
+                    warn(r, 0, "%llu chunk(s) recycled by the writer while being read: skipped",
+                         (unsigned long long)r->skipped);
+                }
                 return 0;
-            if (load_chunk(r))
+            }
+            int l = load_chunk(r);
+            if (l < 0)
                 return -1;
+            if (l == 0)
+                continue;
         }
         if (r->pos >= r->end) {
             finish_chunk(r);

@@ -51,7 +51,8 @@
  * Warnings: "recording not closed (crash, kill or still running)", "file cut short: N of M
  * bytes", "chunk beyond end of file ignored", "chunk cut by end of file: last record
  * incomplete", "unknown record kind N skipped", "record_count N but M records" (chunk start
- * + 28: a FULL chunk's count differs, or a WRITING one's by more than one).
+ * + 28: a FULL chunk's count differs, or a WRITING one's by more than one), "N chunk(s)
+ * recycled by the writer while being read: skipped" (a live recording: pgr_chunks_skipped).
  */
 #ifndef PERFGROUP_PGREADER_H
 #define PERFGROUP_PGREADER_H
@@ -176,6 +177,23 @@ const struct pgf_file_header *pgr_header(const pgr_reader *r);
 /* Used (non-FREE) chunks in reading order: DEFS by seq, then by (thread, seq). */
 size_t pgr_chunk_count(const pgr_reader *r);
 const struct pgr_chunk_info *pgr_chunk(const pgr_reader *r, size_t i);
+
+/* A recording still being written (header state RECORDING, the file MAP_SHARED by a live
+ * process) changes under the reader: data chunks are recycled. The reader takes a consistent
+ * view of each chunk: it reads the chunk header as a seqlock (seq, header, magic and seq
+ * again), copies the records committed at that moment, and checks magic and seq again
+ * after the copy. A chunk recycled in between is skipped and counted, never an error: its
+ * records are gone (the writer counts them in header.records_dropped as well). After the
+ * last record, one warning says how many were skipped. */
+uint64_t pgr_chunks_skipped(const pgr_reader *r);
+
+/* Follow a live file (perfgroup top, metrics): before the records of each DATA chunk are
+ * read, fn returns how many of its committed bytes were read already (by an earlier reader
+ * of the same file: the chunk's seq identifies it); the reader starts after them (records
+ * never span, so a committed byte count is a record boundary), and skips the chunk when it
+ * holds nothing more. Set it right after pgr_open. */
+typedef uint32_t (*pgr_resume_fn)(void *ctx, const struct pgr_chunk_info *c);
+void pgr_set_resume(pgr_reader *r, pgr_resume_fn fn, void *ctx);
 
 /* Next record: 1 = *rec filled, 0 = end of file, -1 = error (see pgr_error). */
 int pgr_next(pgr_reader *r, struct pgr_record *rec);
