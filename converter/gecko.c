@@ -464,10 +464,11 @@ static uint32_t level_id(struct gthread *t, uint32_t site, uint32_t mask)
     return t->nlevels++;
 }
 
-/* The Gecko stack for a run's levels: for each level, a frame per group it acquired where
- * the group changes (a group acquired again, e.g. by the next event's first frame, is not
- * labelled twice in a row), in that group's category, then the function (in the innermost
- * acquired group's category). */
+/* The Gecko stack for a run's levels: for each level, a label frame where the group changes
+ * (the first group the pair acquired that is not the current one, in its category: a group
+ * acquired again, e.g. by the next event's first frame, or a file group acquired with an
+ * attribute group, is not labelled again), then the function (in the current group's
+ * category). */
 static uint32_t levels_stack(struct gthread *t, const uint32_t *lev, uint32_t n)
 {
     uint32_t stack = UNKNOWN, cat = CAT_OTHER, cur = UNKNOWN;
@@ -481,7 +482,8 @@ static uint32_t levels_stack(struct gthread *t, const uint32_t *lev, uint32_t n)
                 continue;
             cur = s->groups[b];
             cat = group_cat(t, cur);
-            stack = intern_stack(t, stack, label_frame(t, t->f->groups[s->groups[b]].name, cat));
+            stack = intern_stack(t, stack, label_frame(t, t->f->groups[cur].name, cat));
+            break;
         }
         if (s && l->mask == 0 && stack == UNKNOWN && s->ngroups)
             cat = group_cat(t, s->groups[0]); /* a re-entry seen without its first entry */

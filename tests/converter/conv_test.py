@@ -15,6 +15,9 @@
                                     golden/corpus/<program>.json holds the deterministic part
     conv_test.py recycled PGM_MAKE  a real recording that recycled chunks shows the drops
     conv_test.py progress           progress line only on a terminal (or --progress)
+    conv_test.py stacks CC PLUGINFLAG RUNTIME INCLUDE SRC
+                                    stacks_app.c recorded in trace mode: every sample in a
+                                    phase carries the phase's call stack (STACKS)
     conv_test.py pgm FILE...        real recordings: every format converts and checks
     conv_test.py real CXX PLUGINFLAG RUNTIME INCLUDE SRC
                                     build SRC with a real plugin, record it (trace and stats
@@ -394,6 +397,84 @@ def real(cxx, plugin, runtime, include, src, variant="plain"):
                 mode, rows["parser"]["cpu_ms"], rows["parser"]["events"], rows["render"]["blocked_ms"]))
 
 
+# converter.stacks: the call stack the Gecko samples must carry while each phase of
+# stacks_app.c runs (labels where the group changes; function frames without " (in file)")
+STACKS = {
+    "ui": "app > main > ui > ui_handler",
+    "recursion": "app > main > math > rec > rec > rec > rec",
+    "save-before": "app > main > sync > save",
+    "nested-ui": "app > main > sync > save > app > dispatch_nested > ui > ui_handler",
+    "save-after": "app > main > sync > save",
+    "deep": "app > main > io > jmp_outer > jmp_inner > jmp_deep",
+    "after-jump": "app > main > io > after_jump",
+    "bg": "app > bg_thread > bg > bg_loop > bg_step",
+}
+
+
+def thread_stacks(t):
+    """stack index -> the stack as a tuple of frame names (function frames without their
+    " (in file)" part)."""
+    strings, frames, stacks = t["stringTable"], t["frameTable"]["data"], t["stackTable"]["data"]
+    memo = {}
+
+    def walk(s):
+        if s is None:
+            return ()
+        if s not in memo:
+            pre, fr = stacks[s]
+            memo[s] = walk(pre) + (strings[frames[fr][0]].split(" (in ")[0],)
+        return memo[s]
+    return walk
+
+
+def stacks(cc, plugin, runtime, include, src):
+    """stacks_app.c built with a real plugin, recorded in trace mode: every sample inside a
+    phase marker carries that phase's stack (STACKS)."""
+    d = os.path.join(WORK, "stacks-" + os.path.basename(cc))
+    os.makedirs(d, exist_ok=True)
+    for f in os.listdir(d):
+        os.unlink(os.path.join(d, f))
+    exe = os.path.join(d, "stacks_app")
+    cmd = [cc, "-O0", "-g", plugin, "-fplugin-arg-perfgroup-default=app", "-I", include, src,
+           "-o", exe, runtime, "-Wl,-rpath," + os.path.dirname(runtime), "-pthread"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        fail("build: %s\n%s" % (" ".join(cmd), p.stderr))
+        return
+    pgm = os.path.join(d, "stacks.pgm")
+    env = dict(os.environ, PERFGROUP_OUTPUT=pgm, PERFGROUP_MODE="trace")
+    p = subprocess.run([exe], capture_output=True, text=True, env=env, timeout=60)
+    if p.returncode != 0:
+        fail("run: exit %d: %s" % (p.returncode, p.stderr))
+        return
+    gecko = os.path.join(d, "stacks.json")
+    rc, _, err = run([pgm, "-o", gecko, "--no-progress"])
+    if rc != 0:
+        fail("convert: exit %d: %s" % (rc, err))
+        return
+    check_json(gecko)
+    prof = json.load(open(gecko))
+    seen = {}
+    for t in prof["threads"]:
+        walk = thread_stacks(t)
+        strings = t["stringTable"]
+        phases = [(m[1], m[2], m[5]["text"]) for m in t["markers"]["data"]
+                  if strings[m[0]] == "phase" and m[2] is not None]
+        for row in t["samples"]["data"]:
+            for a, b, name in phases:
+                if a <= row[1] < b:
+                    got = " > ".join(walk(row[0]))
+                    seen[name] = seen.get(name, 0) + 1
+                    if got != STACKS.get(name):
+                        fail("%s: sample at %.3f ms in phase %s: stack %s, want %s"
+                             % (t["name"], row[1], name, got, STACKS.get(name)))
+    for name in STACKS:
+        if seen.get(name, 0) < 4:
+            fail("phase %s: %d samples checked, want >= 4" % (name, seen.get(name, 0)))
+        else:
+            print("ok %s: %d samples, stack %s" % (name, seen[name], STACKS[name]))
+
+
 def progress():
     """The progress line: on a terminal by default, never on a pipe or with --no-progress."""
     d = os.path.join(WORK, "progress")
@@ -536,6 +617,8 @@ def main(argv):
         progress()
     elif cmd == "real":
         real(*rest)
+    elif cmd == "stacks":
+        stacks(*rest)
     else:
         sys.stderr.write(__doc__)
         return 2
