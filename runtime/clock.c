@@ -23,6 +23,9 @@
 PG_HIDDEN uint32_t perfgroup__clock_kind = PGF_CLOCK_MONOTONIC;
 PG_HIDDEN uint32_t perfgroup__cpu_kind = 1;
 PG_HIDDEN long perfgroup__rseq_cpu_off;
+PG_HIDDEN long perfgroup__rseq_cs_off = -1;
+PG_HIDDEN uint32_t perfgroup__tsc_scope = PGF_TSC_SCOPE_CPU;
+PG_HIDDEN uint32_t perfgroup__cpu_mask = ~0u;
 
 #ifdef PERFGROUP_TESTING
 int64_t perfgroup__test_clock_offset;
@@ -90,6 +93,57 @@ static uint64_t tsc_hz_guess(void)
 #endif
 }
 
+/* Does the first line of `path` equal `want` (or, want_word: hold it as a word)? */
+static int file_says(const char *path, const char *want, int word)
+{
+    char buf[4096];
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 0;
+    int found = 0;
+    while (!found && fgets(buf, sizeof buf, f)) {
+        if (!word) {
+            buf[strcspn(buf, "\n")] = '\0';
+            found = strcmp(buf, want) == 0;
+            break;
+        }
+        for (char *p = strtok(buf, " \t\n:"); p && !found; p = strtok(NULL, " \t\n:"))
+            found = strcmp(p, want) == 0;
+    }
+    fclose(f);
+    return found;
+}
+
+/*
+ * Is a counter interval valid when its two ends were read on different CPUs? The kernel
+ * checks the TSCs' synchronisation at boot and on CPU hot-plug, and keeps `tsc` as its
+ * clocksource only while they agree (it switches away, "Marking TSC unstable", when they
+ * do not): clocksource `tsc` means yes. With another clocksource (kvm-clock, hpet), yes if
+ * the TSC is invariant and the kernel calls it reliable (`tsc_reliable`: the hypervisor or
+ * platform vouches for synchronisation). Else the same-CPU check stays (Firefox's).
+ * PERFGROUP_TSC=cpu forces the check (tests, and anyone who distrusts the machine).
+ */
+static uint32_t tsc_scope(void)
+{
+    const char *force = perfgroup__getenv("PERFGROUP_TSC");
+    if (force && strcmp(force, "cpu") == 0)
+        return PGF_TSC_SCOPE_CPU;
+#if defined(__x86_64__) || defined(__i386__)
+    if (perfgroup__clock_kind != PGF_CLOCK_TSC)
+        return PGF_TSC_SCOPE_KERNEL; /* CLOCK_MONOTONIC: the kernel's own clock */
+    if (file_says("/sys/devices/system/clocksource/clocksource0/current_clocksource", "tsc", 0))
+        return PGF_TSC_SCOPE_KERNEL;
+    if (file_says("/proc/cpuinfo", "tsc_reliable", 1))
+        return PGF_TSC_SCOPE_RELIABLE;
+    return PGF_TSC_SCOPE_CPU;
+#elif defined(__aarch64__)
+    /* the generic timer (cntvct_el0) is one system-wide counter */
+    return PGF_TSC_SCOPE_KERNEL;
+#else
+    return PGF_TSC_SCOPE_KERNEL; /* CLOCK_MONOTONIC */
+#endif
+}
+
 PG_HIDDEN void perfgroup__clock_init(void)
 {
     const char *ck = perfgroup__getenv("PERFGROUP_CLOCK");
@@ -115,12 +169,16 @@ PG_HIDDEN void perfgroup__clock_init(void)
 
     const char *cpu = perfgroup__getenv("PERFGROUP_CPU");
     perfgroup__cpu_kind = 1;
+    perfgroup__rseq_cs_off = -1;
     if (cpu && strcmp(cpu, "none") == 0)
         perfgroup__cpu_kind = 2;
-    else if (!(cpu && strcmp(cpu, "getcpu") == 0) && __rseq_size >= 8) {
+    else if (!(cpu && strcmp(cpu, "getcpu") == 0) && __rseq_size >= 16) {
         perfgroup__rseq_cpu_off = (long)__rseq_offset + (long)offsetof(struct rseq, cpu_id);
+        perfgroup__rseq_cs_off = (long)__rseq_offset + (long)offsetof(struct rseq, rseq_cs);
         perfgroup__cpu_kind = 0;
     }
+    perfgroup__tsc_scope = tsc_scope();
+    perfgroup__cpu_mask = perfgroup__tsc_scope == PGF_TSC_SCOPE_CPU ? ~0u : 0u;
 }
 
 PG_HIDDEN uint64_t perfgroup__clock_hz(void)

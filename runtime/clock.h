@@ -36,6 +36,15 @@ extern PG_HIDDEN uint32_t perfgroup__clock_kind;
 /* 0: rseq cpu_id; 1: sched_getcpu(); 2: none (every CPU check passes). */
 extern PG_HIDDEN uint32_t perfgroup__cpu_kind;
 extern PG_HIDDEN long perfgroup__rseq_cpu_off; /* __rseq_offset + offsetof(cpu_id) */
+/* __rseq_offset + offsetof(rseq_cs): the thread's "descheduled" pointer (cputime.c); set
+ * whenever perfgroup__cpu_kind == 0, < 0 otherwise. */
+extern PG_HIDDEN long perfgroup__rseq_cs_off;
+/* The empty critical section an armed thread's rseq_cs points at (cputime.c). */
+extern PG_HIDDEN uint64_t perfgroup__rseq_cs[4]; /* a struct rseq_cs */
+/* Are counter intervals valid across CPUs? PGF_TSC_SCOPE_*: what perfgroup__clock_init
+ * found; perfgroup__cpu_mask is 0 where they are (no same-CPU check), ~0 where not. */
+extern PG_HIDDEN uint32_t perfgroup__tsc_scope;
+extern PG_HIDDEN uint32_t perfgroup__cpu_mask;
 
 #ifdef PERFGROUP_TESTING
 extern int64_t perfgroup__test_clock_offset;
@@ -100,6 +109,33 @@ static inline uint32_t pg_cpu_fast(void)
 #else
     return perfgroup__cpu_slow();
 #endif
+}
+
+/* The thread's rseq_cs no longer points at ours: the kernel cleared it because the thread
+ * was scheduled out (preempted or blocked), migrated or handed a signal since it was armed
+ * — or it was never armed (a thread without rseq: always "descheduled"). One load. */
+static inline int pg_descheduled_fast(void)
+{
+#if defined(__x86_64__)
+    uint64_t v;
+    __asm__ __volatile__("movq %%fs:(%1), %0" : "=r"(v) : "r"(perfgroup__rseq_cs_off));
+    return v != (uint64_t)(uintptr_t)perfgroup__rseq_cs;
+#elif defined(__aarch64__)
+    char *tp = (char *)__builtin_thread_pointer();
+    return *(volatile uint64_t *)(tp + perfgroup__rseq_cs_off) !=
+           (uint64_t)(uintptr_t)perfgroup__rseq_cs;
+#else
+    return 1;
+#endif
+}
+
+static inline int pg_descheduled(void)
+{
+#if defined(__x86_64__) || defined(__aarch64__)
+    if (PG_LIKELY(perfgroup__rseq_cs_off >= 0))
+        return pg_descheduled_fast();
+#endif
+    return 1;
 }
 
 static inline uint64_t pg_clock_now(void)

@@ -381,6 +381,7 @@ PG_HIDDEN struct pg_thread *perfgroup__thread_slow(void)
     t->nest_depth = 0;
     t->pending_alerts = 0;
     perfgroup__implicit_thread_start(t);
+    perfgroup__cputime_thread_start(t);
     t->ov_commit_ns = t->ov_commits = t->ov_slow = t->ov_resyncs = t->ov_dropped = 0;
     t->rec_name_ptr = NULL;
     atomic_store(&t->reset_epoch, atomic_load(&perfgroup__reset_epoch));
@@ -420,13 +421,12 @@ static void event_open(struct pg_thread *t, uint64_t tsc, int kind, const char *
     t->event_begin_tsc = tsc;
     t->event_flags = kind == PG_EV_IMPLICIT ? PGF_EVENT_F_IMPLICIT : 0;
     if (kind == PG_EV_EXPLICIT) {
-        /* CPU clock first, then the counter (and at the end the counter, then the CPU
-         * clock): the event's cycles lie inside its CPU-clock window, so a preemption on
-         * the syscall's way back is not counted as event time no group was charged for. */
-        t->event_begin_cpu_ns = pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID);
-        t->event_begin_tsc = pg_clock_now();
+        /* CPU clock first, then the counter: the event's cycles lie inside its CPU-clock
+         * window; the reading also settles the thread's off-CPU time (cputime.c). */
+        t->event_begin_cpu_ns = perfgroup__cputime_read(t, &t->event_begin_tsc);
         perfgroup__implicit_own(t, t->event_begin_tsc, t->event_begin_cpu_ns);
     } else {
+        t->imp_off = t->off; /* `tsc` has every deschedule before it settled */
         perfgroup__implicit_arm(t, tsc);
     }
 }
@@ -462,8 +462,10 @@ static void totals_add(struct pg_totals *tot, uint64_t cycles, uint64_t cpu_ns, 
         TADD(tot->jank[i], m & 1);
 }
 
-/* Close the thread's current event at `end_tsc` with `cpu_ns` of CPU time: every group that
- * executed gets n = cycles_g / cycles_event of it, the top group all of it. */
+/* Close the thread's current event at `end_tsc` with `cpu_ns` of CPU time, the top group's.
+ * Every group that executed gets the CPU time its thread spent while the group's stopwatch
+ * ran (wall - off-CPU, cputime.c); on a thread without rseq, n = cycles_g / cycles_event of
+ * the event's (the estimate, docs/accounting.md). */
 static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
 {
     uint64_t t0 = pg_clock_now();
@@ -504,8 +506,12 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
                 TADD(tot->discarded, 1 + s->discarded);
                 t->event_flags |= PGF_EVENT_F_DISCARDED;
             } else {
-                uint64_t gcpu = (uint64_t)((double)s->recent / (double)ev_cycles * (double)cpu_ns);
                 uint64_t gwall = perfgroup__ticks_to_ns(s->recent);
+                uint64_t gcpu = t->measured
+                    ? perfgroup__ticks_to_ns(perfgroup__cputime_on(0, s->recent, 0, s->off))
+                    : (uint64_t)((double)s->recent / (double)ev_cycles * (double)cpu_ns);
+                if (gcpu > gwall)
+                    gcpu = gwall;
                 totals_add(tot, s->recent, gcpu, gwall, s->acts, s->discarded);
                 if (s->discarded)
                     t->event_flags |= PGF_EVENT_F_DISCARDED;
@@ -515,6 +521,7 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
             }
         }
         s->recent = 0;
+        s->off = 0;
         s->acts = 0;
         s->discarded = 0;
     }
@@ -555,7 +562,7 @@ PG_HIDDEN void perfgroup__implicit_begin(struct pg_thread *t, uint64_t tsc)
  */
 static void implicit_commit(struct pg_thread *t, uint64_t tsc, int own_read)
 {
-    int64_t own = own_read ? pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID) : -1;
+    int64_t own = own_read && !t->measured ? pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID) : -1;
     commit(t, tsc, perfgroup__implicit_cpu(t, t->event_begin_tsc, tsc, own));
 }
 
@@ -564,9 +571,11 @@ PG_HIDDEN void perfgroup__implicit_end(struct pg_thread *t, uint64_t tsc)
     implicit_commit(t, tsc, 0);
 }
 
-static void explicit_end(struct pg_thread *t, uint64_t tsc)
+/* The end is read here, after the CPU clock (the reading settles the off-CPU time up to it). */
+static void explicit_end(struct pg_thread *t)
 {
-    int64_t cpu = pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID);
+    uint64_t tsc;
+    int64_t cpu = perfgroup__cputime_read(t, &tsc);
     perfgroup__clock_calibrate(tsc, pg_clock_gettime_ns(CLOCK_MONOTONIC));
     perfgroup__implicit_own(t, tsc, cpu);
     int64_t d = cpu - t->event_begin_cpu_ns;
@@ -577,7 +586,7 @@ static void explicit_end(struct pg_thread *t, uint64_t tsc)
 static void event_close(struct pg_thread *t, uint64_t tsc)
 {
     if (t->event_open == PG_EV_EXPLICIT)
-        explicit_end(t, tsc);
+        explicit_end(t);
     else if (t->event_open == PG_EV_IMPLICIT)
         implicit_commit(t, tsc, 1);
 }
@@ -613,7 +622,7 @@ PG_HIDDEN void perfgroup__resync(struct pg_thread *t, uint32_t keep)
     t->depth = keep;
     t->ov_resyncs++;
     if (t->event_open == PG_EV_IMPLICIT && t->implicit_frame >= keep)
-        perfgroup__implicit_end(t, pg_clock_now());
+        perfgroup__implicit_end(t, pg_clock_settled(t));
 }
 
 /* Thread exit (TLS destructor; the runtime's destructor or at_quick_exit for the thread ending the process): frames still open
@@ -623,7 +632,7 @@ static void thread_exit(void *arg)
     struct pg_thread *t = arg;
     if (!t || perfgroup__tls != t)
         return;
-    uint64_t tsc = pg_clock_now();
+    uint64_t tsc = pg_clock_settled(t);
     uint32_t cpu = pg_cpu_now();
     trace_frames(t, 0, t->depth, tsc);
     while (t->depth > 0) {
@@ -633,6 +642,7 @@ static void thread_exit(void *arg)
         t->depth--;
     }
     event_close(t, tsc);
+    perfgroup__cputime_thread_end(t);
     perfgroup__alerts_deliver(t);
     t->in_runtime = 1;
     if (t->rec) {
@@ -712,15 +722,18 @@ static void atfork_parent(void)
  * thread CPU clock, which starts from zero, is read for the event's begin. */
 static void fork_restart_event(struct pg_thread *t)
 {
+    perfgroup__cputime_anchor(t); /* the child's CPU clock starts from zero */
     uint64_t tsc = pg_clock_now();
     uint32_t cpu = pg_cpu_now();
     for (uint32_t i = 0; i < t->depth; i++) {
         t->stack[i].tsc = tsc;
+        t->stack[i].off = t->off;
         t->stack[i].cpu = cpu;
     }
     for (uint32_t i = 0; i < t->nexec; i++) {
         struct pg_gstate *s = &t->g[t->exec[i]];
         s->recent = 0;
+        s->off = 0;
         s->acts = 0;
         s->discarded = 0;
     }
@@ -732,8 +745,10 @@ static void fork_restart_event(struct pg_thread *t)
     t->event_begin_tsc = tsc;
     t->event_begin_cpu_ns = c;
     perfgroup__implicit_own(t, tsc, c);
-    if (t->event_open == PG_EV_IMPLICIT)
+    if (t->event_open == PG_EV_IMPLICIT) {
         t->imp_begin_cpu = c;
+        t->imp_off = t->off;
+    }
 }
 
 static void atfork_child(void)
@@ -771,6 +786,7 @@ static void atfork_child(void)
 static void init_once_fn(void)
 {
     perfgroup__clock_init();
+    perfgroup__cputime_init();
     perfgroup__implicit_init();
     pthread_key_create(&thread_key, thread_exit);
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
@@ -809,7 +825,7 @@ int perfgroup_event_begin(const char *name)
         return -EALREADY;
     perfgroup__alerts_deliver(t);
     if (t->event_open == PG_EV_IMPLICIT)
-        implicit_commit(t, pg_clock_now(), 1);
+        implicit_commit(t, pg_clock_settled(t), 1);
     event_open(t, pg_clock_now(), PG_EV_EXPLICIT, name ? name : "event");
     return 0;
 }
@@ -819,7 +835,7 @@ int perfgroup_event_end(void)
     struct pg_thread *t = perfgroup__tls;
     if (!t || t->event_open != PG_EV_EXPLICIT)
         return -ENOENT;
-    explicit_end(t, pg_clock_now());
+    explicit_end(t);
     perfgroup__alerts_deliver(t);
     return 0;
 }
@@ -845,6 +861,7 @@ static void restart_frames(struct pg_thread *t, uint32_t depth, uint64_t old_ite
             continue;
         f->iter = t->iter;
         f->tsc = tsc;
+        f->off = t->off;
         f->cpu = cpu;
         for (unsigned j = 0; j < f->fn->ngroups; j++)
             if (f->mask & (1u << j))
@@ -878,7 +895,7 @@ void perfgroup_nested_loop_begin(void)
     struct pg_thread *t = self();
     if (!t)
         return;
-    uint64_t tsc = pg_clock_now();
+    uint64_t tsc = pg_clock_settled(t);
     if (t->nest_depth < PG_NEST_MAX) {
         struct pg_nest *n = &t->nest[t->nest_depth];
         n->name = t->event_name;
@@ -902,7 +919,7 @@ void perfgroup_nested_loop_end(void)
     struct pg_thread *t = perfgroup__tls;
     if (!t || t->nest_depth == 0)
         return;
-    uint64_t tsc = pg_clock_now();
+    uint64_t tsc = pg_clock_settled(t);
     event_close(t, tsc); /* an inner event left open */
     t->nest_depth--;
     t->iter++;           /* what the nested loop started is stale too */
@@ -910,8 +927,10 @@ void perfgroup_nested_loop_end(void)
         struct pg_nest *n = &t->nest[t->nest_depth];
         if (n->open != PG_EV_NONE) {
             uint64_t now = pg_clock_now();
-            if (n->open == PG_EV_IMPLICIT) /* outside the hooks: a real begin */
-                perfgroup__implicit_own(t, now, pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID));
+            if (n->open == PG_EV_IMPLICIT) { /* outside the hooks: a real begin, settled */
+                int64_t c = perfgroup__cputime_read(t, &now);
+                perfgroup__implicit_own(t, now, c);
+            }
             event_open(t, now, (int)n->open, n->name);
             t->event_flags |= PGF_EVENT_F_NESTED;
             if (n->open == PG_EV_IMPLICIT)

@@ -31,6 +31,27 @@ static PG_ALWAYS_INLINE int frame_dead(const struct pg_frame *f, uintptr_t sp, u
 
 static uint64_t enter_prepare(struct pg_thread *t, struct pg_func *fn, uintptr_t sp,
                               uintptr_t ra);
+static uint64_t enter_settle(struct pg_thread *t, struct pg_func *fn, uintptr_t sp,
+                             uintptr_t ra, unsigned mask, uint32_t d);
+
+/* Push the frame of a stopwatch started at `tsc` (every deschedule before it settled). */
+static PG_ALWAYS_INLINE uint64_t push_frame(struct pg_thread *t, struct pg_func *fn,
+                                            uintptr_t sp, uintptr_t ra, unsigned mask,
+                                            uint32_t d, uint64_t tsc, uint32_t cpu)
+{
+    struct pg_frame *f = &t->stack[d];
+    f->sp = sp;
+    f->ra = ra;
+    f->tsc = tsc;
+    f->off = t->off;
+    f->iter = t->iter;
+    f->fn = fn;
+    f->cpu = cpu;
+    f->gen = ++t->gen;
+    f->mask = (uint8_t)mask;
+    t->depth = d + 1;
+    return ((uint64_t)f->gen << 32) | (d + 1);
+}
 
 /*
  * hot = 1: the hook's fast path. It makes no call but tail calls (a call would make every
@@ -56,7 +77,7 @@ static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func 
         begin = t->event_open == PG_EV_NONE && act != 0;
     }
     if (!hot && begin)
-        perfgroup__implicit_begin(t, pg_clock_now());
+        perfgroup__implicit_begin(t, pg_clock_settled(t));
 
     uint64_t iter = t->iter;
     struct pg_gstate *g = t->g;
@@ -81,19 +102,27 @@ static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func 
         return 0;
     }
     /* The counter is read last: re-entry never pays for it, and the hook's own work is
-     * kept out of the measure (the exit hook reads it first). */
-    uint64_t tsc = hot ? pg_clock_fast() : pg_clock_now();
-    struct pg_frame *f = &t->stack[d];
-    f->sp = sp;
-    f->ra = ra;
-    f->tsc = tsc;
-    f->iter = iter;
-    f->fn = fn;
-    f->cpu = hot ? pg_cpu_fast() : pg_cpu_now();
-    f->gen = ++t->gen;
-    f->mask = (uint8_t)mask;
-    t->depth = d + 1;
-    return ((uint64_t)f->gen << 32) | (d + 1);
+     * kept out of the measure (the exit hook reads it first). Then whether the thread was
+     * descheduled since its last reading (after the counter: a deschedule in between is
+     * settled here too), rarely: its off-CPU time is settled first (cputime.c). */
+    if (hot) {
+        uint64_t tsc = pg_clock_fast();
+        if (PG_UNLIKELY(pg_descheduled_fast()))
+            return enter_settle(t, fn, sp, ra, mask, d);
+        return push_frame(t, fn, sp, ra, mask, d, tsc, pg_cpu_fast());
+    }
+    uint64_t tsc = pg_clock_now();
+    if (pg_descheduled())
+        tsc = perfgroup__cputime_settle(t, tsc);
+    return push_frame(t, fn, sp, ra, mask, d, tsc, pg_cpu_now());
+}
+
+/* The enter hook found the thread descheduled: settle, then start the stopwatch after. */
+static PG_COLD uint64_t enter_settle(struct pg_thread *t, struct pg_func *fn, uintptr_t sp,
+                                     uintptr_t ra, unsigned mask, uint32_t d)
+{
+    uint64_t tsc = perfgroup__cputime_settle(t, pg_clock_now());
+    return push_frame(t, fn, sp, ra, mask, d, tsc, pg_cpu_now());
 }
 
 /* Out of the fast path: frames to drop, or an implicit event to begin. */
@@ -153,7 +182,8 @@ static PG_COLD uint64_t enter_slow(struct perfgroup_site *site, uintptr_t sp, ui
 }
 
 /* An exit that is not the top of the stack, or whose frame was dropped, or off/text, or a
- * trace record that needs a new chunk. tsc == 0: not read yet (the gate's path). */
+ * trace record that needs a new chunk, or a thread descheduled since its last CPU-clock
+ * reading (cputime.c). tsc == 0: not read yet (the gate's path). */
 static PG_COLD void exit_slow(struct perfgroup_site *site, uint64_t token, uint64_t tsc)
 {
     if (tsc == 0)
@@ -171,6 +201,8 @@ static PG_COLD void exit_slow(struct perfgroup_site *site, uint64_t token, uint6
     uint32_t idx = (uint32_t)token - 1;
     if (idx >= t->depth || t->stack[idx].gen != (uint16_t)(token >> 32))
         return; /* our frame was dropped by a resynchronisation: nothing to charge */
+    if (pg_descheduled()) /* after the counter read: settle what fell before it */
+        tsc = perfgroup__cputime_settle(t, tsc);
     if (idx + 1 != t->depth)
         perfgroup__resync(t, idx + 1); /* frames above ours skipped their exits */
     exit_frame(t, idx, tsc, 0, perfgroup__rec_mode_now() == PGF_MODE_TRACE);
@@ -219,7 +251,7 @@ void PERFGROUP_HOOK_EXIT(struct perfgroup_site *site, uint64_t token)
     int trace = perfgroup__rec_mode_now() == PGF_MODE_TRACE;
     if (PG_UNLIKELY(t == NULL || idx + 1 != t->depth ||
                     t->stack[idx].gen != (uint16_t)(token >> 32) ||
-                    (trace && !perfgroup__rec_interval_room(t->rec)))) {
+                    (trace && !perfgroup__rec_interval_room(t->rec)) || pg_descheduled_fast())) {
         exit_slow(site, token, tsc);
         return;
     }

@@ -1,37 +1,30 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * runtime/implicit.c — the CPU time of implicit events, with no CPU-clock read in a hook.
+ * runtime/implicit.c — the CPU time of implicit events on threads without rseq (estimated).
  *
  * A program that never calls the event API gets one implicit event per outermost group
- * activation: it begins in an enter hook and ends in an exit hook, where the thread's CPU
- * clock (CLOCK_THREAD_CPUTIME_ID, a 615 ns syscall on the reference VM) may not be read.
- * Its CPU time comes from two sources instead:
- *
- *  1. rseq. At the event's begin the thread points its rseq area's `rseq_cs` at an empty
- *     critical section; the kernel clears that pointer whenever the thread is scheduled out
- *     (preempted or blocked), migrated or handed a signal. Still set at the end: the thread
- *     ran all along and the event's CPU time is its wall time, exactly. One store and one
- *     load in the thread's own memory. glibc >= 2.35 registers rseq (with RSEQ_SIG, which
- *     the kernel checks at abort_ip - 4 even for an empty section: pg_rseq_sig).
- *  2. The sampler: a runtime thread, "perfgroup-cpu", started at the first implicit event of
- *     a process (and of a fork child). At once, then every PG_SAMPLE_NS, it reads the CPU
- *     clock of each thread that has implicit events, from outside (the id
- *     pthread_getcpuclockid gives works from any thread of the process), and publishes
- *     (counter, CPU ns) pairs in a ring of PG_SAMPLES per thread. An event that was descheduled gets
+ * activation: it begins in an enter hook and ends in an exit hook. On a thread with rseq
+ * (`measured`, cputime.c) its CPU time is exact: its wall time minus the off-CPU time the
+ * hooks settled inside it. This file is the fallback for threads without rseq
+ * (PERFGROUP_CPU=getcpu|none, glibc < 2.35, a failed registration), which may not read
+ * their CPU clock in a hook either: the sampler, a runtime thread, "perfgroup-cpu", started
+ * at the first implicit event of such a thread in a process (and a fork child). At once,
+ * then every PG_SAMPLE_NS, it reads the CPU clock of each thread that has implicit events,
+ * from outside (the id pthread_getcpuclockid gives works from any thread of the process),
+ * and publishes (counter, CPU ns) pairs in a ring of PG_SAMPLES per thread. An event gets
  *         cpu(end) - cpu(begin), each end interpolated between the samples around it
  *     (extrapolated with the newest interval's on-CPU ratio past the newest sample),
  *     clamped to [0, wall]. Callers outside the hooks (thread exit, an explicit event_begin
  *     closing an implicit event, nested loops) pass a real reading for the end.
  *
- * Error bound, for an event of wall time W that was descheduled (docs/accounting.md):
+ * Error bound of that estimate, for an event of wall time W (docs/accounting.md):
  *   - no sample inside it (W < PG_SAMPLE_NS, most events): W x |r - r_event|, r being the
  *     on-CPU ratio of the newest sample interval (the old window rule);
  *   - otherwise: <= P/4 at the begin (interpolation of a clock whose slope is in [0, 1]
  *     between samples P apart) plus <= min(P, end - newest sample) at the end, P the
  *     sampling period: <= 12.5 ms at the default 10 ms, and never more than W.
- * Without rseq (PERFGROUP_CPU=getcpu|none, or no registration) every event takes the
- * sampler's path. PERFGROUP_SAMPLE_MS sets the period; 0 starts no sampler (events then use
- * the rseq bit and, when descheduled, W x the last ratio known, 1 at start).
+ * PERFGROUP_SAMPLE_MS sets the period; 0 starts no sampler (events then get W x the last
+ * ratio known, 1 at start).
  *
  * The sampler costs one 615 ns read per sampled thread per period (0.006 % of a core per
  * thread at 10 ms). A thread is sampled while it is in an implicit event or had one in the
@@ -43,7 +36,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/rseq.h>
 
 #include "internal.h"
 
@@ -53,46 +45,6 @@
 static uint64_t sample_ns = PG_SAMPLE_NS;
 enum { SAMPLER_NONE = 0, SAMPLER_RUNNING = 1, SAMPLER_OFF = 2 };
 static _Atomic int sampler_state;
-
-/* ---- rseq: "was this thread descheduled since?" ----------------------------------------- */
-
-/* The kernel validates an armed rseq_cs at every return to user space after a preemption,
- * migration or signal: version 0, abort_ip outside [start_ip, start_ip + post_commit_offset)
- * and the registration's signature at abort_ip - 4 (a mismatch is a SIGSEGV). The section is
- * empty, so the kernel never aborts into it: it only clears the pointer. */
-static const uint32_t pg_rseq_sig[2] = {RSEQ_SIG, 0};
-static struct rseq_cs pg_rseq_cs;
-static long rseq_cs_off = -1; /* __rseq_offset + offsetof(struct rseq, rseq_cs); < 0: unused */
-
-static inline volatile uint64_t *rseq_cs_slot(void)
-{
-    return (volatile uint64_t *)((char *)__builtin_thread_pointer() + rseq_cs_off);
-}
-
-static inline int rseq_arm(void)
-{
-    if (rseq_cs_off < 0)
-        return 0;
-    /* registered for this thread (cpu_id is -1 before, -2 if registration failed)? */
-    volatile int32_t *cpu_id = (volatile int32_t *)((char *)__builtin_thread_pointer() +
-                                                    __rseq_offset + offsetof(struct rseq, cpu_id));
-    if (*cpu_id < 0)
-        return 0;
-    *rseq_cs_slot() = (uint64_t)(uintptr_t)&pg_rseq_cs;
-    return 1;
-}
-
-/* Was the thread never descheduled since rseq_arm()? Disarms: the pointer stays set only
- * within an implicit event (another library's critical section may have replaced it: then
- * it is left alone). */
-static inline int rseq_clean(void)
-{
-    volatile uint64_t *slot = rseq_cs_slot();
-    if (*slot != (uint64_t)(uintptr_t)&pg_rseq_cs)
-        return 0;
-    *slot = 0;
-    return 1;
-}
 
 PG_HIDDEN void perfgroup__implicit_init(void)
 {
@@ -105,17 +57,6 @@ PG_HIDDEN void perfgroup__implicit_init(void)
     }
     if (sample_ns == 0)
         atomic_store(&sampler_state, SAMPLER_OFF);
-#if defined(__x86_64__) || defined(__aarch64__)
-    /* only where the hooks use rseq's cpu_id too: PERFGROUP_CPU=getcpu|none turns both off */
-    if (perfgroup__cpu_kind == 0 && __rseq_size >= 16) {
-        pg_rseq_cs.version = 0;
-        pg_rseq_cs.flags = 0;
-        pg_rseq_cs.start_ip = (uint64_t)(uintptr_t)&perfgroup__implicit_init;
-        pg_rseq_cs.post_commit_offset = 0;
-        pg_rseq_cs.abort_ip = (uint64_t)(uintptr_t)&pg_rseq_sig[1];
-        rseq_cs_off = (long)__rseq_offset + (long)offsetof(struct rseq, rseq_cs);
-    }
-#endif
 }
 
 /* ---- the sampler thread ------------------------------------------------------------------ */
@@ -236,7 +177,6 @@ PG_HIDDEN void perfgroup__implicit_thread_start(struct pg_thread *t)
     atomic_store_explicit(&t->cpu_clock, (int32_t)id, memory_order_relaxed);
     t->cpu_ratio = 1.0;
     t->own_n = 0;
-    t->imp_armed = 0;
     t->imp_begin_cpu = -1;
     atomic_store_explicit(&t->imp_open, 0, memory_order_relaxed);
     atomic_fetch_add_explicit(&t->life, 1, memory_order_release);
@@ -352,6 +292,8 @@ PG_HIDDEN void perfgroup__implicit_arm(struct pg_thread *t, uint64_t tsc)
     uint32_t count = atomic_load_explicit(&t->imp_count, memory_order_relaxed);
     atomic_store_explicit(&t->imp_count, count + 1, memory_order_relaxed);
     atomic_store_explicit(&t->imp_open, 1, memory_order_relaxed);
+    if (t->measured)
+        return; /* exact from t->off (cputime.c): no estimate, no sampler */
     /* after imp_open: the sampler's first round, at once, reads this thread */
     if (PG_UNLIKELY(atomic_load_explicit(&sampler_state, memory_order_relaxed) == SAMPLER_NONE))
         sampler_start(t);
@@ -380,20 +322,17 @@ PG_HIDDEN void perfgroup__implicit_arm(struct pg_thread *t, uint64_t tsc)
     }
     if (sc >= 0)
         t->imp_begin_cpu = sc + (int64_t)(t->cpu_ratio * ns_between(st, tsc));
-    t->imp_armed = (uint8_t)rseq_arm(); /* last: the hook's own work is not in question */
 }
 
 PG_HIDDEN uint64_t perfgroup__implicit_cpu(struct pg_thread *t, uint64_t begin, uint64_t end,
                                           int64_t own_cpu_ns)
 {
     atomic_store_explicit(&t->imp_open, 0, memory_order_relaxed);
+    if (t->measured) /* exact: its wall minus the off-CPU time settled inside it */
+        return perfgroup__ticks_to_ns(perfgroup__cputime_on(begin, end, t->imp_off, t->off));
     double wall = ns_between(begin, end);
-    int clean = t->imp_armed && rseq_clean();
-    t->imp_armed = 0;
     if (own_cpu_ns >= 0)
         perfgroup__implicit_own(t, end, own_cpu_ns);
-    if (clean)
-        return (uint64_t)wall; /* never descheduled: exact */
     struct samples c;
     samples_read(t, &c);
     double est;

@@ -80,6 +80,7 @@ struct pg_gstate {
     uint32_t stamp;     /* == thread's event_stamp: executed in the current event */
     uint32_t discarded; /* measures dropped in the current event (CPU change, TSC backwards) */
     uint32_t pad;
+    uint64_t off;       /* of `recent`, ticks the thread spent off its CPU (cputime.c) */
 };
 
 /* One acquiring activation on the shadow stack. */
@@ -87,6 +88,7 @@ struct pg_frame {
     uintptr_t sp;        /* the enter hook's CFA: deeper frames have lower values */
     uintptr_t ra;        /* the enter hook's return address: which call instruction */
     uint64_t tsc;
+    uint64_t off;        /* the thread's off-CPU ticks (pg_thread.off) at the start */
     uint64_t iter;
     struct pg_func *fn;
     uint32_t cpu;
@@ -151,6 +153,7 @@ struct pg_thread {
     uint16_t gen;
     uint8_t event_open;         /* PG_EV_* */
     uint8_t in_runtime;         /* a runtime slow path is running on this thread */
+    uint64_t off;               /* off-CPU ticks so far, as far as settled (cputime.c) */
     uint32_t cap;               /* entries in g[] */
     uint32_t event_stamp;
     uint32_t implicit_frame;    /* stack index of the frame that opened the implicit event */
@@ -167,10 +170,14 @@ struct pg_thread {
     uint32_t event_flags;
     uint32_t nest_depth;
     struct pg_nest nest[PG_NEST_MAX];
-    /* implicit events' CPU time (implicit.c) */
+    /* measured CPU time (cputime.c): the reading the off-CPU time is settled from */
+    uint8_t measured;           /* rseq armed: CPU time measured, not estimated */
+    uint64_t m_tsc;             /* counter at the last CPU-clock reading */
+    int64_t m_cpu;              /* the thread's CPU clock then, ns */
+    uint64_t imp_off;           /* `off` at the implicit event's begin */
+    /* implicit events' CPU time without rseq (implicit.c) */
     double cpu_ratio;           /* on-CPU ratio of the newest sample interval; 1 at start */
     int64_t imp_begin_cpu;      /* CPU clock estimated at the event's begin; < 0: none */
-    uint8_t imp_armed;          /* rseq_cs armed at the event's begin */
     uint8_t own_n;              /* own CPU-clock readings kept (outside the hooks), <= 2 */
     uint64_t own_tsc[2];        /* newest last */
     int64_t own_cpu[2];
@@ -213,13 +220,14 @@ extern PG_HIDDEN __thread struct pg_thread *perfgroup__tls
  * executed groups the first time. Used by the exit hook, thread exit and nested loops.
  */
 static inline __attribute__((always_inline)) void
-pg_charge(struct pg_thread *t, uint32_t gid, uint64_t delta, int ok, int finished)
+pg_charge(struct pg_thread *t, uint32_t gid, uint64_t delta, uint64_t off, int ok, int finished)
 {
     struct pg_gstate *s = &t->g[gid];
     if (finished)
         s->running = 0;
     if (PG_LIKELY(ok)) {
         s->recent += delta;
+        s->off += off;
         s->acts += (uint32_t)finished;
     } else {
         s->discarded++;
@@ -231,18 +239,21 @@ pg_charge(struct pg_thread *t, uint32_t gid, uint64_t delta, int ok, int finishe
     }
 }
 
-/* Charge every group frame f acquired, up to `tsc`, if it belongs to the current
- * iteration and ends on the CPU it started on. */
+/* Charge every group frame f acquired, up to `tsc` (after the thread's off-CPU time up to
+ * it was settled: cputime.c), if it belongs to the current iteration; where counter
+ * intervals are not valid across CPUs (perfgroup__cpu_mask), if it ends on the CPU it
+ * started on. */
 static inline __attribute__((always_inline)) void
 pg_charge_frame(struct pg_thread *t, const struct pg_frame *f, uint64_t tsc, uint32_t cpu,
                 int finished)
 {
     const struct pg_func *fn = f->fn;
     uint64_t delta = tsc - f->tsc;
-    int ok = cpu == f->cpu && (int64_t)delta >= 0;
+    uint64_t off = t->off - f->off;
+    int ok = ((cpu ^ f->cpu) & perfgroup__cpu_mask) == 0 && (int64_t)delta >= 0;
     for (unsigned i = 0; i < fn->ngroups; i++)
         if (f->mask & (1u << i))
-            pg_charge(t, fn->gid[i], delta, ok, finished);
+            pg_charge(t, fn->gid[i], delta, off, ok, finished);
 }
 
 /* ---- core.c ---------------------------------------------------------------------------- */
@@ -263,7 +274,33 @@ PG_HIDDEN void perfgroup__unlock_registry(void);
 PG_HIDDEN const struct pg_totals *perfgroup__dead_totals(uint32_t gid);
 extern PG_HIDDEN _Atomic uint32_t perfgroup__reset_epoch;
 
-/* ---- implicit.c: the CPU time of implicit events, no CPU-clock read in a hook ----------- */
+/* ---- cputime.c: measured CPU time (rseq's "descheduled" pointer) ------------------------ */
+PG_HIDDEN void perfgroup__cputime_init(void);
+/* A thread takes its entry: arm rseq, first reading. */
+PG_HIDDEN void perfgroup__cputime_thread_start(struct pg_thread *t);
+/* fork() child: re-arm, and a first reading of the child's CPU clock (from zero). */
+PG_HIDDEN void perfgroup__cputime_anchor(struct pg_thread *t);
+/* The thread ends: disarm. */
+PG_HIDDEN void perfgroup__cputime_thread_end(struct pg_thread *t);
+/* The hook found the thread descheduled since its last reading (pg_descheduled): read its
+ * CPU clock, add the off-CPU ticks since that reading to t->off, re-arm. Returns the counter
+ * after the reading (the caller's new "now"); `tsc` itself for a thread not measured. */
+PG_HIDDEN uint64_t perfgroup__cputime_settle(struct pg_thread *t, uint64_t tsc);
+/* Outside the hooks: read the CPU clock (settling as above if measured); *tsc gets the
+ * counter after it. Returns the CPU clock in ns (0 if it could not be read). */
+PG_HIDDEN int64_t perfgroup__cputime_read(struct pg_thread *t, uint64_t *tsc);
+/* Ticks of [begin, end] the thread spent on its CPU, given t->off at begin (measured). */
+PG_HIDDEN uint64_t perfgroup__cputime_on(uint64_t begin, uint64_t end, uint64_t off_begin,
+                                         uint64_t off_end);
+
+/* The counter now, with every deschedule before it settled (cold paths). */
+static inline uint64_t pg_clock_settled(struct pg_thread *t)
+{
+    uint64_t tsc = pg_clock_now();
+    return pg_descheduled() ? perfgroup__cputime_settle(t, tsc) : tsc;
+}
+
+/* ---- implicit.c: the CPU time of implicit events without rseq (the sampler) --------------- */
 PG_HIDDEN void perfgroup__implicit_init(void);
 /* A thread takes its pg_thread entry (registration). */
 PG_HIDDEN void perfgroup__implicit_thread_start(struct pg_thread *t);

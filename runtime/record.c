@@ -830,6 +830,8 @@ static int open_locked(const char *tmpl, unsigned mode, uint64_t buffer, uint32_
     h->pid = (uint32_t)getpid();
     h->ppid = (uint32_t)getppid();
     h->clock = perfgroup__clock_kind;
+    h->cpu_time = perfgroup__rseq_cs_off >= 0 ? PGF_CPU_TIME_MEASURED : PGF_CPU_TIME_ESTIMATED;
+    h->tsc_scope = perfgroup__tsc_scope;
     h->mode = mode;
     h->state = PGF_STATE_RECORDING;
     h->start_realtime_ns = ns_of(CLOCK_REALTIME);

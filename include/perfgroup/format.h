@@ -11,6 +11,10 @@
  *      string ids start at 1, file naming (%p, fork, exec) is specified below,
  *      PGF_REC_OVERHEAD gained `dropped` (6th element), a chunk's last_tsc skips
  *      interval records until the chunk is sealed, PGF_REC_CLOCK's thread_cpu_ns may be 0.
+ *      Still version 1 (fields taken from the zeroed reserved area, 0 = not recorded, as
+ *      in files of earlier writers; readers accept both): header offset 376 `cpu_time`
+ *      (PGF_CPU_TIME_*: a group's CPU time measured or estimated) and 380 `tsc_scope`
+ *      (PGF_TSC_SCOPE_*: whether counter intervals across CPUs were kept).
  *
  * Layout (all integers little-endian; every offset is from the start of the file):
  *
@@ -120,8 +124,23 @@ struct pgf_file_header {
     uint64_t records_dropped;        /* 104 total records lost to recycling or full (atomic) */
     uint64_t end_tsc;                /* 112 clock ticks at clean close, 0 otherwise */
     char     program[256];           /* 120 program name (argv[0]'s basename), NUL-padded */
-    uint8_t  reserved[PGF_HEADER_SIZE - 376]; /* 376 zero; program arguments are a record */
+    uint32_t cpu_time;               /* 376 PGF_CPU_TIME_*; 0: not recorded (older writer) */
+    uint32_t tsc_scope;              /* 380 PGF_TSC_SCOPE_*; 0: not recorded (older writer) */
+    uint8_t  reserved[PGF_HEADER_SIZE - 384]; /* 384 zero; program arguments are a record */
 };
+
+/* header.cpu_time: how a group's CPU time in an event was found (docs/accounting.md) */
+#define PGF_CPU_TIME_MEASURED  1u  /* the thread's CPU time while the group's stopwatch ran
+                                    * (rseq's "descheduled" pointer + CPU-clock reads) */
+#define PGF_CPU_TIME_ESTIMATED 2u  /* no rseq: the event's CPU time shared by stopwatch
+                                    * (wall) time; implicit events from the sampler */
+
+/* header.tsc_scope: are counter intervals whose ends were read on two CPUs kept? */
+#define PGF_TSC_SCOPE_KERNEL   1u  /* yes: the kernel's clocksource is `tsc` (it keeps that
+                                    * only while the TSCs are in sync), or the counter is
+                                    * system-wide (cntvct_el0, CLOCK_MONOTONIC) */
+#define PGF_TSC_SCOPE_RELIABLE 2u  /* yes: invariant TSC the kernel calls `tsc_reliable` */
+#define PGF_TSC_SCOPE_CPU      3u  /* no: a stopwatch that ends on another CPU is discarded */
 
 struct pgf_chunk_header {
     uint32_t magic;          /*  0 PGF_CHUNK_MAGIC, 0 if never used */
@@ -178,7 +197,8 @@ struct pgf_chunk_header {
  *                    ending more than a second after the thread's last PGF_REC_CLOCK)
  *   PGF_REC_EVENT    [kind, name_string_id, begin_tsc, end_tsc, cpu_ns, flags,
  *                     [[group_id, cycles, cpu_ns, activations], ...]]
- *                    flags: PGF_EVENT_F_*; cpu_ns of an implicit event is estimated
+ *                    flags: PGF_EVENT_F_*; the groups' cpu_ns as header.cpu_time
+ *                    says (measured, or estimated: then implicit events' cpu_ns too)
  *   PGF_REC_INTERVAL [kind, function_id (u32), group_mask (u8), depth (u8),
  *                     start_tsc (u64), duration (u64)]        trace mode, one per enter/exit
  *                    pair, written at exit; group_mask: bit i = the i-th group of the
@@ -220,6 +240,8 @@ enum pgf_record_kind {
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
 _Static_assert(sizeof(struct pgf_file_header) == PGF_HEADER_SIZE, "file header size");
+_Static_assert(__builtin_offsetof(struct pgf_file_header, cpu_time) == 376, "cpu_time offset");
+_Static_assert(__builtin_offsetof(struct pgf_file_header, tsc_scope) == 380, "tsc_scope offset");
 _Static_assert(sizeof(struct pgf_chunk_header) == PGF_CHUNK_HEADER_SIZE, "chunk header size");
 #endif
 

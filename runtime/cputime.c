@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runtime/cputime.c — a group's CPU time measured, not estimated: the CPU time its thread
+ * actually spent while the group's stopwatch ran, with no CPU-clock read in the common case.
+ *
+ * Every instrumented thread keeps its rseq area's `rseq_cs` pointed at an empty critical
+ * section (perfgroup__rseq_cs). The kernel clears that pointer whenever the thread is
+ * scheduled out (preempted or blocked), migrated or handed a signal. So:
+ *   - a hook that reads the counter and then finds the pointer still set knows the thread
+ *     ran on its CPU all along since the last reading: every counter tick since is CPU time;
+ *   - a hook that finds it cleared (pg_descheduled, one load) calls perfgroup__cputime_settle:
+ *     re-arm, read the thread's CPU clock, read the counter. The off-CPU time since the last
+ *     reading is (counter ticks since) - (CPU time since): it is added to the thread's
+ *     running total `t->off` (ticks), and the hook uses the counter read after the CPU
+ *     clock as its own "now". A deschedule happens at most every few ms of a busy thread
+ *     (or once per blocking call), so this costs about one CPU-clock read per deschedule.
+ * A stopwatch notes `t->off` when it starts (pg_frame.off); at its end it is charged its
+ * counter ticks (wall) and, separately, the off-CPU ticks `t->off - f->off` that fell inside
+ * it (pg_gstate.off): CPU = wall - off, blocked = off, both exact. Why exact: every
+ * deschedule before a hook's counter read is settled at that hook (the pointer is read after
+ * the counter; a deschedule between the two is settled too, and the hook then takes the
+ * counter read after the settling as its time), and a settling re-arms before it reads the
+ * CPU clock, so a deschedule during or after that read is seen by the next hook. Errors of
+ * one reading's pairing of the two clocks telescope between neighbouring stretches.
+ *
+ * Threads without rseq (PERFGROUP_CPU=getcpu|none, glibc < 2.35, a failed registration)
+ * are not `measured`: their groups get the event's CPU time shared by stopwatch cycles, and
+ * implicit events the sampler's estimate (implicit.c) — the recording's header says which
+ * (pgf_file_header.cpu_time).
+ *
+ * The kernel validates an armed rseq_cs at every return to user space after a preemption,
+ * migration or signal: version 0, abort_ip outside [start_ip, start_ip + post_commit_offset)
+ * and the registration's signature at abort_ip - 4 (a mismatch is a SIGSEGV). The section is
+ * empty, so the kernel never aborts into it: it only clears the pointer.
+ */
+#define _GNU_SOURCE
+#include <stddef.h>
+#include <sys/rseq.h>
+
+#include "internal.h"
+
+static const uint32_t pg_rseq_sig[2] = {RSEQ_SIG, 0};
+/* struct rseq_cs {u32 version, u32 flags, u64 start_ip, u64 post_commit_offset, u64 abort_ip} */
+PG_HIDDEN uint64_t perfgroup__rseq_cs[4] __attribute__((aligned(32)));
+_Static_assert(sizeof(struct rseq_cs) == sizeof perfgroup__rseq_cs, "struct rseq_cs");
+
+static inline volatile uint64_t *rseq_cs_slot(void)
+{
+    return (volatile uint64_t *)((char *)__builtin_thread_pointer() + perfgroup__rseq_cs_off);
+}
+
+static inline void arm(void)
+{
+    *rseq_cs_slot() = (uint64_t)(uintptr_t)perfgroup__rseq_cs;
+}
+
+PG_HIDDEN void perfgroup__cputime_init(void)
+{
+    struct rseq_cs *cs = (struct rseq_cs *)perfgroup__rseq_cs;
+    cs->version = 0;
+    cs->flags = 0;
+    cs->start_ip = (uint64_t)(uintptr_t)&perfgroup__cputime_init;
+    cs->post_commit_offset = 0;
+    cs->abort_ip = (uint64_t)(uintptr_t)&pg_rseq_sig[1];
+}
+
+/* One more reading (cpu ns at counter `now`): the off-CPU ticks since the last one. */
+static void settle_from(struct pg_thread *t, uint64_t now, int64_t cpu)
+{
+    if (cpu <= 0)
+        return; /* not readable: the off-CPU time goes to the next reading */
+    int64_t wall = (int64_t)(now - t->m_tsc);
+    if (wall >= 0) {
+        double hz = (double)perfgroup__clock_hz();
+        int64_t on = (int64_t)((double)(cpu - t->m_cpu) * hz / 1e9);
+        t->off += (uint64_t)(wall - on); /* may be a little < 0: it telescopes */
+    }
+    t->m_tsc = now;
+    t->m_cpu = cpu;
+}
+
+PG_HIDDEN void perfgroup__cputime_anchor(struct pg_thread *t)
+{
+    if (t->measured)
+        arm();
+    t->m_cpu = pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID);
+    t->m_tsc = pg_clock_now();
+}
+
+PG_HIDDEN void perfgroup__cputime_thread_start(struct pg_thread *t)
+{
+    t->off = 0;
+    t->measured = 0;
+#if defined(__x86_64__) || defined(__aarch64__)
+    if (perfgroup__rseq_cs_off >= 0) {
+        /* registered for this thread? (cpu_id is -1 before, -2 if registration failed) */
+        volatile int32_t *cpu_id = (volatile int32_t *)((char *)__builtin_thread_pointer() +
+                                                        perfgroup__rseq_cpu_off);
+        t->measured = *cpu_id >= 0;
+    }
+#endif
+    perfgroup__cputime_anchor(t);
+}
+
+PG_HIDDEN void perfgroup__cputime_thread_end(struct pg_thread *t)
+{
+    if (t->measured && *rseq_cs_slot() == (uint64_t)(uintptr_t)perfgroup__rseq_cs)
+        *rseq_cs_slot() = 0;
+    t->measured = 0;
+}
+
+PG_HIDDEN uint64_t perfgroup__cputime_settle(struct pg_thread *t, uint64_t tsc)
+{
+    if (!t->measured)
+        return tsc;
+    arm(); /* first: a deschedule from here on is seen by the next hook */
+    int64_t cpu = pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID);
+    uint64_t now = pg_clock_now();
+    settle_from(t, now, cpu);
+    /* programs that never call the event API refine the counter's frequency here too */
+    perfgroup__clock_calibrate(now, pg_clock_gettime_ns(CLOCK_MONOTONIC));
+    return now;
+}
+
+PG_HIDDEN int64_t perfgroup__cputime_read(struct pg_thread *t, uint64_t *tsc)
+{
+    if (t->measured)
+        arm();
+    int64_t cpu = pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID);
+    uint64_t now = pg_clock_now();
+    if (t->measured)
+        settle_from(t, now, cpu);
+    *tsc = now;
+    return cpu;
+}
+
+PG_HIDDEN uint64_t perfgroup__cputime_on(uint64_t begin, uint64_t end, uint64_t off_begin,
+                                         uint64_t off_end)
+{
+    int64_t wall = (int64_t)(end - begin);
+    int64_t on = wall - (int64_t)(off_end - off_begin);
+    return wall <= 0 || on <= 0 ? 0 : on > wall ? (uint64_t)wall : (uint64_t)on;
+}
