@@ -102,6 +102,8 @@ static int on_record(void *ctx, const struct pgr_record *r)
         span(C, s, e);
         PGC_LIT(o, ",\"args\":{\"cpu_ms\":");
         perfgroup__out_fixed(o, (int64_t)r->u.event.cpu_ns, 1000000);
+        if (r->u.event.cpu_ns > (uint64_t)PGC_JANK_MS * 1000000)
+            PGC_LIT(o, ",\"jank\":\"yes\""); /* CPU time per event, as everywhere */
         for (uint32_t i = 0; i < r->u.event.ngroups; i++) {
             uint32_t gi = perfgroup__group_index(f, r->u.event.groups[i].group_id);
             if (gi == UINT32_MAX)

@@ -33,7 +33,7 @@
 #define MAX_COUNTERS 16
 #define MAX_EVENT_GROUPS 256
 #define MAX_PENDING_RUNS (1u << 18)
-#define JANK_MS 50
+#define JANK_MS PGC_JANK_MS
 
 /* ---- Categories (global: the front-end uses the root meta's list) --------------------- */
 /* Function groups (PERFGROUP_KIND_FUNCTION, one per function) share one category: a colour
@@ -768,7 +768,7 @@ static void event_record(struct gthread *t, const struct pgr_record *r)
         }
     }
     PGC_LIT(&pl, "\"");
-    int jank = e - b > (int64_t)JANK_MS * 1000000;
+    int jank = r->u.event.cpu_ns > (uint64_t)JANK_MS * 1000000; /* CPU, as everywhere */
     pl_str(&pl, "jank", jank ? "yes" : "no", jank ? 3 : 2);
     static const char *const flag_text[8] = {
         "", "implicit", "discarded", "implicit discarded", "nested-loop", "implicit nested-loop",
@@ -1198,7 +1198,7 @@ static void write_schema(struct pgc_out *o)
         "\"data\":[{\"key\":\"cpu\",\"label\":\"CPU time\",\"format\":\"milliseconds\"},"
         "{\"key\":\"wall\",\"label\":\"Wall time\",\"format\":\"milliseconds\"},"
         "{\"key\":\"groups\",\"label\":\"Groups (CPU)\",\"format\":\"string\",\"searchable\":true},"
-        "{\"key\":\"jank\",\"label\":\"Jank (> 50 ms)\",\"format\":\"string\",\"searchable\":true},"
+        "{\"key\":\"jank\",\"label\":\"Jank (> 50 ms of CPU)\",\"format\":\"string\",\"searchable\":true},"
         "{\"key\":\"flags\",\"label\":\"Flags\",\"format\":\"string\"}]},\n"
         "{\"name\":\"PerfgroupInterval\",\"tooltipLabel\":\"{marker.name}: {marker.data.function}\","
         "\"tableLabel\":\"{marker.data.function} ({marker.data.file}:{marker.data.line})\","

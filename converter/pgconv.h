@@ -20,6 +20,9 @@
 #include "perfgroup/format.h"
 #include "pgreader.h"
 
+/* An event is marked jank (Gecko marker, Chrome trace) when its CPU time exceeds this: one
+ * definition with the runtime's and the summary's jank, CPU time per event. */
+#define PGC_JANK_MS 50
 #define PGC_EXIT_USAGE 1
 #define PGC_EXIT_BADINPUT 2
 

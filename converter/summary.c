@@ -2,11 +2,14 @@
 /*
  * summary.c — the about:performance table: per process and thread, and overall, one row per
  * group (CPU ms, % of the thread's CPU, wall ms, blocked ms, activations, events, longest
- * event, jank histogram > 1 … > 512 ms), sorted by CPU; as text or as JSON (--json).
+ * event by CPU and by wall, jank histogram > 1 … > 512 ms), sorted by CPU; as text or as
+ * JSON (--json).
  *
  * A group's wall time in an event is its cycles (TSC ticks while it ran) converted to time;
- * blocked = wall - CPU (time it held the thread without using a CPU); the jank histogram
- * counts events in which the group's wall time exceeded 2^k ms (Firefox's buckets).
+ * blocked = wall - CPU (time it held the thread without using a CPU). Jank and "longest"
+ * have one definition, the runtime's (perfgroup_snapshot_take): the group's CPU time in one
+ * event — the histogram counts events in which it exceeded 2^k ms (Firefox's buckets); the
+ * longest wall time in one event is a column of its own.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -19,7 +22,7 @@
 
 struct row {
     const char *name;
-    uint64_t cpu_ns, wall_ns, blocked_ns, activations, events, longest_ns;
+    uint64_t cpu_ns, wall_ns, blocked_ns, activations, events, longest_ns, longest_wall_ns;
     uint64_t jank[JANK];
 };
 
@@ -50,8 +53,46 @@ static void add_row(struct row *d, const struct row *s)
     d->events += s->events;
     if (s->longest_ns > d->longest_ns)
         d->longest_ns = s->longest_ns;
+    if (s->longest_wall_ns > d->longest_wall_ns)
+        d->longest_wall_ns = s->longest_wall_ns;
     for (int k = 0; k < JANK; k++)
         d->jank[k] += s->jank[k];
+}
+
+/* What the recording's header says of how CPU time was found (perfgroup/format.h). */
+static const char *cpu_time_word(const struct pgc_file *f)
+{
+    switch (f->hdr.cpu_time) {
+    case PGF_CPU_TIME_MEASURED: return "measured";
+    case PGF_CPU_TIME_ESTIMATED: return "estimated";
+    default: return "unknown";
+    }
+}
+static const char *cpu_time_text(const struct pgc_file *f)
+{
+    switch (f->hdr.cpu_time) {
+    case PGF_CPU_TIME_MEASURED: return "measured (rseq)";
+    case PGF_CPU_TIME_ESTIMATED: return "estimated (event CPU shared by wall time; no rseq)";
+    default: return "not recorded (older file)";
+    }
+}
+static const char *tsc_scope_word(const struct pgc_file *f)
+{
+    switch (f->hdr.tsc_scope) {
+    case PGF_TSC_SCOPE_KERNEL: return "kernel";
+    case PGF_TSC_SCOPE_RELIABLE: return "reliable";
+    case PGF_TSC_SCOPE_CPU: return "cpu";
+    default: return "unknown";
+    }
+}
+static const char *tsc_scope_text(const struct pgc_file *f)
+{
+    switch (f->hdr.tsc_scope) {
+    case PGF_TSC_SCOPE_KERNEL: return "kept (counter synchronised: kernel clocksource tsc)";
+    case PGF_TSC_SCOPE_RELIABLE: return "kept (invariant TSC, tsc_reliable)";
+    case PGF_TSC_SCOPE_CPU: return "discarded (same-CPU check)";
+    default: return "not recorded (older file)";
+    }
 }
 
 static int by_cpu(const void *a, const void *b)
@@ -93,8 +134,8 @@ static void text_table(struct summary *S, const char *title, struct row *rows, u
         return;
     snprintf(b, sizeof(b), "\n%s — CPU %.3f ms in %" PRIu64 " events\n", title, ms(total_cpu), events);
     perfgroup__out_str(o, b);
-    int hn = snprintf(b, sizeof(b), "%-24s %11s %6s %11s %11s %9s %8s %10s |jank:", "group", "cpu ms",
-                      "cpu%", "wall ms", "blocked ms", "activ.", "events", "longest");
+    int hn = snprintf(b, sizeof(b), "%-24s %11s %6s %11s %11s %9s %8s %10s %10s |jank:", "group", "cpu ms",
+                      "cpu%", "wall ms", "blocked ms", "activ.", "events", "max cpu", "max wall");
     for (int j = 0; j < JANK && hn > 0 && (size_t)hn < sizeof(b) - 16; j++) {
         char lab[8];
         snprintf(lab, sizeof(lab), ">%d", 1 << j);
@@ -106,8 +147,8 @@ static void text_table(struct summary *S, const char *title, struct row *rows, u
         const struct row *r = &s[i];
         double pct = total_cpu ? 100.0 * (double)r->cpu_ns / (double)total_cpu : 0;
         int n0 = snprintf(b, sizeof(b), "%-24.24s %11.3f %6.1f %11.3f %11.3f %9" PRIu64 " %8" PRIu64
-                          " %10.3f", r->name, ms(r->cpu_ns), pct, ms(r->wall_ns), ms(r->blocked_ns),
-                          r->activations, r->events, ms(r->longest_ns));
+                          " %10.3f %10.3f", r->name, ms(r->cpu_ns), pct, ms(r->wall_ns), ms(r->blocked_ns),
+                          r->activations, r->events, ms(r->longest_ns), ms(r->longest_wall_ns));
         n0 += snprintf(b + n0, sizeof(b) - (size_t)n0, "%7s", "");
         for (int j = 0; j < JANK && n0 > 0 && (size_t)n0 < sizeof(b) - 24; j++)
             n0 += snprintf(b + n0, sizeof(b) - (size_t)n0, "%6" PRIu64, r->jank[j]);
@@ -152,6 +193,8 @@ static void json_totals(struct summary *S, struct row *rows, uint32_t n, uint64_
         perfgroup__out_u64(o, r->events);
         PGC_LIT(o, ",\"longest_ms\":");
         perfgroup__out_fixed(o, (int64_t)r->longest_ns, 1000000);
+        PGC_LIT(o, ",\"longest_wall_ms\":");
+        perfgroup__out_fixed(o, (int64_t)r->longest_wall_ns, 1000000);
         PGC_LIT(o, ",\"jank\":[");
         for (int j = 0; j < JANK; j++) {
             if (j)
@@ -201,10 +244,12 @@ static int on_record(void *ctx, const struct pgr_record *r)
         w->blocked_ns += wall > eg->cpu_ns ? wall - eg->cpu_ns : 0;
         w->activations += eg->activations;
         w->events++;
-        if (wall > w->longest_ns)
-            w->longest_ns = wall;
+        if (eg->cpu_ns > w->longest_ns)
+            w->longest_ns = eg->cpu_ns;
+        if (wall > w->longest_wall_ns)
+            w->longest_wall_ns = wall;
         for (int k = 0; k < JANK; k++)
-            if (wall > (1000000ull << k))
+            if (eg->cpu_ns > (1000000ull << k))
                 w->jank[k]++;
     }
     return 0;
@@ -299,6 +344,11 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
             perfgroup__out_str(out, f->not_closed ? "false" : "true");
             PGC_LIT(out, ",\"records_dropped\":");
             perfgroup__out_u64(out, f->hdr.records_dropped);
+            PGC_LIT(out, ",\"cpu_time\":\"");
+            perfgroup__out_str(out, cpu_time_word(f));
+            PGC_LIT(out, "\",\"tsc_scope\":\"");
+            perfgroup__out_str(out, tsc_scope_word(f));
+            PGC_LIT(out, "\"");
             PGC_LIT(out, ",\"threads\":[");
         } else {
             char b[700];
@@ -312,6 +362,9 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
                 perfgroup__out_str(out, b);
             }
             PGC_LIT(out, "\n");
+            snprintf(b, sizeof(b), "CPU time per group: %s; stopwatches across CPUs: %s; "
+                     "jank and max: CPU time per event\n", cpu_time_text(f), tsc_scope_text(f));
+            perfgroup__out_str(out, b);
         }
         rc = perfgroup__file_stream(f, &cb, &S, err);
         /* the process as a whole (all its threads) */
