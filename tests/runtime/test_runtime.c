@@ -534,7 +534,11 @@ static void case_cpu_clock_in_hooks(void)
     __perfgroup_exit(&site_c, tc);
     long reads = cpu_clock_reads, sw = switches_now() - sw0;
     fprintf(stderr, "cpu_clock_in_hooks: %ld CPU-clock reads, %ld context switches\n", reads, sw);
-    ASSERT_I64(reads, <=, sw + 1); /* + the thread's first reading */
+    /* the thread's first reading, then about one per context switch: the kernel also
+     * clears the pointer when it runs task work on the thread's way back to user space
+     * (a few times here, counted in no switch), so a little slack — against the 4000
+     * hook calls, each of which would read without rseq's pointer */
+    ASSERT_I64(reads, <=, sw + 4);
 
     struct perfgroup_snapshot *s = snap();
     ASSERT_U64(stats(s, "A")->events, ==, 1005);
