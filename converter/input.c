@@ -221,11 +221,19 @@ static int ensure_thread(struct pgc_file *f, uint32_t index, struct pgc_error *e
 
 int perfgroup__file_open(struct pgc_file *f, const char *path, struct pgc_error *err)
 {
+    return perfgroup__file_follow(f, path, NULL, NULL, err);
+}
+
+int perfgroup__file_follow(struct pgc_file *f, const char *path, pgr_resume_fn resume,
+                           void *resume_ctx, struct pgc_error *err)
+{
     memset(f, 0, sizeof(*f));
     f->path = path;
     f->r = pgr_open(path);
     if (!f->r)
         return oom(f, err);
+    if (resume)
+        pgr_set_resume(f->r, resume, resume_ctx);
     if (pgr_error(f->r))
         return reader_err(f, err);
     f->hdr = *pgr_header(f->r);

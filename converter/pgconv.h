@@ -142,6 +142,10 @@ struct pgc_file {
 /* Opens and validates a recording and reads all its definitions. Returns 0, or -1 with err
  * set to "<path>: byte <off>: <what>" (bad input: exit 2). */
 int perfgroup__file_open(struct pgc_file *f, const char *path, struct pgc_error *err);
+/* The same for a live file read again and again (live.c): resume says how much of each data
+ * chunk was read before (pgr_set_resume). */
+int perfgroup__file_follow(struct pgc_file *f, const char *path, pgr_resume_fn resume,
+                           void *resume_ctx, struct pgc_error *err);
 void perfgroup__file_close(struct pgc_file *f);
 /* Prints the reader's warnings and what a cut recording lost (call after success). */
 void perfgroup__file_warnings(const struct pgc_file *f);
@@ -176,6 +180,21 @@ struct pgc_options {
     int progress;           /* print a progress line on stderr */
     int summary_json;
 };
+
+/* One group's totals in the about:performance table (summary.c): CPU, wall, blocked (wall -
+ * CPU), activations, events, the longest event (by CPU, by wall), and the jank histogram:
+ * events in which the group's CPU time exceeded 2^k ms (k = 0 … PGC_JANK-1: > 1, 2 … 512). */
+#define PGC_JANK 10
+struct pgc_row {
+    const char *name;
+    uint64_t cpu_ns, wall_ns, blocked_ns, activations, events, longest_ns, longest_wall_ns;
+    uint64_t jank[PGC_JANK];
+};
+struct pgc_clock;
+void perfgroup__row_add(struct pgc_row *d, const struct pgc_row *s); /* d += s */
+/* Adds the groups of one PGF_REC_EVENT r of file f to rows (one per group of f, by index). */
+void perfgroup__rows_add_event(struct pgc_row *rows, const struct pgc_file *f,
+                               const struct pgc_clock *clk, const struct pgr_record *r);
 
 /* Each writes the whole output for the files to out (already open). They return 0, -1 with
  * err set for bad input, or -errno for an output failure. */

@@ -18,13 +18,8 @@
 
 #include "pgconv.h"
 
-#define JANK 10
-
-struct row {
-    const char *name;
-    uint64_t cpu_ns, wall_ns, blocked_ns, activations, events, longest_ns, longest_wall_ns;
-    uint64_t jank[JANK];
-};
+#define JANK PGC_JANK
+#define row pgc_row /* shared with the live view (live.c): pgconv.h */
 
 struct summary {
     const struct pgc_options *opt;
@@ -44,7 +39,7 @@ struct summary {
     struct pgc_error *err;
 };
 
-static void add_row(struct row *d, const struct row *s)
+void perfgroup__row_add(struct pgc_row *d, const struct pgc_row *s)
 {
     d->cpu_ns += s->cpu_ns;
     d->wall_ns += s->wall_ns;
@@ -232,13 +227,21 @@ static int on_record(void *ctx, const struct pgr_record *r)
         return 0;
     S->thread_cpu += r->u.event.cpu_ns;
     S->thread_events++;
+    perfgroup__rows_add_event(S->rows, S->f, &S->clk, r);
+    return 0;
+}
+
+/* One event's groups into rows (one per group of f): shared with the live view (live.c). */
+void perfgroup__rows_add_event(struct pgc_row *rows, const struct pgc_file *f,
+                               const struct pgc_clock *clk, const struct pgr_record *r)
+{
     for (uint32_t i = 0; i < r->u.event.ngroups; i++) {
         const struct pgr_event_group *eg = &r->u.event.groups[i];
-        uint32_t gi = perfgroup__group_index(S->f, eg->group_id);
+        uint32_t gi = perfgroup__group_index(f, eg->group_id);
         if (gi == UINT32_MAX)
             continue;
-        struct row *w = &S->rows[gi];
-        uint64_t wall = (uint64_t)perfgroup__ticks_ns(&S->clk, eg->cycles);
+        struct row *w = &rows[gi];
+        uint64_t wall = (uint64_t)perfgroup__ticks_ns(clk, eg->cycles);
         w->cpu_ns += eg->cpu_ns;
         w->wall_ns += wall;
         w->blocked_ns += wall > eg->cpu_ns ? wall - eg->cpu_ns : 0;
@@ -252,7 +255,6 @@ static int on_record(void *ctx, const struct pgr_record *r)
             if (eg->cpu_ns > (1000000ull << k))
                 w->jank[k]++;
     }
-    return 0;
 }
 
 static int end_thread(void *ctx, uint32_t ti)
@@ -274,8 +276,8 @@ static int end_thread(void *ctx, uint32_t ti)
             S->all[S->nall].name = name;
             v = S->nall++;
         }
-        add_row(&S->all[v], &S->rows[i]);
-        add_row(&S->proc[i], &S->rows[i]);
+        perfgroup__row_add(&S->all[v], &S->rows[i]);
+        perfgroup__row_add(&S->proc[i], &S->rows[i]);
     }
     S->all_cpu += S->thread_cpu;
     S->proc_cpu += S->thread_cpu;

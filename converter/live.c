@@ -1,0 +1,435 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * live.c — follow recordings while their programs write them (see live.h): find the files
+ * (argument, directory, /proc/PID/maps, fork children), re-read each one's definitions and
+ * only its new records at every refresh, and keep cumulative per-thread, per-group totals.
+ */
+#define _GNU_SOURCE
+#include "live.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- finding recordings ------------------------------------------------------------- */
+
+/* Reads the file header of path if it is a recording: 1 = yes, 0 = no. */
+static int read_header(const char *path, struct pgf_file_header *h, struct stat *st)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return 0;
+    int ok = fstat(fd, st) == 0 && S_ISREG(st->st_mode) &&
+             (uint64_t)st->st_size >= sizeof(*h) &&
+             pread(fd, h, sizeof(*h), 0) == (ssize_t)sizeof(*h) &&
+             memcmp(h->magic, PGF_MAGIC, PGF_MAGIC_LEN) == 0;
+    close(fd);
+    return ok;
+}
+
+static struct pgl_file *find_file(struct pgl_set *s, dev_t dev, ino_t ino)
+{
+    for (size_t i = 0; i < s->nfiles; i++)
+        if (s->files[i].dev == dev && s->files[i].ino == ino)
+            return &s->files[i];
+    return NULL;
+}
+
+static int add_file(struct pgl_set *s, const char *path, const struct pgf_file_header *h,
+                    const struct stat *st)
+{
+    if (find_file(s, st->st_dev, st->st_ino))
+        return 0;
+    struct pgl_file *nf = realloc(s->files, (s->nfiles + 1) * sizeof(*nf));
+    if (!nf)
+        return -1;
+    s->files = nf;
+    struct pgl_file *f = &s->files[s->nfiles];
+    memset(f, 0, sizeof(*f));
+    char prog[sizeof(h->program) + 1];
+    memcpy(prog, h->program, sizeof(h->program));
+    prog[sizeof(h->program)] = '\0';
+    f->path = strdup(path);
+    f->program = strdup(prog[0] ? prog : "program");
+    if (!f->path || !f->program) {
+        free(f->path);
+        free(f->program);
+        return -1;
+    }
+    f->dev = st->st_dev;
+    f->ino = st->st_ino;
+    f->pid = h->pid;
+    f->ppid = h->ppid;
+    f->state = PGL_LIVE;
+    s->nfiles++;
+    return 0;
+}
+
+/* A recording that is being created ("<name>.tmpXXXXXX", renamed into place when whole). */
+static int is_temporary(const char *name)
+{
+    const char *t = strstr(name, ".tmp");
+    return t && strlen(t) == 10;
+}
+
+static int followed_pid(const struct pgl_set *s, uint32_t pid)
+{
+    for (size_t i = 0; i < s->nfiles; i++)
+        if (s->files[i].pid == pid)
+            return 1;
+    return 0;
+}
+
+/* New recordings in dir: all of them (a followed directory), or those whose parent is a
+ * followed process (a fork child's file, whatever its name). */
+static void scan_dir(struct pgl_set *s, const char *dir, int all)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.' || is_temporary(e->d_name))
+            continue;
+        uint32_t v;
+        if (perfgroup__map_get(&s->not_ours, (uint64_t)e->d_ino, &v))
+            continue;
+        char path[4096];
+        if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
+            continue;
+        struct stat st;
+        struct pgf_file_header h;
+        if (!read_header(path, &h, &st)) {
+            perfgroup__map_put(&s->not_ours, (uint64_t)e->d_ino, 1);
+            continue;
+        }
+        if (find_file(s, st.st_dev, st.st_ino))
+            continue;
+        if (all || followed_pid(s, h.ppid))
+            add_file(s, path, &h, &st);
+        /* a recording of another process may become a child's later: not cached */
+    }
+    closedir(d);
+}
+
+static int add_dir(struct pgl_set *s, const char *dir)
+{
+    char **nd = realloc(s->dirs, (s->ndirs + 1) * sizeof(*nd));
+    if (!nd)
+        return -1;
+    s->dirs = nd;
+    if (!(s->dirs[s->ndirs] = strdup(dir)))
+        return -1;
+    s->ndirs++;
+    scan_dir(s, dir, 1);
+    return 0;
+}
+
+/* The recording a running process maps (MAP_SHARED, read-write), from /proc/PID/maps. */
+static int add_pid(struct pgl_set *s, long pid, char *msg, size_t msglen)
+{
+    char maps[64];
+    snprintf(maps, sizeof(maps), "/proc/%ld/maps", pid);
+    FILE *m = fopen(maps, "re");
+    if (!m) {
+        snprintf(msg, msglen, "pid %ld: cannot read %s: %s", pid, maps, strerror(errno));
+        return -1;
+    }
+    char line[4608];
+    int found = 0;
+    while (fgets(line, sizeof(line), m)) {
+        /* address perms offset dev inode path */
+        char perms[8];
+        unsigned long long ino;
+        int at = 0;
+        if (sscanf(line, "%*s %7s %*s %*s %llu %n", perms, &ino, &at) < 2 || !at || !ino)
+            continue;
+        if (perms[3] != 's' || perms[1] != 'w')
+            continue;
+        char *path = line + at;
+        path[strcspn(path, "\n")] = '\0';
+        if (path[0] != '/')
+            continue;
+        struct stat st;
+        struct pgf_file_header h;
+        if (read_header(path, &h, &st) && h.pid == (uint32_t)pid) {
+            if (add_file(s, path, &h, &st) == 0)
+                found = 1;
+        }
+    }
+    fclose(m);
+    if (!found) {
+        snprintf(msg, msglen, "pid %ld: no perfgroup recording mapped (is it recording? "
+                 "PERFGROUP_OUTPUT)", pid);
+        return -1;
+    }
+    return 0;
+}
+
+int perfgroup__live_add(struct pgl_set *s, const char *arg, char *msg, size_t msglen)
+{
+    struct stat st;
+    if (stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) {
+        if (add_dir(s, arg)) {
+            snprintf(msg, msglen, "%s: out of memory", arg);
+            return -1;
+        }
+        return 0;
+    }
+    struct pgf_file_header h;
+    if (read_header(arg, &h, &st))
+        return add_file(s, arg, &h, &st) ? (snprintf(msg, msglen, "out of memory"), -1) : 0;
+    char *end;
+    errno = 0;
+    long pid = strtol(arg, &end, 10);
+    if (*arg && !*end && !errno && pid > 0 && pid <= 0x7fffffff)
+        return add_pid(s, pid, msg, msglen);
+    if (access(arg, F_OK) != 0)
+        snprintf(msg, msglen, "%s: %s", arg, strerror(errno));
+    else
+        snprintf(msg, msglen, "%s: not a perfgroup recording", arg);
+    return -1;
+}
+
+/* ---- reading what is new ------------------------------------------------------------ */
+
+struct follow {
+    struct pgl_file *lf;
+    struct pgc_file *f;
+    struct pgl_thread *th;
+};
+
+static uint32_t resume_at(void *ctx, const struct pgr_chunk_info *c)
+{
+    struct pgl_file *lf = ctx;
+    uint32_t before = 0;
+    perfgroup__map_get(&lf->seen, c->seq, &before);
+    perfgroup__map_put(&lf->seen_next, c->seq, c->committed);
+    return before;
+}
+
+static char *dup_or_keep(char *old, const char *s)
+{
+    if (old && !strcmp(old, s))
+        return old;
+    char *n = strdup(s);
+    if (!n)
+        return old;
+    free(old);
+    return n;
+}
+
+static int grow_rows(struct pgl_thread *t, uint32_t old, uint32_t n)
+{
+    if (n <= old && t->rows)
+        return 0;
+    struct pgc_row *r = realloc(t->rows, (n ? n : 1) * sizeof(*r));
+    if (!r)
+        return -1;
+    memset(r + old, 0, (n - old) * sizeof(*r));
+    t->rows = r;
+    return 0;
+}
+
+static int begin_thread(void *ctx, uint32_t slot)
+{
+    struct follow *F = ctx;
+    struct pgl_file *lf = F->lf;
+    const struct pgc_thread *ct = &F->f->threads[slot];
+    struct pgl_thread *t = NULL;
+    for (uint32_t i = 0; i < lf->nthreads; i++)
+        if (lf->threads[i].index == ct->index)
+            t = &lf->threads[i];
+    if (!t) {
+        struct pgl_thread *nt = realloc(lf->threads, (lf->nthreads + 1) * sizeof(*nt));
+        if (!nt)
+            return -1;
+        lf->threads = nt;
+        t = &lf->threads[lf->nthreads++];
+        memset(t, 0, sizeof(*t));
+        t->index = ct->index;
+    }
+    t->tid = ct->tid;
+    t->name = dup_or_keep(t->name, ct->name);
+    if (grow_rows(t, t->rows ? lf->ngroups : 0, F->f->ngroups))
+        return -1;
+    struct pgc_clock fresh;
+    perfgroup__clock_init(&fresh, F->f);
+    if (!t->clk_set)
+        t->clk = fresh;
+    t->clk.ns_per_tick = fresh.ns_per_tick; /* tsc_hz: the writer's best estimate, updated */
+    t->clk_set = 1;
+    F->th = t;
+    return 0;
+}
+
+static int on_record(void *ctx, const struct pgr_record *r)
+{
+    struct follow *F = ctx;
+    struct pgl_thread *t = F->th;
+    if (r->kind == PGF_REC_CLOCK) {
+        perfgroup__clock_update(&t->clk, F->f, r);
+    } else if (r->kind == PGF_REC_EVENT) {
+        t->cpu_ns += r->u.event.cpu_ns;
+        t->events++;
+        perfgroup__rows_add_event(t->rows, F->f, &t->clk, r);
+    }
+    return 0;
+}
+
+static int end_thread(void *ctx, uint32_t slot)
+{
+    (void)ctx;
+    (void)slot;
+    return 0;
+}
+
+static int pid_alive(uint32_t pid)
+{
+    return pid && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+}
+
+static void refresh_file(struct pgl_file *lf)
+{
+    static const struct pgc_stream_cb cb = {begin_thread, on_record, end_thread};
+    if (lf->final)
+        return;
+    int alive = pid_alive(lf->pid); /* before the read: dead then, and not closed = killed */
+    struct pgc_file f;
+    struct pgc_error err = {0};
+    perfgroup__map_free(&lf->seen_next);
+    int rc = perfgroup__file_follow(&f, lf->path, resume_at, lf, &err);
+    if (rc == 0) {
+        /* group names by index: definitions only append, so indexes stay */
+        if (f.ngroups > lf->ngroups) {
+            char **ng = realloc(lf->groups, f.ngroups * sizeof(*ng));
+            if (ng) {
+                lf->groups = ng;
+                for (uint32_t i = lf->ngroups; i < f.ngroups; i++)
+                    ng[i] = strdup(f.groups[i].name);
+                uint32_t old = lf->ngroups;
+                lf->ngroups = f.ngroups;
+                for (uint32_t i = 0; i < lf->nthreads; i++)
+                    if (grow_rows(&lf->threads[i], old, f.ngroups))
+                        lf->ngroups = old; /* out of memory: try again next time */
+            }
+        }
+        struct follow F = {lf, &f, NULL};
+        if (f.ngroups <= lf->ngroups)
+            rc = perfgroup__file_stream(&f, &cb, &F, &err);
+        else
+            rc = -1;
+    }
+    /* keep what was read of the chunks still in the file; forget the others. After a
+     * failure half-way, the chunks not reached keep what was read of them before. */
+    for (size_t i = 0; rc != 0 && i < lf->seen.cap; i++) {
+        uint32_t v;
+        uint64_t k = lf->seen.keys[i];
+        if (k != UINT64_MAX && !perfgroup__map_get(&lf->seen_next, k, &v))
+            perfgroup__map_put(&lf->seen_next, k, lf->seen.vals[i]);
+    }
+    struct pgc_map swap = lf->seen;
+    lf->seen = lf->seen_next;
+    lf->seen_next = swap;
+    if (rc == 0) {
+        lf->chunks_missed += pgr_chunks_skipped(f.r);
+        lf->records_dropped = f.hdr.records_dropped;
+        lf->chunks_recycled = f.hdr.chunks_recycled;
+        lf->pid = f.pid;
+        lf->ppid = f.ppid;
+        lf->start_monotonic_ns = f.start_monotonic_ns;
+        lf->program = dup_or_keep(lf->program, f.program);
+        lf->error[0] = '\0';
+        if (f.hdr.state == PGF_STATE_CLOSED)
+            lf->state = PGL_EXITED;
+        else
+            lf->state = alive ? PGL_LIVE : PGL_GONE;
+        lf->final = lf->state != PGL_LIVE;
+        lf->refreshes++;
+    } else {
+        /* the totals keep the records read before the failure (they were whole) */
+        snprintf(lf->error, sizeof(lf->error), "%s", err.set ? err.msg : "unreadable");
+        lf->state = PGL_ERROR;
+        if (!alive)
+            lf->final = 1;
+    }
+    perfgroup__file_close(&f);
+}
+
+void perfgroup__live_refresh(struct pgl_set *s)
+{
+    for (size_t i = 0; i < s->ndirs; i++)
+        scan_dir(s, s->dirs[i], 1);
+    /* children: in the directory of each followed live file */
+    for (size_t i = 0; i < s->nfiles; i++) {
+        if (s->files[i].final)
+            continue;
+        char *dir = strdup(s->files[i].path);
+        if (!dir)
+            continue;
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *(slash == dir ? slash + 1 : slash) = '\0';
+        scan_dir(s, slash ? dir : ".", 0);
+        free(dir);
+    }
+    for (size_t i = 0; i < s->nfiles; i++)
+        refresh_file(&s->files[i]);
+}
+
+void perfgroup__live_file_totals(const struct pgl_file *f, struct pgc_row *rows,
+                                 uint64_t *cpu_ns, uint64_t *events)
+{
+    *cpu_ns = *events = 0;
+    for (uint32_t g = 0; g < f->ngroups; g++)
+        rows[g].name = f->groups[g] ? f->groups[g] : "?";
+    for (uint32_t i = 0; i < f->nthreads; i++) {
+        const struct pgl_thread *t = &f->threads[i];
+        *cpu_ns += t->cpu_ns;
+        *events += t->events;
+        for (uint32_t g = 0; g < f->ngroups && t->rows; g++)
+            perfgroup__row_add(&rows[g], &t->rows[g]);
+    }
+}
+
+const char *perfgroup__live_state_name(enum pgl_state s)
+{
+    switch (s) {
+    case PGL_LIVE: return "running";
+    case PGL_EXITED: return "exited";
+    case PGL_GONE: return "gone";
+    case PGL_ERROR: return "unreadable";
+    }
+    return "?";
+}
+
+void perfgroup__live_free(struct pgl_set *s)
+{
+    for (size_t i = 0; i < s->nfiles; i++) {
+        struct pgl_file *f = &s->files[i];
+        for (uint32_t g = 0; g < f->ngroups; g++)
+            free(f->groups[g]);
+        free(f->groups);
+        for (uint32_t t = 0; t < f->nthreads; t++) {
+            free(f->threads[t].name);
+            free(f->threads[t].rows);
+        }
+        free(f->threads);
+        perfgroup__map_free(&f->seen);
+        perfgroup__map_free(&f->seen_next);
+        free(f->path);
+        free(f->program);
+    }
+    free(s->files);
+    for (size_t i = 0; i < s->ndirs; i++)
+        free(s->dirs[i]);
+    free(s->dirs);
+    perfgroup__map_free(&s->not_ours);
+    memset(s, 0, sizeof(*s));
+}

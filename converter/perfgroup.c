@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perfgroup.c — the `perfgroup` command: live views of recording programs.
+ *   perfgroup top FILE|PID|DIR...       the about:performance table, refreshed every second
+ *   perfgroup metrics ... FILE|PID|DIR  group totals for Prometheus (/metrics or a textfile)
+ * (perfgroup-convert turns recordings into profiles and summaries after the fact.)
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pgconv.h"
+#include "tool.h"
+
+static const char usage[] =
+    "usage: perfgroup top [-d SECONDS] [-n COUNT] FILE|PID|DIR...\n"
+    "       perfgroup metrics [--listen [HOST:]PORT] [--textfile PATH] [--every SECONDS]\n"
+    "                         FILE|PID|DIR...\n"
+    "  top      a live table of each recording process's groups (perfgroup top --help)\n"
+    "  metrics  group totals as Prometheus counters (perfgroup metrics --help)\n"
+    "Recordings come from PERFGROUP_OUTPUT; perfgroup-convert makes profiles of them.\n";
+
+static const char *cmd_name = "perfgroup";
+
+int perfgroup__tool_usage(const char *use, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "%s: ", cmd_name);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n%s", use);
+    return PGC_EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return perfgroup__tool_usage(usage, "which command?");
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "top")) {
+        cmd_name = "perfgroup top";
+        return perfgroup__top_main(argc - 1, argv + 1);
+    }
+    if (!strcmp(argv[1], "metrics")) {
+        cmd_name = "perfgroup metrics";
+        return perfgroup__metrics_main(argc - 1, argv + 1);
+    }
+    return perfgroup__tool_usage(usage, "unknown command %s", argv[1]);
+}
