@@ -3,13 +3,28 @@
 # Idempotent: installs only what is missing. Needs root (or sudo).
 set -euo pipefail
 pkgs=(build-essential gcc-12 g++-12 gcc-12-plugin-dev clang-14 libclang-14-dev llvm-14-dev
-      llvm-14-tools libclang-rt-14-dev lld-14 cmake pkg-config libmsgpack-dev python3 python3-msgpack time file)
+      llvm-14-tools libclang-rt-14-dev lld-14 cmake pkg-config libmsgpack-dev python3 python3-msgpack time file
+      tmux prometheus)  # tmux, prometheus (promtool): the live tests (perfgroup top, metrics)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+# Debian's prometheus package enables its service on the default port 9090 (and pulls in
+# nothing else without recommends): the tests start their own on free ports, so a service
+# started by the package is stopped and disabled. Checked every run, installed or not.
+stop_prometheus_service() {
+  local SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  for svc in prometheus prometheus-node-exporter; do
+    if [ -d /run/systemd/system ] && systemctl is-enabled --quiet "$svc" 2>/dev/null; then
+      $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || true
+    elif [ -x "/etc/init.d/$svc" ]; then
+      $SUDO "/etc/init.d/$svc" stop >/dev/null 2>&1 || true
+    fi
+  done
+}
+[ ${#missing[@]} -eq 0 ] && { stop_prometheus_service; exit 0; }
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
 echo "perfgroup: installing ${missing[*]}" >&2
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+stop_prometheus_service

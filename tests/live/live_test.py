@@ -7,14 +7,30 @@
                               runs: every conversion succeeds; the chunks recycled under the
                               reader are skipped and counted (a warning), never an error
 
+    live_test.py top          `perfgroup top PID` in a real terminal (tmux) against the running
+                              demo: the spell row within 2 s, its CPU % within 5 points of
+                              the final summary's; after SIGKILL of the demo, top keeps the
+                              last state and says the process is gone; q quits
+    live_test.py prometheus   a real Prometheus on 127.0.0.1 (temporary config, free port)
+                              scrapes `perfgroup metrics --listen` while the demo runs;
+                              perfgroup_group_cpu_seconds_total{group="spell"} from its HTTP
+                              API is within 5 % of perfgroup-convert --summary --json;
+                              `promtool check metrics` is clean on /metrics and the textfile
+
 Environment: LIVE_CONVERT, LIVE_PERFGROUP (programs), LIVE_CHURN, LIVE_DEMO (instrumented test
 programs), LIVE_WORK (a scratch directory). Exit 77 = skipped (ctest SKIP_RETURN_CODE).
 """
 import json
 import os
+import re
+import shutil
+import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.parse
+import urllib.request
 
 CONVERT = os.environ.get("LIVE_CONVERT", "perfgroup-convert")
 PERFGROUP = os.environ.get("LIVE_PERFGROUP", "perfgroup")
@@ -96,6 +112,235 @@ def convert():
         prog.wait()
 
 
+def skip(msg):
+    print("SKIPPED: " + msg, flush=True)
+    sys.exit(77)
+
+
+def summary_spell(pgm):
+    """The final summary of the recording: spell's CPU % and CPU ms (overall)."""
+    p = subprocess.run([CONVERT, pgm, "--summary", "--json"], capture_output=True, text=True)
+    if p.returncode != 0:
+        fail("summary of %s: exit %d: %s" % (pgm, p.returncode, p.stderr.strip()))
+        return None
+    for g in json.loads(p.stdout)["overall"]["groups"]:
+        if g["group"] == "spell":
+            return g
+    fail("no spell group in the summary of %s" % pgm)
+    return None
+
+
+class Tmux:
+    def __init__(self, name):
+        self.sock = "%s-%d" % (name, os.getpid())
+
+    def __call__(self, *args):
+        return subprocess.run(["tmux", "-L", self.sock] + list(args), capture_output=True,
+                              text=True)
+
+    def screen(self):
+        return self("capture-pane", "-p", "-t", "top").stdout
+
+    def close(self):
+        self("kill-server")
+
+
+SPELL_ROW = re.compile(r"^\s+spell\s+(\d+\.\d)\s", re.M)
+
+
+def top():
+    if not shutil.which("tmux"):
+        skip("tmux is not installed (scripts/deps.sh installs it)")
+    d = workdir("top")
+    pgm = os.path.join(d, "demo.pgm")
+    demo = subprocess.Popen([DEMO, "100000"], env=dict(os.environ, PERFGROUP_OUTPUT=pgm),
+                            stdout=subprocess.DEVNULL)
+    tm = Tmux("pg-live-top")
+    try:
+        if not wait_for(pgm):
+            fail("the demo made no recording")
+            return
+        time.sleep(0.3)  # some events to show
+        t0 = time.monotonic()
+        r = tm("new-session", "-d", "-s", "top", "-x", "100", "-y", "30",
+               "%s top %d; echo top ended: $?; sleep 60" % (PERFGROUP, demo.pid))
+        if r.returncode:
+            fail("tmux new-session: " + r.stderr)
+            return
+        first = None
+        while time.monotonic() - t0 < 10 and first is None:
+            m = SPELL_ROW.search(tm.screen())
+            if m:
+                first = time.monotonic() - t0
+            else:
+                time.sleep(0.05)
+        if first is None or first > 2.0:
+            fail("spell row after %s s (want <= 2 s):\n%s" % (first, tm.screen()))
+            return
+        print("spell row on screen %.2f s after top started" % first)
+        # let it show whole one-second intervals, then read the live CPU % just before the kill
+        time.sleep(3.5)
+        before = tm.screen()
+        live = [float(x) for x in SPELL_ROW.findall(before)]
+        demo.send_signal(signal.SIGKILL)
+        demo.wait()
+        gone = None
+        t1 = time.monotonic()
+        while time.monotonic() - t1 < 5:
+            scr = tm.screen()
+            if "PROCESS GONE" in scr:
+                gone = scr
+                break
+            time.sleep(0.1)
+        if not gone:
+            fail("top does not say the process is gone 5 s after SIGKILL:\n" + tm.screen())
+            return
+        if " gone " not in gone or not SPELL_ROW.search(gone):
+            fail("after SIGKILL, top lost the last state:\n" + gone)
+        print("after SIGKILL:\n" + gone.strip())
+        final = summary_spell(pgm)
+        if final is None or not live:
+            fail("no live spell row to compare:\n" + before)
+            return
+        print("spell CPU %%: live %.1f, final summary %.1f" % (live[-1], final["cpu_percent"]))
+        if abs(live[-1] - final["cpu_percent"]) > 5:
+            fail("spell CPU %% live %.1f vs summary %.1f: more than 5 points apart"
+                 % (live[-1], final["cpu_percent"]))
+        tm("send-keys", "-t", "top", "q")
+        t2 = time.monotonic()
+        while time.monotonic() - t2 < 5 and "top ended: " not in tm.screen():
+            time.sleep(0.1)
+        if "top ended: 0" not in tm.screen():
+            fail("q did not quit top (with status 0):\n" + tm.screen())
+    finally:
+        tm.close()
+        if demo.poll() is None:
+            demo.kill()
+            demo.wait()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url, timeout=5):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.read().decode()
+
+
+def promql(base, query):
+    url = base + "/api/v1/query?" + urllib.parse.urlencode({"query": query})
+    js = json.loads(http_get(url))
+    if js.get("status") != "success":
+        raise RuntimeError("query %s: %s" % (query, js))
+    return js["data"]["result"]
+
+
+def promtool_check(text, what):
+    p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
+                       text=True)
+    if p.returncode != 0 or p.stdout.strip() or p.stderr.strip():
+        fail("promtool check metrics on %s: exit %d\n%s%s" % (what, p.returncode, p.stdout,
+                                                              p.stderr))
+    else:
+        print("promtool check metrics: %s clean" % what)
+
+
+def prometheus():
+    for tool in ("prometheus", "promtool"):
+        if not shutil.which(tool):
+            skip("%s is not installed (Debian package prometheus; scripts/deps.sh installs "
+                 "it)" % tool)
+    d = workdir("prometheus")
+    rec = os.path.join(d, "rec")
+    os.makedirs(rec, exist_ok=True)
+    procs = []
+    try:
+        # the sidecar follows the directory: the demo's file appears in it later
+        side = subprocess.Popen([PERFGROUP, "metrics", "--listen", "127.0.0.1:0", rec],
+                                stderr=subprocess.PIPE, text=True)
+        procs.append(side)
+        line = side.stderr.readline()
+        m = re.search(r"http://127\.0\.0\.1:(\d+)/metrics", line)
+        if not m:
+            fail("perfgroup metrics did not say where it serves: %r" % line)
+            return
+        target = "127.0.0.1:" + m.group(1)
+        port = free_port()
+        cfg = os.path.join(d, "prometheus.yml")
+        with open(cfg, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                    "scrape_configs:\n  - job_name: perfgroup\n"
+                    "    static_configs:\n      - targets: ['%s']\n" % target)
+        base = "http://127.0.0.1:%d" % port
+        prom = subprocess.Popen(["prometheus", "--config.file=" + cfg,
+                                 "--storage.tsdb.path=" + os.path.join(d, "tsdb"),
+                                 "--web.listen-address=127.0.0.1:%d" % port,
+                                 "--log.level=warn"],
+                                stdout=subprocess.DEVNULL, stderr=open(os.path.join(d, "prom.log"), "w"))
+        procs.append(prom)
+        end = time.monotonic() + 30
+        while time.monotonic() < end:
+            try:
+                http_get(base + "/-/ready", timeout=1)
+                break
+            except Exception:
+                if prom.poll() is not None:
+                    fail("prometheus exited: " + open(os.path.join(d, "prom.log")).read())
+                    return
+                time.sleep(0.2)
+        else:
+            fail("prometheus not ready in 30 s")
+            return
+        pgm = os.path.join(rec, "demo.pgm")
+        demo = subprocess.run([DEMO, "500"], env=dict(os.environ, PERFGROUP_OUTPUT=pgm),
+                              stdout=subprocess.DEVNULL, timeout=60)
+        if demo.returncode:
+            fail("the demo failed: exit %d" % demo.returncode)
+            return
+        final = summary_spell(pgm)
+        if final is None:
+            return
+        want = final["cpu_ms"] / 1000.0
+        # the scrapes after the exit carry the final totals (process_running 0)
+        got = None
+        end = time.monotonic() + 20
+        while time.monotonic() < end:
+            run = promql(base, 'perfgroup_process_running{program="live_eventloop"}')
+            res = promql(base, 'perfgroup_group_cpu_seconds_total{group="spell"}')
+            if run and run[0]["value"][1] == "0" and res:
+                got = float(res[0]["value"][1])
+                break
+            time.sleep(0.5)
+        if got is None:
+            fail("Prometheus has no final perfgroup_group_cpu_seconds_total{group=\"spell\"}"
+                 " 20 s after the demo ended")
+            return
+        print("spell CPU: Prometheus %.4f s, summary %.4f s (%s)" % (got, want, res[0]["metric"]))
+        if abs(got - want) > 0.05 * want:
+            fail("Prometheus says %.4f s, the summary %.4f s: more than 5 %% apart"
+                 % (got, want))
+        body = http_get("http://%s/metrics" % target)
+        promtool_check(body, "/metrics")
+        tf = os.path.join(d, "perfgroup.prom")
+        p = subprocess.run([PERFGROUP, "metrics", "--textfile", tf, "--once", rec],
+                           capture_output=True, text=True)
+        if p.returncode or not os.path.exists(tf):
+            fail("perfgroup metrics --textfile: exit %d %s" % (p.returncode, p.stderr))
+        else:
+            promtool_check(open(tf).read(), "the textfile")
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
 def main(argv):
     if len(argv) < 2:
         print(__doc__)
@@ -103,6 +348,10 @@ def main(argv):
     cmd = argv[1]
     if cmd == "convert":
         convert()
+    elif cmd == "top":
+        top()
+    elif cmd == "prometheus":
+        prometheus()
     else:
         print("unknown test " + cmd)
         return 1
