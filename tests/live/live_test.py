@@ -47,9 +47,8 @@ def fail(msg):
 
 def workdir(name):
     d = os.path.join(WORK, name)
-    os.makedirs(d, exist_ok=True)
-    for f in os.listdir(d):
-        os.unlink(os.path.join(d, f))
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
     return d
 
 
