@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/rseq.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -557,6 +558,46 @@ static void case_cpu_clock_in_hooks(void)
     count_cpu_reads = 0;
 }
 
+/* Another library's rseq critical sections leave their own descriptor in rseq_cs (a per-CPU
+ * allocator does, before each of its sections): the hooks cannot tell a deschedule from it,
+ * and must not read the CPU clock at every call then — at most once per 100 us. */
+static const uint32_t foreign_sig[2] = {RSEQ_SIG, 0};
+static struct rseq_cs foreign_cs;
+static void case_foreign_rseq(void)
+{
+    if (__rseq_size < 16) {
+        printf("skipped: no rseq\n");
+        return;
+    }
+    foreign_cs.start_ip = (uint64_t)(uintptr_t)&case_foreign_rseq;
+    foreign_cs.abort_ip = (uint64_t)(uintptr_t)&foreign_sig[1];
+    volatile uint64_t *slot = (volatile uint64_t *)((char *)__builtin_thread_pointer() + __rseq_offset +
+                                                    offsetof(struct rseq, rseq_cs));
+    uint64_t t0 = __perfgroup_enter(&site_a); /* the thread's registration and first reading */
+    __perfgroup_exit(&site_a, t0);
+    count_cpu_reads = 1;
+    cpu_clock_reads = 0;
+    int64_t w0 = mono_ns();
+    perfgroup_event_begin("ev");
+    for (int i = 0; i < 100000; i++) {
+        *slot = (uint64_t)(uintptr_t)&foreign_cs; /* what the other library's section does */
+        uint64_t ta = __perfgroup_enter(&site_a);
+        *slot = (uint64_t)(uintptr_t)&foreign_cs;
+        __perfgroup_exit(&site_a, ta);
+    }
+    perfgroup_event_end();
+    int64_t w = mono_ns() - w0;
+    long reads = cpu_clock_reads - 2; /* the event's own two */
+    count_cpu_reads = 0;
+    *slot = 0;
+    fprintf(stderr, "foreign_rseq: %ld CPU-clock reads in %lld us for 200000 hook calls\n", reads,
+            (long long)(w / 1000));
+    ASSERT_I64(reads, <=, w / 100000 + 2);
+    struct perfgroup_snapshot *s = snap();
+    ASSERT_U64(stats(s, "A")->activations, ==, 100001);
+    perfgroup_snapshot_free(s);
+}
+
 static void *exiting_thread(void *arg)
 {
     (void)arg;
@@ -828,7 +869,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
     {"snapshot_diff", case_snapshot_diff}, {"alerts", case_alerts}, {"longjmp", case_longjmp},
     {"implicit", case_implicit}, {"thread_exit", case_thread_exit}, {"threads", case_threads},
     {"control", case_control}, {"modules", case_modules},
-    {"implicit_blocked", case_implicit_blocked}, {"implicit_first", case_implicit_first}, {"cpu_clock_in_hooks", case_cpu_clock_in_hooks},
+    {"implicit_blocked", case_implicit_blocked}, {"implicit_first", case_implicit_first}, {"cpu_clock_in_hooks", case_cpu_clock_in_hooks}, {"foreign_rseq", case_foreign_rseq},
 };
 
 int main(int argc, char **argv)
