@@ -512,6 +512,8 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
                     : (uint64_t)((double)s->recent / (double)ev_cycles * (double)cpu_ns);
                 if (gcpu > gwall)
                     gcpu = gwall;
+                if (gcpu > cpu_ns) /* a stopwatch lies inside its event: so does its CPU time */
+                    gcpu = cpu_ns;
                 totals_add(tot, s->recent, gcpu, gwall, s->acts, s->discarded);
                 if (s->discarded)
                     t->event_flags |= PGF_EVENT_F_DISCARDED;
