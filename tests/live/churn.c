@@ -4,10 +4,15 @@
  * millions of times a second (trace mode writes one 29-byte interval per call), an event
  * every 1000 calls. Runs for argv[1] seconds (default 3). The live tests read its file while
  * it runs.
+ *   churn SECONDS fork      forks a child after a quarter of the time; both churn on
+ *   churn 0 BATCHES         a fixed amount of work (bench/live: CPU time per batch)
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <perfgroup.h>
 
@@ -25,15 +30,31 @@ static double now(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static void batch(void)
+{
+    perfgroup_event_begin("batch");
+    for (unsigned i = 0; i < 1000; i++)
+        spell_check(i);
+    perfgroup_event_end();
+}
+
 int main(int argc, char **argv)
 {
-    double secs = argc > 1 ? atof(argv[1]) : 3.0, end = now() + secs;
+    double secs = argc > 1 ? atof(argv[1]) : 3.0, start = now(), end = start + secs;
+    int do_fork = argc > 2 && !strcmp(argv[2], "fork");
+    pid_t child = -1;
     perfgroup_thread_name("churn");
-    while (now() < end) {
-        perfgroup_event_begin("batch");
-        for (unsigned i = 0; i < 1000; i++)
-            spell_check(i);
-        perfgroup_event_end();
+    if (secs <= 0 && argc > 2) {
+        for (long n = atol(argv[2]); n > 0; n--)
+            batch();
+        return 0;
     }
+    while (now() < end) {
+        batch();
+        if (do_fork && child < 0 && now() > start + secs / 4)
+            child = fork();
+    }
+    if (child > 0)
+        waitpid(child, NULL, 0);
     return 0;
 }

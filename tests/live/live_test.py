@@ -11,6 +11,10 @@
                               demo: the spell row within 2 s, its CPU % within 5 points of
                               the final summary's; after SIGKILL of the demo, top keeps the
                               last state and says the process is gone; q quits
+    live_test.py top_fork     `perfgroup top -d 0.5 FILE` with stdout not a terminal against a
+                              program that forks: plain text blocks (no escape sequence), the
+                              child's recording appears as a second process, top ends with
+                              both (exited)
     live_test.py prometheus   a real Prometheus on 127.0.0.1 (temporary config, free port)
                               scrapes `perfgroup metrics --listen` while the demo runs;
                               perfgroup_group_cpu_seconds_total{group="spell"} from its HTTP
@@ -218,6 +222,40 @@ def top():
             demo.wait()
 
 
+def top_fork():
+    d = workdir("top_fork")
+    pgm = os.path.join(d, "churn.pgm")
+    prog = subprocess.Popen([CHURN, "2", "fork"], env=dict(os.environ, PERFGROUP_OUTPUT=pgm))
+    try:
+        if not wait_for(pgm):
+            fail("no recording appeared")
+            return
+        p = subprocess.run([PERFGROUP, "top", "-d", "0.5", pgm], capture_output=True,
+                           text=True, timeout=60)
+        prog.wait()
+        out = p.stdout
+        if p.returncode:
+            fail("perfgroup top: exit %d: %s" % (p.returncode, p.stderr))
+        if "\033" in out:
+            fail("escape sequences in top's output to a pipe")
+        blocks = out.count("perfgroup top — ")
+        last = out[out.rfind("perfgroup top — "):]
+        pids = re.findall(r"^live_churn pid (\d+) \(parent (\d+)\) — (\w+) — ", last, re.M)
+        print("%d blocks; last:\n%s" % (blocks, last))
+        if blocks < 3:
+            fail("only %d refreshes printed" % blocks)
+        if len(pids) != 2 or pids[1][1] != pids[0][0]:
+            fail("the forked child's recording is not shown as a second process: %s" % pids)
+        if any(state != "exited" for _, _, state in pids):
+            fail("top did not end with both processes exited: %s" % pids)
+        if len(SPELL_ROW.findall(last)) != 2:
+            fail("a spell row per process expected")
+    finally:
+        if prog.poll() is None:
+            prog.kill()
+            prog.wait()
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -349,6 +387,8 @@ def main(argv):
         convert()
     elif cmd == "top":
         top()
+    elif cmd == "top_fork":
+        top_fork()
     elif cmd == "prometheus":
         prometheus()
     else:
