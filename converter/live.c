@@ -87,7 +87,8 @@ static int followed_pid(const struct pgl_set *s, uint32_t pid)
 }
 
 /* New recordings in dir: all of them (a followed directory), or those whose parent is a
- * followed process (a fork child's file, whatever its name). */
+ * followed process (a fork child's file, whatever its name) or whose process is (the file
+ * its exec()ed image writes). */
 static void scan_dir(struct pgl_set *s, const char *dir, int all)
 {
     DIR *d = opendir(dir);
@@ -111,7 +112,8 @@ static void scan_dir(struct pgl_set *s, const char *dir, int all)
         }
         if (find_file(s, st.st_dev, st.st_ino))
             continue;
-        if (all || followed_pid(s, h.ppid))
+        /* a child's file, or the file of a followed process's exec()ed image (.execN) */
+        if (all || followed_pid(s, h.ppid) || followed_pid(s, h.pid))
             add_file(s, path, &h, &st);
         /* a recording of another process may become a child's later: not cached */
     }

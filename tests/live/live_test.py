@@ -99,8 +99,8 @@ def convert():
         print("%d conversions of the live file: %d whole, %d with spell events, %d with "
               "recycled chunks skipped" % (runs, ok, with_spell, skipped_runs))
         # a conversion descheduled for long finds every chunk it scanned recycled: an empty
-        # summary is then the truth; most must hold the program's events
-        if with_spell < 0.8 * runs:
+        # summary is then the truth; half at least must hold the program's events
+        if with_spell < 0.5 * runs:
             fail("only %d of %d conversions show the spell events" % (with_spell, runs))
         if runs < 40:
             fail("only %d conversions before the program ended" % runs)
