@@ -8,8 +8,8 @@ The same program and work run recorded, in three conditions, interleaved round b
 alone; watched by `perfgroup top -d 1` (reading the file every second); exported by
 `perfgroup metrics --textfile --every 1` (the same reads, plus the exposition written).
 Programs: the demo event loop (tests/live/live_eventloop 300: ~2 s, stats mode, what a
-production program records) and a fixed amount of churn (tests/live/live_churn 0 20000: 20 M calls,
-in stats and in trace mode, 16 MiB buffer: the writer at its busiest, its
+production program records) and a fixed amount of churn (tests/live/live_churn 0 100000:
+100 M calls, ~3 s, in stats and in trace mode, 16 MiB buffer: the writer at its busiest, its
 chunks recycled under the reader). Figure: the CPU time (user + system, from wait4) of the
 recording process only, median over the rounds, as a ratio to alone in the same run; the
 watcher's own CPU beside it. The load average is printed with every table: on the shared
@@ -72,8 +72,8 @@ def main(argv):
     live = os.path.join(build, "tests", "live")
     programs = [
         ("demo loop, stats", [os.path.join(live, "live_eventloop"), "300"], "stats"),
-        ("churn, stats", [os.path.join(live, "live_churn"), "0", "20000"], "stats"),
-        ("churn, trace", [os.path.join(live, "live_churn"), "0", "20000"], "trace"),
+        ("churn, stats", [os.path.join(live, "live_churn"), "0", "100000"], "stats"),
+        ("churn, trace", [os.path.join(live, "live_churn"), "0", "100000"], "trace"),
     ]
     conds = ["alone", "top", "metrics"]
     print("load average before: " + open("/proc/loadavg").read().strip())

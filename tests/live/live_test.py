@@ -316,7 +316,8 @@ def prometheus():
                                  "--storage.tsdb.path=" + os.path.join(d, "tsdb"),
                                  "--web.listen-address=127.0.0.1:%d" % port,
                                  "--log.level=warn"],
-                                stdout=subprocess.DEVNULL, stderr=open(os.path.join(d, "prom.log"), "w"))
+                                stdout=subprocess.DEVNULL,
+                                stderr=open(os.path.join(d, "prom.log"), "w"))
         procs.append(prom)
         end = time.monotonic() + 30
         while time.monotonic() < end:

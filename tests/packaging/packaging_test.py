@@ -91,6 +91,7 @@ def case_install(A):
         want.append(f"{p}/{A.libdir}/perfgroup-clang.so")
     if A.with_convert:
         want.append(f"{p}/bin/perfgroup-convert")
+        want.append(f"{p}/bin/perfgroup")  # perfgroup top / metrics (docs/fleet.md)
     missing = [w for w in want if not os.path.exists(w)]
     if missing:
         raise Fail("not installed: " + ", ".join(missing))
