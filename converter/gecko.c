@@ -128,15 +128,13 @@ struct gthread {
     struct level *levels;
     uint32_t nlevels, caplevels;
     struct pgc_map level_map;
-    double cpu_rate;         /* latest known CPU/wall ratio (for threadCPUDelta) */
-    int64_t last_clock_ns;   /* the latest CLOCK record with a CPU reading: when, */
-    uint64_t last_clock_cpu; /* the reading */
-    int have_clock;
     /* stats-mode accumulators, one per group of the file, + one for "outside groups" */
     uint64_t *acc;
-    /* counters: current interval bucket and its CPU, per group of the file */
+    /* counters, per group of the file: the open tick (index, INT64_MIN: none), its CPU, and
+     * the tick index of the latest row written (INT64_MIN: none) */
     int64_t *bucket;
     uint64_t *bucket_cpu;
+    int64_t *emitted;
     /* samples go to a spill file (markers, far more numerous in trace mode, go straight to
      * the output) and are copied in after the markers */
     FILE *spill;
@@ -166,6 +164,11 @@ struct gecko {
     FILE **cspill;              /* per-thread counter spills */
     uint32_t ncspill;
     uint64_t *group_cpu;        /* per group of f: total CPU, to pick counter groups */
+    /* meta.profilingStartTime/EndTime: what the process's threads covered (ns since its
+     * start), and over every process, ns since the root's start (the root's meta is the one
+     * the front-end reads, so it is written after the sub-processes) */
+    int64_t plo, phi, glo, ghi;
+    int64_t root_start_ns;      /* the root's start_realtime_ns */
     struct gthread *t;
     uint64_t records_done, records_total;
     /* markers of "lazy" thread indexes (a thread that wrote a marker before the runtime's
@@ -340,9 +343,13 @@ static void write_sample(struct gthread *t, uint32_t stack, int64_t ns, int64_t 
         perfgroup__out_u64(o, stack);
     PGC_LIT(o, ",");
     out_ms(o, ns);
-    PGC_LIT(o, ",0,");
-    perfgroup__out_i64(o, cpu_delta_ns < 0 ? 0 : cpu_delta_ns);
-    PGC_LIT(o, "]");
+    if (cpu_delta_ns < 0) {
+        PGC_LIT(o, ",0]"); /* trace mode: no per-sample CPU reading, no threadCPUDelta */
+    } else {
+        PGC_LIT(o, ",0,");
+        perfgroup__out_i64(o, cpu_delta_ns);
+        PGC_LIT(o, "]");
+    }
     t->nsamples++;
 }
 
@@ -492,16 +499,6 @@ static uint32_t levels_stack(struct gthread *t, const uint32_t *lev, uint32_t n)
     return stack;
 }
 
-static int64_t tick_cpu(struct gthread *t)
-{
-    double r = t->cpu_rate;
-    if (r < 0)
-        r = 0;
-    if (r > 1)
-        r = 1;
-    return (int64_t)(r * (double)t->g->iv);
-}
-
 static void idle_until(struct gthread *t, int64_t until)
 {
     if (t->capped) {
@@ -513,7 +510,7 @@ static void idle_until(struct gthread *t, int64_t until)
         t->ticks_started = 1;
     }
     for (; t->next_tick < until && !t->capped; t->next_tick += t->g->iv)
-        write_sample(t, t->idle_stack, t->next_tick, tick_cpu(t));
+        write_sample(t, t->idle_stack, t->next_tick, -1);
     if (t->capped)
         t->next_tick = until;
 }
@@ -525,7 +522,7 @@ static void flush_runs(struct gthread *t)
         idle_until(t, r->t0);
         uint32_t st = levels_stack(t, t->pool + r->off, r->nlev);
         for (uint32_t k = 0; k < r->n && !t->capped; k++)
-            write_sample(t, st, r->t0 + (int64_t)k * t->g->iv, tick_cpu(t));
+            write_sample(t, st, r->t0 + (int64_t)k * t->g->iv, -1);
         t->next_tick = r->t0 + (int64_t)r->n * t->g->iv;
     }
     t->nruns = 0;
@@ -684,29 +681,70 @@ static void counter_spill(struct gthread *t, int64_t ns, uint32_t group, uint64_
         t->g->out->err = errno ? errno : EIO;
 }
 
-/* Per-group CPU counters at the sample interval's resolution (a finer one cannot be drawn):
- * a group's CPU is summed per interval bucket (by event end) and written when the group
- * moves on to a later bucket, with a zero row first when buckets were skipped so idle time
- * reads as zero. At most two rows per group per interval per thread, whatever the events. */
-static void counter_flush(struct gthread *t, uint32_t gi)
+/* Per-group CPU counters on the sample grid. A row at time (k+1)·interval holds the CPU the
+ * group used in tick k, [k·interval, (k+1)·interval): the front-end draws a counter as count
+ * ÷ time since the previous row. A group's CPU in an event is spread over the event's span
+ * (all the recording says of when inside the event it ran), so a group busy for a whole
+ * event reads as its CPU/wall ratio there, not as a spike at the event's end. A tick holds
+ * at most one interval of one thread's CPU (the excess of a CPU clock running ahead of the
+ * wall clock goes on into the next tick, so every nanosecond is still there); a zero row
+ * closes each idle stretch, so rows with CPU always span one tick and idle reads as zero. */
+static void counter_emit(struct gthread *t, uint32_t gi, int64_t tick, uint64_t count)
 {
-    if (t->bucket[gi] == INT64_MIN)
-        return;
-    counter_spill(t, (t->bucket[gi] + 1) * t->g->iv, gi, t->bucket_cpu[gi]);
+    counter_spill(t, tick * t->g->iv, gi, count);
+    t->emitted[gi] = tick;
 }
 
-static void counter_add(struct gthread *t, uint32_t gi, int64_t end_ns, uint64_t cpu)
+/* Closes the open tick and any carry before tick k (INT64_MAX: at the thread's end). */
+static void counter_close(struct gthread *t, uint32_t gi, int64_t k)
 {
-    int64_t k = end_ns / t->g->iv;
-    if (t->bucket[gi] != INT64_MIN && k <= t->bucket[gi]) {
+    uint64_t iv = (uint64_t)t->g->iv;
+    while (t->bucket[gi] != INT64_MIN && t->bucket[gi] < k) {
+        uint64_t c = t->bucket_cpu[gi] < iv ? t->bucket_cpu[gi] : iv;
+        counter_emit(t, gi, t->bucket[gi] + 1, c);
+        t->bucket_cpu[gi] -= c;
+        if (t->bucket_cpu[gi] == 0)
+            t->bucket[gi] = INT64_MIN;
+        else
+            t->bucket[gi]++;
+    }
+}
+
+static void counter_tick(struct gthread *t, uint32_t gi, int64_t k, uint64_t cpu)
+{
+    if (t->bucket[gi] != INT64_MIN && k <= t->bucket[gi]) { /* the open tick (or earlier) */
         t->bucket_cpu[gi] += cpu;
         return;
     }
-    counter_flush(t, gi);
-    if (t->bucket[gi] == INT64_MIN || k > t->bucket[gi] + 1)
-        counter_spill(t, k * t->g->iv, gi, 0);
-    t->bucket[gi] = k;
-    t->bucket_cpu[gi] = cpu;
+    counter_close(t, gi, k);
+    if (t->bucket[gi] == INT64_MIN) {
+        if (t->emitted[gi] != k) /* the row that closes the idle stretch (or starts) */
+            counter_emit(t, gi, k, 0);
+        t->bucket[gi] = k;
+    }
+    t->bucket_cpu[gi] += cpu;
+}
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+static void counter_add(struct gthread *t, uint32_t gi, int64_t b, int64_t e, uint64_t cpu)
+{
+    int64_t iv = t->g->iv, k0 = floor_div(b, iv), k1 = e > b ? floor_div(e - 1, iv) : k0;
+    uint64_t left = cpu;
+    for (int64_t k = k0; k <= k1 && left; k++) {
+        uint64_t part = left;
+        if (k < k1) {
+            int64_t lo = k * iv > b ? k * iv : b, hi = (k + 1) * iv < e ? (k + 1) * iv : e;
+            part = to_u64((double)cpu * (double)(hi - lo) / (double)(e - b));
+            if (part > left)
+                part = left;
+        }
+        counter_tick(t, gi, k, part);
+        left -= part;
+    }
 }
 
 static void event_record(struct gthread *t, const struct pgr_record *r)
@@ -729,8 +767,6 @@ static void event_record(struct gthread *t, const struct pgr_record *r)
         t->last_ev_name = r->u.event.name_string_id + 1ull;
         t->last_ev_loc = loc;
     }
-    if (e > b)
-        t->cpu_rate = (double)r->u.event.cpu_ns / (double)(e - b);
     if (t->f->mode != PGF_MODE_TRACE)
         stats_event(t, r, b, e, loc);
 
@@ -751,7 +787,7 @@ static void event_record(struct gthread *t, const struct pgr_record *r)
         if (gi >= t->f->ngroups)
             continue;
         t->g->group_cpu[gi] += eg->cpu_ns;
-        counter_add(t, gi, e, eg->cpu_ns);
+        counter_add(t, gi, b, e, eg->cpu_ns);
         if (t->f->groups[gi].kind != 0 && eg->cpu_ns >= best) {
             best = eg->cpu_ns;
             best_cat = group_cat(t, gi);
@@ -831,6 +867,8 @@ static void user_marker(struct gthread *t, const struct pgr_record *r)
 {
     int64_t s = tns(t, r->u.marker.start_tsc), e = tns(t, r->u.marker.end_tsc);
     seen(t, s);
+    if (e > s)
+        seen(t, e);
     const char *name = perfgroup__string(t->f, r->u.marker.name_string_id);
     if (!name)
         name = "(marker)";
@@ -869,15 +907,6 @@ static void overhead_marker(struct gthread *t, const struct pgr_record *r)
 static void clock_record(struct gthread *t, const struct pgr_record *r)
 {
     perfgroup__clock_update(&t->clk, t->f, r);
-    if (r->u.clock.thread_cpu_ns == 0)
-        return; /* not read (at most once a millisecond: format.h) */
-    int64_t now = tns(t, r->u.clock.tsc);
-    if (t->have_clock && now > t->last_clock_ns && r->u.clock.thread_cpu_ns >= t->last_clock_cpu)
-        t->cpu_rate = (double)(r->u.clock.thread_cpu_ns - t->last_clock_cpu) /
-                      (double)(now - t->last_clock_ns);
-    t->have_clock = 1;
-    t->last_clock_ns = now;
-    t->last_clock_cpu = r->u.clock.thread_cpu_ns;
 }
 
 static int on_record(void *ctx, const struct pgr_record *r)
@@ -917,9 +946,21 @@ static void write_thread_head(struct gecko *g, const char *name, const char *pro
     g->nthreads_written++;
 }
 
+/* threadCPUDelta only in stats mode, where each sample is one interval of measured CPU; a
+ * trace-mode sample has no CPU reading of its own */
 static const char samples_schema[] =
     ",\"samples\":{\"schema\":{\"stack\":0,\"time\":1,\"eventDelay\":2,\"threadCPUDelta\":3},"
     "\"data\":[";
+static const char samples_schema_trace[] =
+    ",\"samples\":{\"schema\":{\"stack\":0,\"time\":1,\"eventDelay\":2},\"data\":[";
+
+static void write_samples_head(struct gecko *g)
+{
+    if (g->f->mode == PGF_MODE_TRACE)
+        perfgroup__out_raw(g->out, samples_schema_trace, sizeof(samples_schema_trace) - 1);
+    else
+        perfgroup__out_raw(g->out, samples_schema, sizeof(samples_schema) - 1);
+}
 static const char markers_schema[] =
     ",\"markers\":{\"schema\":{\"name\":0,\"startTime\":1,\"endTime\":2,\"phase\":3,"
     "\"category\":4,\"data\":5},\"data\":[";
@@ -938,20 +979,20 @@ static int begin_thread(void *ctx, uint32_t ti)
     t->g = g;
     t->f = g->f;
     t->th = &g->f->threads[ti];
-    t->cpu_rate = 1.0;
     t->last_sample_ns = INT64_MIN;
     perfgroup__clock_init(&t->clk, g->f);
     t->acc = calloc(g->f->ngroups + 1, sizeof(*t->acc));
     t->bucket = malloc((g->f->ngroups + 1) * sizeof(*t->bucket));
     t->bucket_cpu = calloc(g->f->ngroups + 1, sizeof(*t->bucket_cpu));
-    for (uint32_t i = 0; t->bucket && i <= g->f->ngroups; i++)
-        t->bucket[i] = INT64_MIN;
+    t->emitted = malloc((g->f->ngroups + 1) * sizeof(*t->emitted));
+    for (uint32_t i = 0; t->bucket && t->emitted && i <= g->f->ngroups; i++)
+        t->bucket[i] = t->emitted[i] = INT64_MIN;
     t->spill = tmpfile();
     t->sw = malloc(sizeof(*t->sw));
     if (t->sw)
         perfgroup__out_init(t->sw, t->spill);
     FILE **ns = realloc(g->cspill, (g->ncspill + 1) * sizeof(*ns));
-    if (!t->acc || !t->bucket || !t->bucket_cpu || !t->spill || !t->sw || !ns)
+    if (!t->acc || !t->bucket || !t->bucket_cpu || !t->emitted || !t->spill || !t->sw || !ns)
         return fail_oom(g);
     g->cspill = ns;
     g->cspill[g->ncspill++] = tmpfile();
@@ -985,6 +1026,7 @@ static void gthread_free(struct gthread *t)
     free(t->acc);
     free(t->bucket);
     free(t->bucket_cpu);
+    free(t->emitted);
     perfgroup__map_free(&t->string_map);
     perfgroup__map_free(&t->frame_map);
     perfgroup__map_free(&t->stack_map);
@@ -1019,8 +1061,11 @@ static int end_thread(void *ctx, uint32_t ti)
         if (g->lazy[i].target == ti)
             user_marker(t, &g->lazy[i].rec);
     flush_runs(t); /* outermost intervals that never closed (cut recording): write anyway */
-    for (uint32_t i = 0; i < g->f->ngroups; i++)
-        counter_flush(t, i);
+    for (uint32_t i = 0; i < g->f->ngroups; i++) {
+        counter_close(t, i, INT64_MAX);
+        if (t->emitted[i] != INT64_MIN && t->emitted[i] * g->iv > t->last_ns)
+            t->last_ns = t->emitted[i] * g->iv; /* the range holds every counter row */
+    }
     if (t->capped) {
         fprintf(stderr, "perfgroup-convert: warning: %s: thread %s: samples stopped at %" PRIu64
                 " (--max-samples); markers and counters are complete\n", g->f->path, t->th->name,
@@ -1043,10 +1088,16 @@ static int end_thread(void *ctx, uint32_t ti)
         marker_row(t, intern_str(t, "Recording cut", 13), t->last_ns, 0, 0, CAT_OTHER, &pl);
     }
     PGC_LIT(o, "]}");
-    perfgroup__out_raw(o, samples_schema, sizeof(samples_schema) - 1);
+    write_samples_head(g);
     perfgroup__out_flush(t->sw);
     if ((t->sw->err || copy_file(o, t->spill)) && !o->err)
         o->err = t->sw->err ? t->sw->err : EIO;
+    if (t->have_time) {
+        if (t->first_ns < g->plo)
+            g->plo = t->first_ns;
+        if (t->last_ns > g->phi)
+            g->phi = t->last_ns;
+    }
     PGC_LIT(o, "]},\"registerTime\":");
     out_ms(o, t->have_time ? t->first_ns : 0);
     PGC_LIT(o, ",\"unregisterTime\":");
@@ -1097,7 +1148,7 @@ static void empty_thread(struct gecko *g)
 {
     struct pgc_out *o = g->out;
     write_thread_head(g, "GeckoMain", g->f->program, g->f->pid);
-    perfgroup__out_raw(o, samples_schema, sizeof(samples_schema) - 1);
+    write_samples_head(g);
     PGC_LIT(o, "]}");
     perfgroup__out_raw(o, markers_schema, sizeof(markers_schema) - 1);
     PGC_LIT(o, "]},\"registerTime\":0,\"unregisterTime\":null,"
@@ -1136,10 +1187,11 @@ static void write_counters(struct gecko *g)
         uint32_t gi = chosen[k];
         PGC_SEP(o, k, "\n{\"name\":");
         char name[300];
-        snprintf(name, sizeof(name), "CPU: %s", g->f->groups[gi].name);
+        snprintf(name, sizeof(name), "CPU ns: %s", g->f->groups[gi].name);
         perfgroup__out_json_str(o, name, strlen(name));
         PGC_LIT(o, ",\"category\":\"perfgroup\",\"description\":");
-        snprintf(name, sizeof(name), "CPU time of group %s (ns per sample)", g->f->groups[gi].name);
+        snprintf(name, sizeof(name), "CPU time of group %s: ns in each sample interval "
+                 "(the graph: its share of one CPU)", g->f->groups[gi].name);
         perfgroup__out_json_str(o, name, strlen(name));
         PGC_LIT(o, ",\"samples\":{\"schema\":{\"time\":0,\"count\":1,\"number\":2},\"data\":[");
         /* k-way merge by time over the thread spills, this group only */
@@ -1155,22 +1207,31 @@ static void write_counters(struct gecko *g)
                     break;
                 }
         }
-        uint64_t n = 0;
+        /* rows of several threads at one time become one row (their sum): a second row at
+         * the same time would be a rate over no time */
+        uint64_t n = 0, sum = 0;
         int64_t last = INT64_MIN;
         for (;;) {
             uint32_t m = UNKNOWN;
             for (uint32_t i = 0; i < nc; i++)
                 if (live[i] && (m == UNKNOWN || head[i].ns < head[m].ns))
                     m = i;
-            if (m == UNKNOWN)
-                break;
-            int64_t at = head[m].ns < last ? last : head[m].ns;
-            last = at;
-            PGC_SEP(o, n++, "[");
-            out_ms(o, at);
-            PGC_LIT(o, ",");
-            perfgroup__out_u64(o, head[m].count);
-            PGC_LIT(o, ",1]");
+            if (m == UNKNOWN || (head[m].ns > last && last != INT64_MIN)) {
+                if (last != INT64_MIN) {
+                    PGC_SEP(o, n++, "[");
+                    out_ms(o, last);
+                    PGC_LIT(o, ",");
+                    perfgroup__out_u64(o, sum);
+                    PGC_LIT(o, ",1]");
+                }
+                if (m == UNKNOWN)
+                    break;
+                last = head[m].ns;
+                sum = 0;
+            }
+            if (last == INT64_MIN)
+                last = head[m].ns;
+            sum += head[m].count; /* a row earlier than `last` (damaged input) joins it */
             live[m] = 0;
             while (fread(&head[m], sizeof(head[m]), 1, g->cspill[m]) == 1)
                 if (head[m].group == gi) {
@@ -1248,11 +1309,18 @@ static void write_categories(struct gecko *g)
     PGC_LIT(o, "]");
 }
 
-static void write_meta(struct gecko *g, struct pgc_file *f, int root)
+/* Written after the process's threads (and, for the root, after every sub-process), when
+ * the time range they cover is known: profilingStartTime/EndTime make the front-end show
+ * the whole range, so no marker is left before the first sample. */
+static void write_meta(struct gecko *g, struct pgc_file *f, int root, int64_t lo, int64_t hi)
 {
     struct pgc_out *o = g->out;
-    PGC_LIT(o, "{\"meta\":{\"version\":36,\"startTime\":");
+    PGC_LIT(o, "\"meta\":{\"version\":36,\"startTime\":");
     perfgroup__out_fixed(o, f->start_realtime_ns, 1000000);
+    PGC_LIT(o, ",\"profilingStartTime\":");
+    out_ms(o, lo);
+    PGC_LIT(o, ",\"profilingEndTime\":");
+    out_ms(o, hi);
     PGC_LIT(o, ",\"shutdownTime\":null,\"interval\":");
     perfgroup__out_fixed(o, g->iv, 1000000);
     PGC_LIT(o, ",\"processType\":0,\"product\":");
@@ -1274,7 +1342,7 @@ static void write_meta(struct gecko *g, struct pgc_file *f, int root)
         write_schema(o);
     else
         PGC_LIT(o, "\"markerSchema\":[]");
-    PGC_LIT(o, "},\n\"libs\":[],\"pages\":[],\"threads\":[");
+    PGC_LIT(o, "}");
 }
 
 /* ---- Processes ----------------------------------------------------------------------- */
@@ -1402,7 +1470,12 @@ static int write_process(struct gecko *g, struct pgc_file *f, int root)
     if (!g->group_cpu)
         return fail_oom(g);
     collect_lazy(g, f);
-    write_meta(g, f, root);
+    /* the process's range: its start, its clean end, and what its threads cover */
+    struct pgc_clock clk;
+    perfgroup__clock_init(&clk, f);
+    g->plo = 0;
+    g->phi = f->hdr.end_tsc ? perfgroup__clock_ns(&clk, f->hdr.end_tsc) : 0;
+    PGC_LIT(g->out, "{\"libs\":[],\"pages\":[],\"threads\":[");
     int rc = perfgroup__file_stream(f, &cb, g, g->err);
     if (rc) {
         if (g->t) {
@@ -1415,6 +1488,11 @@ static int write_process(struct gecko *g, struct pgc_file *f, int root)
         PGC_LIT(g->out, "]");
         write_counters(g);
     }
+    int64_t off = f->start_realtime_ns - g->root_start_ns;
+    if (root || g->plo + off < g->glo)
+        g->glo = g->plo + off;
+    if (root || g->phi + off > g->ghi)
+        g->ghi = g->phi + off;
     for (uint32_t i = 0; i < g->ncspill; i++)
         if (g->cspill[i])
             fclose(g->cspill[i]);
@@ -1465,6 +1543,7 @@ int perfgroup__gecko_write(struct pgc_file *files, size_t nfiles, const struct p
         return fail_oom(&g);
     }
     size_t root = pick_root(files, nfiles);
+    g.root_start_ns = files[root].start_realtime_ns;
     rc = write_process(&g, &files[root], 1);
     PGC_LIT(out, ",\n\"processes\":[");
     /* the others (forked children, or unrelated runs) by start time */
@@ -1486,12 +1565,16 @@ int perfgroup__gecko_write(struct pgc_file *files, size_t nfiles, const struct p
         if (done)
             PGC_LIT(out, ",\n");
         rc = write_process(&g, &files[next], 0);
-        PGC_LIT(out, ",\"processes\":[]}");
+        PGC_LIT(out, ",\"processes\":[],");
+        write_meta(&g, &files[next], 0, g.plo, g.phi);
+        PGC_LIT(out, "}");
         after = files[next].start_realtime_ns;
         after_i = next;
         done++;
     }
-    PGC_LIT(out, "]}\n");
+    PGC_LIT(out, "],\n");
+    write_meta(&g, &files[root], 1, g.glo, g.ghi);
+    PGC_LIT(out, "}\n");
     perfgroup__progress(opt, g.records_total, g.records_total);
     perfgroup__map_free(&g.cats.by_name);
     free(g.cats.names);

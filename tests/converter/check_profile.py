@@ -29,6 +29,9 @@ class Checker:
     def __init__(self, path):
         self.path = path
         self.problems = []
+        self.range = None
+        self.interval = 1
+        self.off = 0
 
     def err(self, where, what):
         if len(self.problems) < 50:
@@ -73,6 +76,16 @@ class Checker:
         if not any(c.get("color") == "grey" for c in cats):
             self.err("meta.categories", "no grey category")
         schemas = self.marker_schemas(meta.get("markerSchema"))
+        # Without profilingStartTime/EndTime the front-end starts the range at the first
+        # sample: markers before it are in neither the chart nor the table. With them, every
+        # time of every process (shifted by its startTime) must lie inside.
+        lo, hi = meta.get("profilingStartTime"), meta.get("profilingEndTime")
+        if not (self.num(lo) and self.num(hi) and lo <= hi):
+            self.err("meta", "profilingStartTime <= profilingEndTime needed, are %r, %r" % (lo, hi))
+            self.range = None
+        else:
+            self.range = (lo, hi)
+        self.interval = meta.get("interval")
         self.process(p, cats, schemas, "profile", True)
         for i, sub in enumerate(p["processes"]):
             where = "processes[%d]" % i
@@ -87,7 +100,8 @@ class Checker:
                     self.err(where + ".meta", "version must be 36")
                 if sub["processes"]:
                     self.err(where, "nested sub-processes are ignored by the importer")
-                self.process(sub, cats, schemas, where, False)
+                self.process(sub, cats, schemas, where, False,
+                             sub["meta"]["startTime"] - meta["startTime"])
         return cats
 
     def marker_schemas(self, ms):
@@ -130,7 +144,13 @@ class Checker:
             self.err("thread %r" % t.get("name"), "%s schema %r" % (name, tab["schema"]))
         return tab["schema"], tab["data"]
 
-    def process(self, p, cats, schemas, where, root):
+    def inside(self, where, what, t, off):
+        if self.range is not None and self.num(t) and not (
+                self.range[0] - 1e-6 <= t + off <= self.range[1] + 1e-6):
+            self.err(where, "%s at %r ms is outside profilingStartTime..EndTime %r" % (what, t + off, self.range))
+
+    def process(self, p, cats, schemas, where, root, off=0):
+        self.off = off
         threads = p.get("threads") or []
         main = [t for t in threads if t.get("name") == "GeckoMain"]
         if p.get("counters") and not main:
@@ -144,13 +164,25 @@ class Checker:
             if s.get("schema") != {"time": 0, "count": 1, "number": 2}:
                 self.err(w, "samples schema")
             last = None
+            cpu = c.get("name", "").startswith("CPU ns: ")  # perfgroup's per-group CPU
             for row in s.get("data", []):
                 if len(row) != 3 or not all(self.num(x) for x in row):
                     self.err(w, "bad row %r" % (row,))
                     break
-                if last is not None and row[0] < last:
-                    self.err(w, "counter times go back")
+                if last is not None and row[0] <= last:
+                    self.err(w, "counter times go back or repeat (a rate over no time)")
                     break
+                self.inside(w, "counter row", row[0], off)
+                if cpu:
+                    # CPU used since the previous row, on the sample grid: the first row has
+                    # no previous one (0); no more than one CPU per thread of the process
+                    if abs(row[0] / self.interval - round(row[0] / self.interval)) > 1e-6:
+                        self.err(w, "row at %r ms is off the %r ms grid" % (row[0], self.interval))
+                    if last is None and row[1] != 0:
+                        self.err(w, "first row has CPU %r without a previous row" % row[1])
+                    if last is not None and row[1] > (row[0] - last) * 1e6 * len(threads) * (1 + 1e-9):
+                        self.err(w, "row at %r ms: %r ns of CPU in %r ms (over 100%% per thread)"
+                                 % (row[0], row[1], row[0] - last))
                 last = row[0]
         for t in threads:
             self.thread(t, cats, schemas)
@@ -215,6 +247,7 @@ class Checker:
                 if last is not None and tm < last:
                     self.err(w, "sample %d time goes back (%r < %r)" % (i, tm, last))
                 last = tm
+                self.inside(w, "sample %d" % i, tm, self.off)
                 if not self.num(ed):
                     self.err(w, "sample %d eventDelay %r" % (i, ed))
                 if cpu is not None and not (s[cpu] is None or (self.num(s[cpu]) and s[cpu] >= 0)):
@@ -240,6 +273,8 @@ class Checker:
                     self.err(w, "interval marker %d ends before it starts" % i)
             if not self.idx(cat, len(cats)):
                 self.err(w, "marker %d category %r out of range (crashes the UI)" % (i, cat))
+            self.inside(w, "marker %d start" % i, start, self.off)
+            self.inside(w, "marker %d end" % i, end, self.off)
             if data is not None:
                 typ = data.get("type") if isinstance(data, dict) else None
                 if typ is None:

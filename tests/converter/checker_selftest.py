@@ -13,6 +13,7 @@ import check_profile  # noqa: E402
 
 GOOD = {
     "meta": {"version": 36, "interval": 1, "startTime": 1000.5, "product": "p",
+             "profilingStartTime": 0, "profilingEndTime": 2,
              "presymbolicated": True,
              "categories": [{"name": "Idle", "color": "transparent", "subcategories": ["Other"]},
                             {"name": "Other", "color": "grey", "subcategories": ["Other"]}],
@@ -33,7 +34,10 @@ GOOD = {
     }],
     "counters": [{"name": "c", "category": "x", "description": "d",
                   "samples": {"schema": {"time": 0, "count": 1, "number": 2},
-                              "data": [[0, 1, 1], [1, 2, 1]]}}],
+                              "data": [[0, 1, 1], [1, 2, 1]]}},
+                 {"name": "CPU ns: g", "category": "x", "description": "d",
+                  "samples": {"schema": {"time": 0, "count": 1, "number": 2},
+                              "data": [[0, 0, 1], [1, 1000000, 1], [2, 500000, 1]]}}],
 }
 
 
@@ -66,6 +70,13 @@ DEFECTS = {
     "schema field unknown format": lambda p: p["meta"]["markerSchema"][0]["data"][0].update(format="x"),
     "counters without GeckoMain": lambda p: th(p).update(name="main"),
     "special payload type": lambda p: p["meta"]["markerSchema"][0].update(name="IPC"),
+    "no profilingStartTime": lambda p: p["meta"].pop("profilingStartTime"),
+    "marker before profilingStartTime": lambda p: th(p)["markers"]["data"][0].__setitem__(1, -0.5),
+    "sample after profilingEndTime": lambda p: th(p)["samples"]["data"][1].__setitem__(1, 2.5),
+    "CPU counter over 100%": lambda p: p["counters"][1]["samples"]["data"][2].__setitem__(1, 1500000),
+    "CPU counter off the grid": lambda p: p["counters"][1]["samples"]["data"][1].__setitem__(0, 1.5),
+    "CPU counter first row not 0": lambda p: p["counters"][1]["samples"]["data"][0].__setitem__(1, 5),
+    "counter rows at one time": lambda p: p["counters"][0]["samples"]["data"][1].__setitem__(0, 0),
 }
 
 

@@ -18,6 +18,7 @@
     conv_test.py stacks CC PLUGINFLAG RUNTIME INCLUDE SRC
                                     stacks_app.c recorded in trace mode: every sample in a
                                     phase carries the phase's call stack (STACKS)
+    conv_test.py demo EXE           the event-loop demo: checker, counters, nested stacks
     conv_test.py pgm FILE...        real recordings: every format converts and checks
     conv_test.py real CXX PLUGINFLAG RUNTIME INCLUDE SRC
                                     build SRC with a real plugin, record it (trace and stats
@@ -427,6 +428,51 @@ def thread_stacks(t):
     return walk
 
 
+def check_counters(gecko, files):
+    """Each process's "CPU ns: <group>" counter adds up to the group's CPU in the summary
+    (within 0.1 %); the checker already bounds each row by 100 % of one CPU per thread."""
+    rc, out, err = run(files + ["--summary", "--json", "--no-progress"])
+    if rc != 0:
+        fail("summary: exit %d: %s" % (rc, err))
+        return
+    cpu = {(pr["pid"], r["group"]): r["cpu_ms"] * 1e6
+           for pr in json.loads(out)["processes"] for r in pr["groups"]}
+    prof = json.load(open(gecko))
+    checked = 0
+    for proc in [prof] + prof["processes"]:
+        pid = proc["threads"][0]["pid"]
+        for c in proc.get("counters", []):
+            group = c["name"][len("CPU ns: "):]
+            got = sum(row[1] for row in c["samples"]["data"])
+            want = cpu.get((pid, group), 0)
+            if abs(got - want) > max(want * 0.001, 1000):
+                fail("counter %r of pid %s: %d ns in all, the summary says %d" % (c["name"], pid, got, want))
+            checked += 1
+    if not checked:
+        fail("no CPU counters")
+    else:
+        print("ok %d CPU counters add up to their groups' CPU" % checked)
+
+
+def record_trace(argv, base):
+    """Runs argv recording in trace mode to BASE.pgm, converts it to BASE.json and checks it.
+    Returns (pgm, json), json None on failure."""
+    pgm, gecko = base + ".pgm", base + ".json"
+    if os.path.exists(pgm):
+        os.unlink(pgm)
+    env = dict(os.environ, PERFGROUP_OUTPUT=pgm, PERFGROUP_MODE="trace", PERFGROUP_BUFFER="16M")
+    p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    if p.returncode != 0:
+        fail("run %s: exit %d: %s" % (argv[0], p.returncode, p.stderr))
+        return pgm, None
+    rc, _, err = run([pgm, "-o", gecko, "--no-progress"])
+    if rc != 0:
+        fail("convert: exit %d: %s" % (rc, err))
+        return pgm, None
+    check_json(gecko)
+    return pgm, gecko
+
+
 def stacks(cc, plugin, runtime, include, src):
     """stacks_app.c built with a real plugin, recorded in trace mode: every sample inside a
     phase marker carries that phase's stack (STACKS)."""
@@ -441,18 +487,9 @@ def stacks(cc, plugin, runtime, include, src):
     if p.returncode != 0:
         fail("build: %s\n%s" % (" ".join(cmd), p.stderr))
         return
-    pgm = os.path.join(d, "stacks.pgm")
-    env = dict(os.environ, PERFGROUP_OUTPUT=pgm, PERFGROUP_MODE="trace")
-    p = subprocess.run([exe], capture_output=True, text=True, env=env, timeout=60)
-    if p.returncode != 0:
-        fail("run: exit %d: %s" % (p.returncode, p.stderr))
+    pgm, gecko = record_trace([exe], os.path.join(d, "stacks"))
+    if not gecko:
         return
-    gecko = os.path.join(d, "stacks.json")
-    rc, _, err = run([pgm, "-o", gecko, "--no-progress"])
-    if rc != 0:
-        fail("convert: exit %d: %s" % (rc, err))
-        return
-    check_json(gecko)
     prof = json.load(open(gecko))
     seen = {}
     for t in prof["threads"]:
@@ -468,11 +505,41 @@ def stacks(cc, plugin, runtime, include, src):
                     if got != STACKS.get(name):
                         fail("%s: sample at %.3f ms in phase %s: stack %s, want %s"
                              % (t["name"], row[1], name, got, STACKS.get(name)))
+    check_counters(gecko, [pgm])
     for name in STACKS:
         if seen.get(name, 0) < 4:
             fail("phase %s: %d samples checked, want >= 4" % (name, seen.get(name, 0)))
         else:
             print("ok %s: %d samples, stack %s" % (name, seen[name], STACKS[name]))
+
+
+def demo(exe):
+    """The event-loop demo (examples/eventloop.c) recorded in trace mode as scripts/demo.sh
+    does: the Gecko profile passes the checker (every marker and sample inside
+    profilingStartTime..EndTime, CPU rows on the grid and <= 100 %), its counters add up to
+    the groups' CPU, and every sample inside a nested keypress carries the whole chain."""
+    d = os.path.join(WORK, "demo")
+    os.makedirs(d, exist_ok=True)
+    pgm, gecko = record_trace([exe, "20"], os.path.join(d, "demo"))
+    if not gecko:
+        return
+    check_counters(gecko, [pgm])
+    t = json.load(open(gecko))["threads"][0]
+    walk = thread_stacks(t)
+    strings = t["stringTable"]
+    nested = [(m[1], m[2]) for m in t["markers"]["data"] if strings[m[0]] == "keypress (nested)"]
+    chain = ("core", "main", "dispatch", "sync", "sync_on_tick", "sync_save", "core", "dispatch",
+             "spell", "spell_on_key")
+    n = 0
+    for row in t["samples"]["data"]:
+        if any(a <= row[1] < b for a, b in nested):
+            n += 1
+            if walk(row[0])[:len(chain)] != chain:
+                fail("nested keypress sample at %.3f ms: %s" % (row[1], " > ".join(walk(row[0]))))
+    if n < 20:  # the janky nested keypress alone is 40 ms
+        fail("only %d samples in nested keypresses" % n)
+    else:
+        print("ok %d nested-keypress samples: %s > ..." % (n, " > ".join(chain)))
 
 
 def progress():
@@ -619,6 +686,8 @@ def main(argv):
         real(*rest)
     elif cmd == "stacks":
         stacks(*rest)
+    elif cmd == "demo":
+        demo(rest[0])
     else:
         sys.stderr.write(__doc__)
         return 2
