@@ -2,16 +2,28 @@
 /*
  * chrome.c — writes recordings as Chrome trace-event JSON (Perfetto UI, chrome://tracing):
  * complete ("X") events for events, trace-mode stopwatch intervals and interval markers;
- * instant ("i") events for instant markers, dropped records and a cut recording; metadata
- * ("M") events naming each process and thread. Timestamps are microseconds since the
- * earliest process start among the inputs, so forked children line up with their parent.
+ * instant ("i") events for instant markers, dropped records and a cut recording; counter
+ * ("C") events with each group's share of a CPU per event; metadata ("M") events naming
+ * each process and thread. Timestamps are microseconds since the earliest process start
+ * among the inputs, so forked children line up with their parent.
+ *
+ * Slices on one thread track must nest (Perfetto drops or truncates the others). Function
+ * intervals nest (the shadow stack); events do not nest with them (an implicit event begins
+ * before its frame, a nested loop splits an event but not the frames around it) and user
+ * markers nest with nothing. So each recorded thread has up to three tracks: its functions
+ * (tid), its events (tid + EVENTS_TID) and its markers (tid + MARKERS_TID); Linux tids stay
+ * below 2^22.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "perfgroup.h"
 #include "pgconv.h"
+
+#define EVENTS_TID (1u << 30)
+#define MARKERS_TID (1u << 29)
 
 struct chrome {
     const struct pgc_options *opt;
@@ -20,6 +32,8 @@ struct chrome {
     struct pgc_clock clk;
     int64_t base_ns;   /* this process's start minus the earliest start */
     uint32_t tid;
+    const char *thread_name;
+    int named_events, named_markers; /* the thread's extra tracks have their thread_name */
     int64_t last_ns;
     uint64_t nevents;
     uint64_t records_done, records_total;
@@ -30,7 +44,8 @@ static void us(struct pgc_out *o, int64_t ns)
     perfgroup__out_fixed(o, ns, 1000);
 }
 
-static void head(struct chrome *C, const char *ph, const char *name, size_t nlen, const char *cat)
+static void head_tid(struct chrome *C, const char *ph, const char *name, size_t nlen,
+                     const char *cat, uint32_t tid)
 {
     struct pgc_out *o = C->out;
     PGC_SEP(o, C->nevents++, "\n{\"ph\":\"");
@@ -42,7 +57,12 @@ static void head(struct chrome *C, const char *ph, const char *name, size_t nlen
     PGC_LIT(o, "\",\"pid\":");
     perfgroup__out_u64(o, C->f->pid);
     PGC_LIT(o, ",\"tid\":");
-    perfgroup__out_u64(o, C->tid);
+    perfgroup__out_u64(o, tid);
+}
+
+static void head(struct chrome *C, const char *ph, const char *name, size_t nlen, const char *cat)
+{
+    head_tid(C, ph, name, nlen, cat, C->tid);
 }
 
 static void span(struct chrome *C, int64_t s, int64_t e)
@@ -62,22 +82,67 @@ static void instant(struct chrome *C, int64_t s)
     us(C->out, C->base_ns + s);
 }
 
-static void meta_name(struct chrome *C, const char *what, const char *name)
+static void meta_name(struct chrome *C, const char *what, const char *name, uint32_t tid)
 {
     struct pgc_out *o = C->out;
-    head(C, "M", what, strlen(what), "__metadata");
+    head_tid(C, "M", what, strlen(what), "__metadata", tid);
     PGC_LIT(o, ",\"args\":{\"name\":");
     perfgroup__out_json_str(o, name, strlen(name));
     PGC_LIT(o, "}}");
+}
+
+/* The thread's events or markers track: named before its first slice. */
+static uint32_t side_track(struct chrome *C, uint32_t off, int *named, const char *what)
+{
+    if (!*named) {
+        char n[300];
+        snprintf(n, sizeof(n), "%s %s", C->thread_name, what);
+        meta_name(C, "thread_name", n, C->tid + off);
+        *named = 1;
+    }
+    return C->tid + off;
+}
+
+/* Each group's share of one CPU during an event: its CPU over the event's wall time from the
+ * event's begin, 0 from its end (the Gecko counters spread it the same way). One series per
+ * thread (the key), so threads of a process do not overwrite each other. */
+static void group_counters(struct chrome *C, const struct pgr_record *r, int64_t s, int64_t e)
+{
+    struct pgc_out *o = C->out;
+    if (e <= s)
+        return;
+    for (uint32_t i = 0; i < r->u.event.ngroups; i++) {
+        uint32_t gi = perfgroup__group_index(C->f, r->u.event.groups[i].group_id);
+        if (gi == UINT32_MAX || !r->u.event.groups[i].cpu_ns)
+            continue;
+        char name[300];
+        snprintf(name, sizeof(name), "CPU %s", C->f->groups[gi].name);
+        for (int end = 0; end < 2; end++) {
+            head(C, "C", name, strlen(name), "cpu");
+            PGC_LIT(o, ",\"ts\":");
+            us(o, C->base_ns + (end ? e : s));
+            PGC_LIT(o, ",\"args\":{\"");
+            perfgroup__out_u64(o, C->tid);
+            PGC_LIT(o, "\":");
+            if (end)
+                PGC_LIT(o, "0");
+            else
+                perfgroup__out_double(o, (double)r->u.event.groups[i].cpu_ns / (double)(e - s));
+            PGC_LIT(o, "}}");
+        }
+    }
 }
 
 static int begin_thread(void *ctx, uint32_t ti)
 {
     struct chrome *C = ctx;
     C->tid = C->f->threads[ti].tid ? C->f->threads[ti].tid : C->f->threads[ti].index;
+    C->tid &= MARKERS_TID - 1;
+    C->thread_name = C->f->threads[ti].name;
+    C->named_events = C->named_markers = 0;
     C->last_ns = 0;
     perfgroup__clock_init(&C->clk, C->f);
-    meta_name(C, "thread_name", C->f->threads[ti].name);
+    meta_name(C, "thread_name", C->thread_name, C->tid);
     return 0;
 }
 
@@ -98,7 +163,9 @@ static int on_record(void *ctx, const struct pgr_record *r)
             name = r->u.event.flags & PGF_EVENT_F_IMPLICIT ? "(implicit event)" : "(event)";
         int64_t s = perfgroup__clock_ns(&C->clk, r->u.event.begin_tsc);
         int64_t e = perfgroup__clock_ns(&C->clk, r->u.event.end_tsc);
-        head(C, "X", name, strlen(name), "event");
+        uint32_t tid = side_track(C, EVENTS_TID, &C->named_events, "events");
+        group_counters(C, r, s, e);
+        head_tid(C, "X", name, strlen(name), "event", tid);
         span(C, s, e);
         PGC_LIT(o, ",\"args\":{\"cpu_ms\":");
         perfgroup__out_fixed(o, (int64_t)r->u.event.cpu_ns, 1000000);
@@ -125,6 +192,8 @@ static int on_record(void *ctx, const struct pgr_record *r)
         char cat[256] = "perfgroup";
         size_t cl = 0;
         for (uint32_t b = 0; st && b < st->ngroups && b < 8; b++) {
+            if (f->groups[st->groups[b]].kind == PERFGROUP_KIND_FUNCTION)
+                continue; /* its own name again: the slice's name says it */
             int n = snprintf(cat + cl, sizeof(cat) - cl, "%s%s", cl ? "," : "",
                              f->groups[st->groups[b]].name);
             if (n > 0)
@@ -136,12 +205,11 @@ static int on_record(void *ctx, const struct pgr_record *r)
                 cat[i] = '_';
         int64_t s = perfgroup__clock_ns(&C->clk, r->u.interval.start_tsc);
         head(C, "X", name, strlen(name), cat);
-        span(C, s, s + perfgroup__ticks_ns(&C->clk, r->u.interval.duration));
-        PGC_LIT(o, ",\"args\":{\"depth\":");
-        perfgroup__out_u64(o, r->u.interval.depth);
-        PGC_LIT(o, ",\"acquired\":");
-        perfgroup__out_u64(o, r->u.interval.group_mask);
-        PGC_LIT(o, "}}");
+        /* the end through the same mapping: intervals ending together stay nested */
+        span(C, s, perfgroup__clock_ns(&C->clk, r->u.interval.start_tsc + r->u.interval.duration));
+        if (r->u.interval.group_mask) /* the depth is the nesting; only acquisitions are news */
+            PGC_LIT(o, ",\"args\":{\"acquired\":true}");
+        PGC_LIT(o, "}");
         break;
     }
     case PGF_REC_MARKER: {
@@ -149,11 +217,12 @@ static int on_record(void *ctx, const struct pgr_record *r)
         if (!name)
             name = "(marker)";
         int64_t s = perfgroup__clock_ns(&C->clk, r->u.marker.start_tsc);
+        uint32_t tid = side_track(C, MARKERS_TID, &C->named_markers, "markers");
         if (r->u.marker.end_tsc == r->u.marker.start_tsc) {
-            head(C, "i", name, strlen(name), "marker");
+            head_tid(C, "i", name, strlen(name), "marker", tid);
             instant(C, s);
         } else {
-            head(C, "X", name, strlen(name), "marker");
+            head_tid(C, "X", name, strlen(name), "marker", tid);
             span(C, s, perfgroup__clock_ns(&C->clk, r->u.marker.end_tsc));
         }
         PGC_LIT(o, ",\"args\":{\"text\":");
@@ -215,7 +284,7 @@ int perfgroup__chrome_write(struct pgc_file *files, size_t nfiles, const struct 
         C.tid = files[i].pid;
         char pname[300];
         snprintf(pname, sizeof(pname), "%s (pid %u)", files[i].program, files[i].pid);
-        meta_name(&C, "process_name", pname);
+        meta_name(&C, "process_name", pname, files[i].pid);
         rc = perfgroup__file_stream(&files[i], &cb, &C, err);
     }
     PGC_LIT(out, "]}\n");

@@ -818,8 +818,10 @@ static void event_record(struct gthread *t, const struct pgr_record *r)
 static void interval_record(struct gthread *t, const struct pgr_record *r)
 {
     int64_t s = tns(t, r->u.interval.start_tsc);
-    int64_t d = perfgroup__ticks_ns(&t->clk, r->u.interval.duration);
-    if (d > t->g->max_span_ns) /* a duration no sample budget covers: damaged input */
+    /* the end through the same mapping as the start: nested intervals ending together stay
+     * nested to the nanosecond (Chrome output, the same ends) */
+    int64_t d = perfgroup__clock_ns(&t->clk, r->u.interval.start_tsc + r->u.interval.duration) - s;
+    if (d < 0 || d > t->g->max_span_ns) /* a duration no sample budget covers: damaged input */
         d = t->g->max_span_ns;
     int64_t e = s + d;
     seen(t, s);

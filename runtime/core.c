@@ -608,13 +608,14 @@ static void trace_frames(struct pg_thread *t, uint32_t from, uint32_t to, uint64
 }
 
 /* Drop the frames at index >= keep: their exits were skipped (longjmp, exit, a frame without
- * unwind tables). Their stopwatches are cancelled, not charged: when the skip happened is
+ * unwind tables); in trace mode they are recorded up to `tsc` (0: now), the exit that found
+ * them out if there is one, so they end inside the frame that holds them. Their stopwatches are cancelled, not charged: when the skip happened is
  * unknown. An implicit event opened by one of them ends now. */
-PG_HIDDEN void perfgroup__resync(struct pg_thread *t, uint32_t keep)
+PG_HIDDEN void perfgroup__resync(struct pg_thread *t, uint32_t keep, uint64_t tsc)
 {
     if (keep >= t->depth)
         return;
-    trace_frames(t, keep, t->depth, pg_clock_now());
+    trace_frames(t, keep, t->depth, tsc ? tsc : pg_clock_now());
     for (uint32_t i = keep; i < t->depth; i++) {
         struct pg_frame *f = &t->stack[i];
         for (unsigned j = 0; j < f->fn->ngroups; j++)

@@ -72,7 +72,7 @@ static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func 
         uint32_t keep = d - 1;
         while (keep > 0 && frame_dead(&t->stack[keep - 1], sp, ra))
             keep--;
-        perfgroup__resync(t, keep);
+        perfgroup__resync(t, keep, 0);
         d = t->depth;
         begin = t->event_open == PG_EV_NONE && act != 0;
     }
@@ -204,7 +204,7 @@ static PG_COLD void exit_slow(struct perfgroup_site *site, uint64_t token, uint6
     if (pg_descheduled()) /* after the counter read: settle what fell before it */
         tsc = perfgroup__cputime_settle(t, tsc);
     if (idx + 1 != t->depth)
-        perfgroup__resync(t, idx + 1); /* frames above ours skipped their exits */
+        perfgroup__resync(t, idx + 1, tsc); /* frames above ours skipped their exits */
     exit_frame(t, idx, tsc, 0, perfgroup__rec_mode_now() == PGF_MODE_TRACE);
 }
 

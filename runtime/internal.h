@@ -262,8 +262,9 @@ PG_HIDDEN void perfgroup__init(void);
 PG_HIDDEN struct pg_thread *perfgroup__thread_slow(void);
 PG_HIDDEN struct pg_func *perfgroup__site_resolve(struct perfgroup_site *site);
 PG_HIDDEN int perfgroup__grow_groups(struct pg_thread *t, uint32_t max_gid);
-/* Drop frames above `keep` (skipped exits): their stopwatches are cancelled. */
-PG_HIDDEN void perfgroup__resync(struct pg_thread *t, uint32_t keep);
+/* Drop frames above `keep` (skipped exits): their stopwatches are cancelled; traced up to
+ * `tsc` (0: now). */
+PG_HIDDEN void perfgroup__resync(struct pg_thread *t, uint32_t keep, uint64_t tsc);
 PG_HIDDEN void perfgroup__implicit_begin(struct pg_thread *t, uint64_t tsc);
 PG_HIDDEN void perfgroup__implicit_end(struct pg_thread *t, uint64_t tsc);
 PG_HIDDEN struct pg_group *perfgroup__group_at(uint32_t id);

@@ -295,6 +295,7 @@ class Checker:
             self.err("trace", "traceEvents must be a list")
             return
         named = set()
+        slices, be = {}, {}
         for i, e in enumerate(ev):
             ph = e.get("ph")
             if ph not in ("X", "M", "i", "B", "E", "C"):
@@ -313,10 +314,41 @@ class Checker:
                 self.err("event %d" % i, "ts missing")
             if ph == "X" and not (self.num(e.get("dur")) and e["dur"] >= 0):
                 self.err("event %d" % i, "X event needs dur >= 0")
+            if ph == "X" and self.num(e.get("ts")) and self.num(e.get("dur")):
+                slices.setdefault((e.get("pid"), e.get("tid")), []).append((e["ts"], e["dur"], i))
+            if ph in ("B", "E") and self.num(e.get("ts")):
+                be.setdefault((e.get("pid"), e.get("tid")), []).append((e["ts"], ph, e["name"], i))
+            if ph == "C" and not (isinstance(e.get("args"), dict) and e["args"] and
+                                  all(self.num(v) for v in e["args"].values())):
+                self.err("event %d" % i, "counter needs args of numbers")
+            if ph == "i" and e.get("s", "t") not in ("t", "p", "g"):
+                self.err("event %d" % i, "instant scope %r" % e.get("s"))
             if ("thread_name", e.get("pid"), e.get("tid")) not in named:
                 self.err("event %d" % i, "thread %r has no thread_name metadata before it" % e.get("tid"))
             if ("process_name", e.get("pid"), e.get("pid")) not in named:
                 self.err("event %d" % i, "process %r has no process_name metadata" % e.get("pid"))
+        # slices on one thread track must nest: Perfetto drops or cuts the others
+        for key, xs in slices.items():
+            xs.sort(key=lambda x: (x[0], -x[1]))
+            open_ends = []
+            for ts, dur, i in xs:
+                while open_ends and open_ends[-1] <= ts + 1e-9:
+                    open_ends.pop()
+                if open_ends and ts + dur > open_ends[-1] + 1e-9:
+                    self.err("event %d" % i, "X slice on pid/tid %r overlaps its parent's end" % (key,))
+                open_ends.append(ts + dur)
+        for key, xs in be.items():
+            xs.sort(key=lambda x: x[0])
+            stack = []
+            for ts, ph, name, i in xs:
+                if ph == "B":
+                    stack.append(name)
+                elif not stack:
+                    self.err("event %d" % i, "E without a B on pid/tid %r" % (key,))
+                else:
+                    stack.pop()
+            if stack:
+                self.err("trace", "B without an E on pid/tid %r" % (key,))
 
 
 def check(path):

@@ -80,6 +80,26 @@ DEFECTS = {
 }
 
 
+CHROME = {"traceEvents": [
+    {"ph": "M", "name": "process_name", "pid": 1, "tid": 1, "args": {"name": "p"}},
+    {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "t"}},
+    {"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 10},
+    {"ph": "X", "name": "b", "pid": 1, "tid": 1, "ts": 2, "dur": 8},
+    {"ph": "B", "name": "c", "pid": 1, "tid": 1, "ts": 12},
+    {"ph": "E", "name": "c", "pid": 1, "tid": 1, "ts": 13},
+    {"ph": "C", "name": "n", "pid": 1, "tid": 1, "ts": 1, "args": {"1": 0.5}},
+    {"ph": "i", "name": "d", "pid": 1, "tid": 1, "ts": 1, "s": "t"}]}
+
+CHROME_DEFECTS = {
+    "chrome X slices overlap": lambda p: p["traceEvents"][3].update(dur=9),
+    "chrome E without B": lambda p: p["traceEvents"].pop(4),
+    "chrome B without E": lambda p: p["traceEvents"].pop(5),
+    "chrome counter without numbers": lambda p: p["traceEvents"][6].update(args={"1": "x"}),
+    "chrome thread without name": lambda p: p["traceEvents"].pop(1),
+    "chrome X without dur": lambda p: p["traceEvents"][2].pop("dur"),
+}
+
+
 def problems(p):
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(p, f)
@@ -91,20 +111,21 @@ def problems(p):
 
 def main():
     bad = 0
-    got = problems(GOOD)
-    if got:
-        print("FAIL: the valid profile was rejected: %s" % got)
-        bad += 1
-    for name, mutate in DEFECTS.items():
-        p = copy.deepcopy(GOOD)
-        mutate(p)
-        got = problems(p)
+    for good, defects, kind in ((GOOD, DEFECTS, "Gecko profile"), (CHROME, CHROME_DEFECTS, "Chrome trace")):
+        got = problems(good)
         if got:
-            print("ok %s: %s" % (name, got[0]))
-        else:
-            print("FAIL: %s was not caught" % name)
+            print("FAIL: the valid %s was rejected: %s" % (kind, got))
             bad += 1
-    n = len(DEFECTS) + 1
+        for name, mutate in defects.items():
+            p = copy.deepcopy(good)
+            mutate(p)
+            got = problems(p)
+            if got:
+                print("ok %s: %s" % (name, got[0]))
+            else:
+                print("FAIL: %s was not caught" % name)
+                bad += 1
+    n = len(DEFECTS) + 1 + len(CHROME_DEFECTS) + 1
     print("%d passed, %d failed" % (n - bad, bad))
     return 1 if bad else 0
 

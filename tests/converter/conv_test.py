@@ -454,6 +454,72 @@ def check_counters(gecko, files):
         print("ok %d CPU counters add up to their groups' CPU" % checked)
 
 
+def compare_chrome(gecko, files):
+    """The Chrome trace of the same recording, as a Perfetto user meets it: it passes the
+    checker (Trace Event Format rules: X slices nest per thread track, B/E pair, pid/tid
+    names, counters of numbers) and shows the same slices as the Gecko profile — every event
+    and every acquiring function interval with the same start and duration (to the µs), the
+    same user markers — and the same totals: each group's CPU counter integrates to the
+    Gecko counter's sum."""
+    chrome = gecko[:-len(".json")] + ".chrome.json"
+    rc, _, err = run(files + ["--format", "chrome", "-o", chrome, "--no-progress"])
+    if rc != 0:
+        fail("chrome: exit %d: %s" % (rc, err))
+        return
+    if not check_json(chrome):
+        return
+    g, c = json.load(open(gecko)), json.load(open(chrome))
+    base = min([g["meta"]["startTime"]] + [sp["meta"]["startTime"] for sp in g["processes"]])
+    want = {"event": [], "interval": [], "marker": []}
+    cpu_g = {}
+    for proc in [g] + g["processes"]:
+        off = (proc["meta"]["startTime"] - base) * 1000  # µs
+        pid = proc["threads"][0]["pid"]
+        for t in proc["threads"]:
+            strings = t["stringTable"]
+            for m in t["markers"]["data"]:
+                typ = (m[5] or {}).get("type")
+                kind = {"PerfgroupEvent": "event", "PerfgroupInterval": "interval",
+                        "PerfgroupMarker": "marker"}.get(typ)
+                if not kind or m[2] is None:
+                    continue
+                name = strings[m[5]["function"]] if kind == "interval" else strings[m[0]]
+                want[kind].append((pid, name, round(m[1] * 1000 + off), round((m[2] - m[1]) * 1000)))
+        for ctr in proc.get("counters", []):
+            key = (pid, ctr["name"][len("CPU ns: "):])
+            cpu_g[key] = sum(r[1] for r in ctr["samples"]["data"])
+    got = {"event": [], "interval": [], "marker": []}
+    series = {}
+    for e in c["traceEvents"]:
+        if e["ph"] == "X":
+            kind = {"event": "event", "marker": "marker"}.get(e["cat"], "interval")
+            if kind == "interval" and not (e.get("args") or {}).get("acquired"):
+                continue
+            got[kind].append((e["pid"], e["name"], round(e["ts"]), round(e["dur"])))
+        elif e["ph"] == "C":
+            for k, v in e["args"].items():
+                series.setdefault((e["pid"], e["name"][len("CPU "):], k), []).append((e["ts"], v))
+    for kind in want:
+        a, b = sorted(want[kind]), sorted(got[kind])
+        # ±1 µs: the two outputs round ns to µs at different places
+        same = len(a) == len(b) and all(x[:2] == y[:2] and abs(x[2] - y[2]) <= 1 and
+                                        abs(x[3] - y[3]) <= 1 for x, y in zip(a, b))
+        if not same:
+            fail("chrome %ss differ from the Gecko markers: %d vs %d, first %r / %r"
+                 % (kind, len(b), len(a), b[:2], a[:2]))
+        else:
+            print("ok chrome: the same %d %ss as the Gecko profile" % (len(a), kind))
+    cpu_c = {}
+    for (pid, group, _), pts in series.items():
+        pts.sort()
+        area = sum(v * (pts[i + 1][0] - ts) * 1000 for i, (ts, v) in enumerate(pts[:-1]))
+        cpu_c[(pid, group)] = cpu_c.get((pid, group), 0) + area
+    for key, ns in cpu_g.items():
+        if abs(cpu_c.get(key, 0) - ns) > max(ns * 0.001, 1000):
+            fail("chrome CPU counter %r integrates to %d ns, the Gecko counter to %d" % (key, cpu_c.get(key, 0), ns))
+    print("ok chrome: %d CPU counters integrate to the Gecko counters' sums" % len(cpu_g))
+
+
 def record_trace(argv, base):
     """Runs argv recording in trace mode to BASE.pgm, converts it to BASE.json and checks it.
     Returns (pgm, json), json None on failure."""
@@ -506,6 +572,7 @@ def stacks(cc, plugin, runtime, include, src):
                         fail("%s: sample at %.3f ms in phase %s: stack %s, want %s"
                              % (t["name"], row[1], name, got, STACKS.get(name)))
     check_counters(gecko, [pgm])
+    compare_chrome(gecko, [pgm])
     for name in STACKS:
         if seen.get(name, 0) < 4:
             fail("phase %s: %d samples checked, want >= 4" % (name, seen.get(name, 0)))
@@ -524,6 +591,7 @@ def demo(exe):
     if not gecko:
         return
     check_counters(gecko, [pgm])
+    compare_chrome(gecko, [pgm])
     t = json.load(open(gecko))["threads"][0]
     walk = thread_stacks(t)
     strings = t["stringTable"]
