@@ -148,6 +148,22 @@ static void family(FILE *o, const char *name, const char *type, const char *help
     fprintf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* Two files of one program and pid (a program that exec()s itself, a pid reused within a
+ * followed directory) would be the same series twice, which Prometheus rejects: the file
+ * of the latest start is exported. */
+static int shadowed(const struct pgl_set *s, size_t i)
+{
+    const struct pgl_file *f = &s->files[i];
+    for (size_t j = 0; j < s->nfiles; j++) {
+        const struct pgl_file *g = &s->files[j];
+        if (j != i && g->pid == f->pid && !strcmp(g->program, f->program) &&
+            (g->start_monotonic_ns > f->start_monotonic_ns ||
+             (g->start_monotonic_ns == f->start_monotonic_ns && j > i)))
+            return 1;
+    }
+    return 0;
+}
+
 /* The whole exposition of set s. */
 static void render(FILE *o, const struct pgl_set *s)
 {
@@ -159,6 +175,8 @@ static void render(FILE *o, const struct pgl_set *s)
         return;
     }
     for (size_t i = 0; i < s->nfiles; i++) {
+        if (shadowed(s, i))
+            continue; /* per[i] NULL, nper[i] 0: no series */
         per[i] = calloc(s->files[i].nthreads + 1, sizeof(**per));
         if (per[i])
             nper[i] = by_name(&s->files[i], per[i]);
@@ -201,6 +219,8 @@ static void render(FILE *o, const struct pgl_set *s)
         family(o, proc[k].name, proc[k].type, proc[k].help);
         for (size_t i = 0; i < s->nfiles; i++) {
             const struct pgl_file *f = &s->files[i];
+            if (!per[i])
+                continue;
             uint64_t v = k == 0 ? f->records_dropped : k == 1 ? f->chunks_recycled
                        : k == 2 ? f->chunks_missed : f->state == PGL_LIVE;
             fputs(proc[k].name, o);
