@@ -47,6 +47,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <dlfcn.h>
 
 #include "perfgroup.h"
 
@@ -69,13 +70,35 @@ static struct {                      /* one line at the end, for bench/accuracy/
 static double iters_per_ns;
 static volatile uint64_t sink;
 
+static long own_cpu_reads, all_cpu_reads;
 PERF_GROUP_NONE static uint64_t clk(clockid_t id)
 {
     struct timespec ts;
     clock_gettime(id, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
-#define CPU() clk(CLOCK_THREAD_CPUTIME_ID)
+#define CPU() (own_cpu_reads++, clk(CLOCK_THREAD_CPUTIME_ID))
+
+/* The thread's CPU-clock reads, counted: clock_gettime is interposed (the executable's
+ * definition wins over libc's for libperfgroup.so too). The runtime's = all - the test's own
+ * (CPU()); of them, 2 per explicit event (ev_begin) are the event API's, the rest the
+ * hooks' — one after each deschedule (runtime/cputime.c). */
+typedef int (*clock_gettime_fn)(clockid_t, struct timespec *);
+PERF_GROUP_NONE int clock_gettime(clockid_t id, struct timespec *ts)
+{
+    static clock_gettime_fn real;
+    if (!real)
+        real = (clock_gettime_fn)dlsym(RTLD_NEXT, "clock_gettime");
+    if (id == CLOCK_THREAD_CPUTIME_ID)
+        all_cpu_reads++;
+    return real(id, ts);
+}
+static long explicit_events;
+PERF_GROUP_NONE static int ev_begin(const char *name)
+{
+    explicit_events++;
+    return perfgroup_event_begin(name);
+}
 #define WALL() clk(CLOCK_MONOTONIC)
 
 PERF_GROUP_NONE NOINLINE static void burn_iters(uint64_t n)
@@ -182,7 +205,7 @@ NOINLINE PERF_GROUP("A") void a_modal(void)
     tru.a_own += CPU() - t0;
     perfgroup_nested_loop_begin();
     for (int i = 0; i < 3; i++) {
-        perfgroup_event_begin("nested");
+        ev_begin("nested");
         n_work(2 * unit_ns);
         perfgroup_event_end();
     }
@@ -302,7 +325,7 @@ static void phase_main(void)
         struct piece ev;
         struct piece a0 = tru.a, b0 = tru.b, bi0 = tru.b_in_a, c0 = tru.c, e0 = tru.event;
         piece_start(&ev);
-        perfgroup_event_begin("main");
+        ev_begin("main");
         between();
         a_work(&tru.a);
         between();
@@ -402,7 +425,7 @@ static void phase_modal(void)
 {
     int n = nevents / 8 > 0 ? nevents / 8 : 1;
     for (int e = 0; e < n; e++) {
-        perfgroup_event_begin("modal");
+        ev_begin("modal");
         a_modal();
         perfgroup_event_end();
     }
@@ -429,7 +452,7 @@ static void phase_sleep(void)
 {
     int n = nevents / 8 > 0 ? nevents / 8 : 1;
     for (int e = 0; e < n; e++) {
-        perfgroup_event_begin("sleep");
+        ev_begin("sleep");
         s_block(&tru.s);
         perfgroup_event_end();
     }
@@ -457,7 +480,7 @@ static void phase_sleep(void)
 
     /* S and C in one event: event CPU is shared by stopwatch (wall) time — by design. */
     for (int e = 0; e < n; e++) {
-        perfgroup_event_begin("mixed");
+        ev_begin("mixed");
         s_block(&tru.m_s);
         c_rec(4, unit_ns, &tru.m_c);
         perfgroup_event_end();
@@ -485,7 +508,7 @@ static void phase_jank(void)
     const int reps = 3;
     for (int r = 0; r < reps; r++)
         for (size_t k = 0; k < NJ; k++) {
-            perfgroup_event_begin("jank");
+            ev_begin("jank");
             j_work((uint64_t)(jank_ms[k] * 1e6));
             perfgroup_event_end();
         }
@@ -590,6 +613,7 @@ int main(int argc, char **argv)
         }
     }
     struct perfgroup_snapshot *first = perfgroup_snapshot_take();
+    uint64_t run_start = WALL();
     calibrate();
     snap_prev = perfgroup_snapshot_take();
     printf("## accuracy: %s, %s, bound ±%.1f points\n\n",
@@ -610,6 +634,11 @@ int main(int argc, char **argv)
             waitpid(spinner[k], NULL, 0);
         }
     }
+    double run_s = (double)(WALL() - run_start) / 1e9;
+    long rt_reads = all_cpu_reads - own_cpu_reads, hook_reads = rt_reads - 2 * explicit_events;
+    printf("CPU-clock reads by the runtime: %ld in %.2f s (%ld by the event API for %ld explicit events, "
+           "%ld by the hooks after a deschedule: %.0f per second)\n\n", rt_reads, run_s,
+           2 * explicit_events, explicit_events, hook_reads, hook_reads / run_s);
     whole_run(first);
     perfgroup_snapshot_free(snap_prev);
     printf("summary: A=%+.2f B=%+.2f C=%+.2f dA=%+.2f dB=%+.2f dC=%+.2f top=%+.2f nested_pct=%+.3f nested_us=%+.1f "
