@@ -54,8 +54,8 @@ extern "C" {
 /* ---- Events ---------------------------------------------------------------------------- */
 /*
  * Bracket one iteration of an event loop on the calling thread. At event end each group that
- * executed gets its share of the event's CPU time (two CPU-clock reads per event) and its
- * jank histogram updated. `name` must stay valid for the life of the process (a literal).
+ * executed is charged the CPU time its thread spent while its stopwatch ran (measured:
+ * docs/accounting.md; two CPU-clock reads per event) and its jank histogram updated. `name` must stay valid for the life of the process (a literal).
  * Without these calls the runtime makes implicit events: one per outermost group activation.
  * Returns 0, -EALREADY (an event is open; begin) or -ENOENT (none open; end).
  */
@@ -84,7 +84,7 @@ struct perfgroup_stats {
     const char *name;              /* valid for the life of the process */
     enum perfgroup_group_kind kind;
     int active;
-    uint64_t cpu_ns;               /* share of event CPU time */
+    uint64_t cpu_ns;               /* CPU time while its stopwatches ran (estimated without rseq) */
     uint64_t wall_ns;              /* stopwatch time (TSC) */
     uint64_t blocked_ns;           /* sum over events of max(0, wall - cpu) */
     uint64_t cycles;
@@ -92,8 +92,9 @@ struct perfgroup_stats {
     uint64_t events;               /* events in which the group executed */
     uint64_t max_event_ns;         /* longest time in one event (CPU) */
     uint64_t min_event_ns;         /* shortest time in one event (CPU); 0 if no event */
-    uint64_t jank[PERFGROUP_JANK_BUCKETS]; /* events whose group time exceeded 2^i ms */
-    uint64_t discarded;            /* measures discarded (CPU change, TSC backwards, n > 1) */
+    uint64_t jank[PERFGROUP_JANK_BUCKETS]; /* events whose group CPU time exceeded 2^i ms */
+    uint64_t discarded;            /* measures discarded (TSC backwards, n > 1; a CPU change
+                                    * only where the TSC is not valid across CPUs) */
 };
 
 struct perfgroup_snapshot; /* opaque */
