@@ -500,6 +500,8 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
         uint32_t gid = t->exec[i];
         struct pg_gstate *s = &t->g[gid];
         struct pg_totals *tot = totals_for(t, gid);
+        if (s->recent == 0 && s->acts == 0 && s->discarded == 0)
+            tot = NULL; /* only settled off-CPU time (a stopwatch that went stale): no event */
         if (tot) {
             if (!ev_ok || s->recent > ev_cycles) {
                 /* n > 1 or a counter that went backwards: discard, as Firefox does */
@@ -730,7 +732,6 @@ static void fork_restart_event(struct pg_thread *t)
     uint32_t cpu = pg_cpu_now();
     for (uint32_t i = 0; i < t->depth; i++) {
         t->stack[i].tsc = tsc;
-        t->stack[i].off = t->off;
         t->stack[i].cpu = cpu;
     }
     for (uint32_t i = 0; i < t->nexec; i++) {
@@ -864,7 +865,6 @@ static void restart_frames(struct pg_thread *t, uint32_t depth, uint64_t old_ite
             continue;
         f->iter = t->iter;
         f->tsc = tsc;
-        f->off = t->off;
         f->cpu = cpu;
         for (unsigned j = 0; j < f->fn->ngroups; j++)
             if (f->mask & (1u << j))

@@ -10,18 +10,23 @@
  *     ran on its CPU all along since the last reading: every counter tick since is CPU time;
  *   - a hook that finds it cleared (pg_descheduled, one load) calls perfgroup__cputime_settle:
  *     re-arm, read the thread's CPU clock, read the counter. The off-CPU time since the last
- *     reading is (counter ticks since) - (CPU time since): it is added to the thread's
- *     running total `t->off` (ticks), and the hook uses the counter read after the CPU
- *     clock as its own "now". A deschedule happens at most every few ms of a busy thread
- *     (or once per blocking call), so this costs about one CPU-clock read per deschedule.
- * A stopwatch notes `t->off` when it starts (pg_frame.off); at its end it is charged its
- * counter ticks (wall) and, separately, the off-CPU ticks `t->off - f->off` that fell inside
- * it (pg_gstate.off): CPU = wall - off, blocked = off, both exact. Why exact: every
- * deschedule before a hook's counter read is settled at that hook (the pointer is read after
- * the counter; a deschedule between the two is settled too, and the hook then takes the
- * counter read after the settling as its time), and a settling re-arms before it reads the
- * CPU clock, so a deschedule during or after that read is seen by the next hook. Errors of
- * one reading's pairing of the two clocks telescope between neighbouring stretches.
+ *     reading is (counter ticks since) - (CPU time since). It fell while every stopwatch now
+ *     on the shadow stack was running (one that ended since would have settled it at its
+ *     exit; one that started since, at its enter), so it is added to each of their groups'
+ *     off-CPU ticks for the event (pg_gstate.off), and to the thread's running total
+ *     `t->off` (implicit events); the hook uses the counter read after the CPU clock as its
+ *     own "now". A deschedule happens at most every few ms of a busy thread (or once per
+ *     blocking call): about one CPU-clock read per deschedule, and one walk of the stack.
+ * At commit a group is charged its counter ticks (wall) and its off-CPU ticks: CPU = wall -
+ * off, blocked = off, both exact. The hooks' fast path does nothing for it but the load and
+ * compare. Why exact: every deschedule before a hook's counter read is settled at that hook
+ * (the pointer is read after the counter; a deschedule between the two is settled too, and
+ * the hook then takes the counter read after the settling as its time), and a settling
+ * re-arms before it reads the CPU clock, so a deschedule during or after that read is seen
+ * by the next hook. Errors of one reading's pairing of the two clocks telescope between
+ * neighbouring stretches. Where counter intervals are not valid across CPUs, a settling that
+ * finds the thread on another CPU attributes nothing: every stopwatch live across it ends
+ * on another CPU than it started on and is discarded (internal.h, pg_charge_frame).
  *
  * Threads without rseq (PERFGROUP_CPU=getcpu|none, glibc < 2.35, a failed registration)
  * are not `measured`: their groups get the event's CPU time shared by stopwatch cycles, and
@@ -64,6 +69,29 @@ PG_HIDDEN void perfgroup__cputime_init(void)
     cs->abort_ip = (uint64_t)(uintptr_t)&pg_rseq_sig[1];
 }
 
+/* The off-CPU ticks `off` fell while every stopwatch on the shadow stack ran: add them to
+ * its groups (each group has one live stopwatch per iteration at most). */
+static void attribute(struct pg_thread *t, uint64_t off)
+{
+    for (uint32_t i = 0; i < t->depth; i++) {
+        const struct pg_frame *f = &t->stack[i];
+        if (!f->mask || f->iter != t->iter)
+            continue; /* stale: never charged */
+        for (unsigned j = 0; j < f->fn->ngroups; j++) {
+            if (!(f->mask & (1u << j)))
+                continue;
+            uint32_t gid = f->fn->gid[j];
+            struct pg_gstate *s = &t->g[gid];
+            s->off += off;
+            if (s->stamp != t->event_stamp) { /* joins the event's list, as pg_charge does */
+                s->stamp = t->event_stamp;
+                if (t->nexec < t->exec_cap)
+                    t->exec[t->nexec++] = gid;
+            }
+        }
+    }
+}
+
 /* One more reading (cpu ns at counter `now`): the off-CPU ticks since the last one. */
 static void settle_from(struct pg_thread *t, uint64_t now, int64_t cpu)
 {
@@ -73,7 +101,16 @@ static void settle_from(struct pg_thread *t, uint64_t now, int64_t cpu)
     if (wall >= 0) {
         double hz = (double)perfgroup__clock_hz();
         int64_t on = (int64_t)((double)(cpu - t->m_cpu) * hz / 1e9);
-        t->off += (uint64_t)(wall - on); /* may be a little < 0: it telescopes */
+        uint64_t off = (uint64_t)(wall - on); /* may be a little < 0: it telescopes */
+        t->off += off;
+        int moved = 0;
+        if (perfgroup__cpu_mask) { /* the same-CPU check applies */
+            uint32_t id = pg_cpu_now();
+            moved = id != t->m_cpu_id;
+            t->m_cpu_id = id;
+        }
+        if (off && !moved)
+            attribute(t, off);
     }
     t->m_tsc = now;
     t->m_cpu = cpu;
@@ -85,6 +122,7 @@ PG_HIDDEN void perfgroup__cputime_anchor(struct pg_thread *t)
         arm();
     t->m_cpu = pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID);
     t->m_tsc = pg_clock_now();
+    t->m_cpu_id = pg_cpu_now();
 }
 
 PG_HIDDEN void perfgroup__cputime_thread_start(struct pg_thread *t)

@@ -43,7 +43,6 @@ static PG_ALWAYS_INLINE uint64_t push_frame(struct pg_thread *t, struct pg_func 
     f->sp = sp;
     f->ra = ra;
     f->tsc = tsc;
-    f->off = t->off;
     f->iter = t->iter;
     f->fn = fn;
     f->cpu = cpu;

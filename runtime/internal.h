@@ -80,7 +80,9 @@ struct pg_gstate {
     uint32_t stamp;     /* == thread's event_stamp: executed in the current event */
     uint32_t discarded; /* measures dropped in the current event (CPU change, TSC backwards) */
     uint32_t pad;
-    uint64_t off;       /* of `recent`, ticks the thread spent off its CPU (cputime.c) */
+    uint64_t off;       /* of `recent`, ticks the thread spent off its CPU: added by the
+                         * settling of a deschedule to every stopwatch live across it
+                         * (cputime.c), never by the hooks' fast path */
 };
 
 /* One acquiring activation on the shadow stack. */
@@ -88,7 +90,6 @@ struct pg_frame {
     uintptr_t sp;        /* the enter hook's CFA: deeper frames have lower values */
     uintptr_t ra;        /* the enter hook's return address: which call instruction */
     uint64_t tsc;
-    uint64_t off;        /* the thread's off-CPU ticks (pg_thread.off) at the start */
     uint64_t iter;
     struct pg_func *fn;
     uint32_t cpu;
@@ -153,7 +154,6 @@ struct pg_thread {
     uint16_t gen;
     uint8_t event_open;         /* PG_EV_* */
     uint8_t in_runtime;         /* a runtime slow path is running on this thread */
-    uint64_t off;               /* off-CPU ticks so far, as far as settled (cputime.c) */
     uint32_t cap;               /* entries in g[] */
     uint32_t event_stamp;
     uint32_t implicit_frame;    /* stack index of the frame that opened the implicit event */
@@ -172,6 +172,8 @@ struct pg_thread {
     struct pg_nest nest[PG_NEST_MAX];
     /* measured CPU time (cputime.c): the reading the off-CPU time is settled from */
     uint8_t measured;           /* rseq armed: CPU time measured, not estimated */
+    uint64_t off;               /* off-CPU ticks so far, as far as settled */
+    uint32_t m_cpu_id;          /* the CPU at the last reading (same-CPU check only) */
     uint64_t m_tsc;             /* counter at the last CPU-clock reading */
     int64_t m_cpu;              /* the thread's CPU clock then, ns */
     uint64_t imp_off;           /* `off` at the implicit event's begin */
@@ -220,14 +222,13 @@ extern PG_HIDDEN __thread struct pg_thread *perfgroup__tls
  * executed groups the first time. Used by the exit hook, thread exit and nested loops.
  */
 static inline __attribute__((always_inline)) void
-pg_charge(struct pg_thread *t, uint32_t gid, uint64_t delta, uint64_t off, int ok, int finished)
+pg_charge(struct pg_thread *t, uint32_t gid, uint64_t delta, int ok, int finished)
 {
     struct pg_gstate *s = &t->g[gid];
     if (finished)
         s->running = 0;
     if (PG_LIKELY(ok)) {
         s->recent += delta;
-        s->off += off;
         s->acts += (uint32_t)finished;
     } else {
         s->discarded++;
@@ -239,8 +240,8 @@ pg_charge(struct pg_thread *t, uint32_t gid, uint64_t delta, uint64_t off, int o
     }
 }
 
-/* Charge every group frame f acquired, up to `tsc` (after the thread's off-CPU time up to
- * it was settled: cputime.c), if it belongs to the current iteration; where counter
+/* Charge every group frame f acquired, up to `tsc` (the off-CPU time inside it is settled
+ * into the group by cputime.c), if it belongs to the current iteration; where counter
  * intervals are not valid across CPUs (perfgroup__cpu_mask), if it ends on the CPU it
  * started on. */
 static inline __attribute__((always_inline)) void
@@ -249,11 +250,10 @@ pg_charge_frame(struct pg_thread *t, const struct pg_frame *f, uint64_t tsc, uin
 {
     const struct pg_func *fn = f->fn;
     uint64_t delta = tsc - f->tsc;
-    uint64_t off = t->off - f->off;
     int ok = ((cpu ^ f->cpu) & perfgroup__cpu_mask) == 0 && (int64_t)delta >= 0;
     for (unsigned i = 0; i < fn->ngroups; i++)
         if (f->mask & (1u << i))
-            pg_charge(t, fn->gid[i], delta, off, ok, finished);
+            pg_charge(t, fn->gid[i], delta, ok, finished);
 }
 
 /* ---- core.c ---------------------------------------------------------------------------- */

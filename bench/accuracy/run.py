@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """bench/accuracy/run.py — the accuracy figures: tests/accuracy's programs (built with the
-GCC and Clang plugins at -O2) run with the tight targets, with no extra load (±2 points) and
-with the other core loaded by a spinning process (--load, ±5 points), R runs each; prints
-every run's summary and a markdown table of the worst error over the runs.
+GCC and Clang plugins at -O2) run with the tight targets: with no extra load (±2 points),
+with the other core loaded by a spinning process (--load, ±5 points) and with every core
+contended by a spinning process each (--contend, ±2 points); each group's CPU time within
+±2 % of its truth in every mode (--cpu-bound). R runs each; prints every run's summary and a
+markdown table of the worst error over the runs.
 
 Usage: run.py BUILD_DIR [--runs R] [--markdown FILE] [--full DIR]
 """
@@ -30,10 +32,11 @@ def main():
         if not os.access(exe, os.X_OK):
             print(f"run.py: {exe} not built: skipped", file=sys.stderr)
             continue
-        for load, bound in ((False, 2.0), (True, 5.0)):
+        for load, bound in (("idle", 2.0), ("spinning", 5.0), ("contended", 2.0)):
             runs = []
             for r in range(a.runs):
-                cmd = [exe, "--bound", str(bound)] + (["--load"] if load else [])
+                cmd = [exe, "--bound", str(bound), "--cpu-bound", "2"] + (
+                    {"idle": [], "spinning": ["--load"], "contended": ["--contend"]}[load])
                 p = subprocess.run(cmd, capture_output=True, text=True)
                 m = re.search(r"^summary: (.*)$", p.stdout, re.M)
                 if not m:
@@ -41,7 +44,7 @@ def main():
                 s = {k: float(v) for k, v in (kv.split("=") for kv in m.group(1).split())}
                 runs.append(s)
                 fails += p.returncode != 0
-                tag = f"{cc}-{'loaded' if load else 'idle'}-{r + 1}"
+                tag = f"{cc}-{load}-{r + 1}"
                 print(f"{tag}: {m.group(1)}" + ("" if p.returncode == 0 else "  <- " + "; ".join(
                     l[6:] for l in p.stdout.splitlines() if l.startswith("FAIL: ") and "check(s)" not in l)))
                 if a.full:
@@ -49,19 +52,22 @@ def main():
                     with open(os.path.join(a.full, tag + ".md"), "w") as f:
                         f.write(p.stdout)
             worst = lambda k: max((s[k] for s in runs), key=abs)
-            rows.append((cc, load, bound, worst("A"), worst("B"), worst("C"),
+            rows.append((cc, load, bound, worst("cpuA"), worst("cpuB"), worst("cpuC"), worst("mixed_ms"),
+                         sorted(s["reads_s"] for s in runs)[len(runs) // 2],
+                         worst("A"), worst("B"), worst("C"),
                          max((abs(s[k] - s["d" + k]) for s in runs for k in "ABC")), worst("top"),
                          worst("nested_pct"), worst("nested_us"), worst("blocked"),
                          sum(int(s["jank_exact"]) for s in runs), len(runs),
                          int(sum(s["discarded"] for s in runs)), sum(int(s["failures"]) == 0 for s in runs)))
     out = [f"Run of {start:%Y-%m-%d %H:%M} UTC, load average {load0:.2f} at start; {a.runs} runs per row, "
            "worst error over the runs (signed).", "",
-           "| compiler | other core | target | share error A / B / C (points) | measured − design from true clocks (max, points) | top − thread CPU (%) | "
+           "| compiler | other cores | target | CPU error A / B / C (% of truth) | sleeping group charged over its CPU (ms/event) | hook CPU-clock reads/s (median) | share error A / B / C (points) | measured − the estimate's rule applied to true clocks (max, points: what the wall-share estimate would be off by) | top − thread CPU (%) | "
            "nested loop charged to A (% of it; µs/event) | blocked error (% of wall) | jank exact | "
            "discarded | runs within target |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for (cc, load, bound, ea, eb, ec, dmax, top, npct, nus, blk, jex, nr, disc, ok) in rows:
-        out.append(f"| {cc} | {'spinning' if load else 'idle'} | ±{bound:g} | {ea:+.2f} / {eb:+.2f} / {ec:+.2f} | {dmax:.2f} | "
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (cc, load, bound, ca, cb, cc_, mx, rd, ea, eb, ec, dmax, top, npct, nus, blk, jex, nr, disc, ok) in rows:
+        out.append(f"| {cc} | {load} | ±{bound:g} | {ca:+.2f} / {cb:+.2f} / {cc_:+.2f} | {mx:+.3f} | {rd:.0f} | "
+                   f"{ea:+.2f} / {eb:+.2f} / {ec:+.2f} | {dmax:.2f} | "
                    f"{top:+.2f} | {npct:+.2f} %; {nus:+.1f} µs | {blk:+.2f} | {jex}/{nr} | {disc} | {ok}/{nr} |")
     text = "\n".join(out) + "\n"
     print(text)

@@ -63,6 +63,7 @@ static uint64_t unit_ns = 150000;
 static int nevents = 400;
 static int failures;
 static struct {                      /* one line at the end, for bench/accuracy/run.py */
+    double cpu_err[3], mixed_extra_ms, reads_per_s;
     double share_err[3], design_err[3], top_err, outside_ms, waited_ms, rt_outside_ms, jank_outside_ms, nested_pct, nested_us, blocked_err, s_cpu_err;
     int jank_exact;
     unsigned long long discarded;
@@ -378,6 +379,7 @@ static void phase_main(void)
                  ms_ - pct(predicted[i], (double)tru.event.cpu), dbound);
         check(fabs(ms_ - pct(predicted[i], (double)tru.event.cpu)) <= dbound || busy, what);
         double cerr = pct((double)g->cpu_ns - (double)truth[i]->cpu, (double)truth[i]->cpu);
+        sum.cpu_err[i] = cerr;
         printf("main: %s CPU %.3f ms measured, %.3f ms true: %+.2f %%\n\n", names[i], ms(g->cpu_ns),
                ms(truth[i]->cpu), cerr);
         snprintf(what, sizeof what, "main: %s CPU %+.2f %% off its truth (bound %.1f %%)", names[i], cerr, cpu_bound);
@@ -492,6 +494,7 @@ static void phase_sleep(void)
     printf("| S | %.3f | %.3f | %.3f |\n", ms(tru.m_s.cpu), ms(s2->cpu_ns), ms(s2->blocked_ns));
     printf("| C | %.3f | %.3f | %.3f |\n\n", ms(tru.m_c.cpu), ms(c->cpu_ns), ms(c->blocked_ns));
     double extra = ((double)s2->cpu_ns - (double)tru.m_s.cpu) / n;
+    sum.mixed_extra_ms = extra / 1e6;
     printf("S charged %+.3f ms per event over its own CPU time (bound 0.5); C %+.2f %% off its truth\n\n",
            extra / 1e6, pct((double)c->cpu_ns - (double)tru.m_c.cpu, (double)tru.m_c.cpu));
     check(extra <= 500000, "mixed: the sleeping group is charged more than 0.5 ms per event of the worker's CPU");
@@ -639,11 +642,13 @@ int main(int argc, char **argv)
     printf("CPU-clock reads by the runtime: %ld in %.2f s (%ld by the event API for %ld explicit events, "
            "%ld by the hooks after a deschedule: %.0f per second)\n\n", rt_reads, run_s,
            2 * explicit_events, explicit_events, hook_reads, hook_reads / run_s);
+    sum.reads_per_s = hook_reads / run_s;
     whole_run(first);
     perfgroup_snapshot_free(snap_prev);
-    printf("summary: A=%+.2f B=%+.2f C=%+.2f dA=%+.2f dB=%+.2f dC=%+.2f top=%+.2f nested_pct=%+.3f nested_us=%+.1f "
+    printf("summary: cpuA=%+.2f cpuB=%+.2f cpuC=%+.2f mixed_ms=%+.3f reads_s=%.0f A=%+.2f B=%+.2f C=%+.2f dA=%+.2f dB=%+.2f dC=%+.2f top=%+.2f nested_pct=%+.3f nested_us=%+.1f "
            "blocked=%+.2f s_cpu=%+.2f jank_exact=%d discarded=%llu waited_ms=%.1f outside_ms=%.1f "
            "rt_outside_ms=%.1f jank_outside_ms=%.3f failures=%d\n",
+           sum.cpu_err[0], sum.cpu_err[1], sum.cpu_err[2], sum.mixed_extra_ms, sum.reads_per_s,
            sum.share_err[0], sum.share_err[1], sum.share_err[2], sum.design_err[0], sum.design_err[1],
            sum.design_err[2], sum.top_err, sum.nested_pct,
            sum.nested_us, sum.blocked_err, sum.s_cpu_err, sum.jank_exact, sum.discarded, sum.waited_ms, sum.outside_ms, sum.rt_outside_ms,

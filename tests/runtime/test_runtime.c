@@ -558,6 +558,47 @@ static void case_cpu_clock_in_hooks(void)
     count_cpu_reads = 0;
 }
 
+/* A group that blocks inside another one: the off-CPU time is taken from both stopwatches
+ * that ran across it (cputime.c attributes it to every stopwatch on the shadow stack), from
+ * neither that did not; explicit event, then the same as implicit events. */
+static void case_blocked_nested(void)
+{
+    for (int implicit = 0; implicit < 2; implicit++) {
+        struct perfgroup_snapshot *s0 = snap();
+        if (!implicit)
+            perfgroup_event_begin("ev");
+        struct ran r0 = ran_now();
+        uint64_t ta = __perfgroup_enter(&site_a);
+        burn(2 * MS);
+        uint64_t tb = __perfgroup_enter(&site_b);
+        sleep_ms(20);
+        __perfgroup_exit(&site_b, tb);
+        uint64_t tc = __perfgroup_enter(&site_c);
+        burn(3 * MS);
+        __perfgroup_exit(&site_c, tc);
+        __perfgroup_exit(&site_a, ta);
+        struct ran r1 = ran_now();
+        if (!implicit)
+            perfgroup_event_end();
+        struct perfgroup_snapshot *s1 = snap(), *d = perfgroup_snapshot_diff(s1, s0);
+        const struct perfgroup_stats *a = stats(d, "A"), *b = stats(d, "B"), *c = stats(d, "C");
+        int64_t cpu = r1.cpu - r0.cpu;
+        fprintf(stderr, "blocked_nested(%s): A %llu us, B %llu us, C %llu us of CPU; thread %lld us\n",
+                implicit ? "implicit" : "explicit", (unsigned long long)a->cpu_ns / 1000,
+                (unsigned long long)b->cpu_ns / 1000, (unsigned long long)c->cpu_ns / 1000,
+                (long long)cpu / 1000);
+        ASSERT_NEAR(a->cpu_ns, cpu, MS / 2);          /* A: all of it, none of the sleep */
+        ASSERT_U64(a->blocked_ns, >=, 19 * MS);
+        ASSERT_U64(b->cpu_ns, <, MS / 2);              /* B: it only slept */
+        ASSERT_U64(b->blocked_ns, >=, 19 * MS);
+        ASSERT_NEAR(c->cpu_ns, 3 * MS, MS / 2);       /* C: its 3 ms, wherever it was preempted */
+        ASSERT_U64(c->blocked_ns, <=, c->wall_ns);
+        perfgroup_snapshot_free(d);
+        perfgroup_snapshot_free(s1);
+        perfgroup_snapshot_free(s0);
+    }
+}
+
 /* Another library's rseq critical sections leave their own descriptor in rseq_cs (a per-CPU
  * allocator does, before each of its sections): the hooks cannot tell a deschedule from it,
  * and must not read the CPU clock at every call then — at most once per 100 us. */
@@ -869,7 +910,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
     {"snapshot_diff", case_snapshot_diff}, {"alerts", case_alerts}, {"longjmp", case_longjmp},
     {"implicit", case_implicit}, {"thread_exit", case_thread_exit}, {"threads", case_threads},
     {"control", case_control}, {"modules", case_modules},
-    {"implicit_blocked", case_implicit_blocked}, {"implicit_first", case_implicit_first}, {"cpu_clock_in_hooks", case_cpu_clock_in_hooks}, {"foreign_rseq", case_foreign_rseq},
+    {"implicit_blocked", case_implicit_blocked}, {"implicit_first", case_implicit_first}, {"cpu_clock_in_hooks", case_cpu_clock_in_hooks}, {"foreign_rseq", case_foreign_rseq}, {"blocked_nested", case_blocked_nested},
 };
 
 int main(int argc, char **argv)
