@@ -6,6 +6,8 @@
  * it runs.
  *   churn SECONDS fork      forks a child after a quarter of the time; both churn on
  *   churn 0 BATCHES         a fixed amount of work (bench/live: CPU time per batch)
+ * Built with the GCC plugin (live_churn), or with -DLIVE_CHURN_HOOKS (live_churn_hooks) calling
+ * the same hooks by hand, for the builds without a plugin (the sanitizer builds).
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -18,10 +20,22 @@
 
 static volatile unsigned sink;
 
+#ifdef LIVE_CHURN_HOOKS
+#include <perfgroup/abi.h>
+static struct perfgroup_site spell_site __attribute__((aligned(8))) = {
+    PERFGROUP_ABI_VERSION, 0, __LINE__, "spell\0", "spell_check\0" __FILE__, 0};
+__attribute__((noinline)) static void spell_check(unsigned x)
+{
+    uint64_t t = __perfgroup_enter(&spell_site);
+    sink += x * 2654435761u;
+    __perfgroup_exit(&spell_site, t);
+}
+#else
 PERF_GROUP("spell") __attribute__((noinline)) static void spell_check(unsigned x)
 {
     sink += x * 2654435761u;
 }
+#endif
 
 static double now(void)
 {
