@@ -4,14 +4,14 @@
 set -euo pipefail
 pkgs=(build-essential gcc-12 g++-12 gcc-12-plugin-dev clang-14 libclang-14-dev llvm-14-dev
       llvm-14-tools libclang-rt-14-dev lld-14 cmake pkg-config libmsgpack-dev python3 python3-msgpack time file
-      tmux prometheus)  # tmux, prometheus (promtool): the live tests (perfgroup top, metrics)
+      tmux prometheus prometheus-node-exporter)  # the live tests (perfgroup top, metrics)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-# Debian's prometheus package enables its service on the default port 9090 (and pulls in
-# nothing else without recommends): the tests start their own on free ports, so a service
-# started by the package is stopped and disabled. Checked every run, installed or not.
+# Debian's prometheus and prometheus-node-exporter packages enable their services on the
+# default ports 9090 and 9100: the tests start their own on free ports, so a service started
+# by a package is stopped and disabled. Checked every run, installed or not.
 stop_prometheus_service() {
   local SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
   for svc in prometheus prometheus-node-exporter; do

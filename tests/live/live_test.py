@@ -285,6 +285,41 @@ def promtool_check(text, what):
         print("promtool check metrics: %s clean" % what)
 
 
+def textfile_node_exporter(tdir, want, procs):
+    """The textfile route: node_exporter's textfile collector serves the same totals."""
+    ne = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
+    if not ne:
+        print("node_exporter not installed: its textfile collector is not checked "
+              "(Debian package prometheus-node-exporter; scripts/deps.sh installs it)")
+        return
+    port = free_port()
+    node = subprocess.Popen([ne, "--collector.disable-defaults", "--collector.textfile",
+                             "--collector.textfile.directory=" + tdir,
+                             "--web.listen-address=127.0.0.1:%d" % port],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    procs.append(node)
+    body = None
+    end = time.monotonic() + 20
+    while time.monotonic() < end and body is None:
+        try:
+            body = http_get("http://127.0.0.1:%d/metrics" % port, timeout=2)
+        except Exception:
+            if node.poll() is not None:
+                fail("node_exporter exited: %d" % node.returncode)
+                return
+            time.sleep(0.2)
+    m = re.search(r'^perfgroup_group_cpu_seconds_total\{[^}]*group="spell"[^}]*\} (\S+)$',
+                  body or "", re.M)
+    if not m:
+        fail("node_exporter's textfile collector does not serve the spell series")
+    elif abs(float(m.group(1)) - want) > 0.05 * want:
+        fail("node_exporter serves %s s, the summary says %.4f s" % (m.group(1), want))
+    elif "node_textfile_scrape_error 0" not in body:
+        fail("node_exporter reports a textfile scrape error")
+    else:
+        print("node_exporter textfile collector: spell %s s" % m.group(1))
+
+
 def prometheus():
     for tool in ("prometheus", "promtool"):
         if not shutil.which(tool):
@@ -362,13 +397,16 @@ def prometheus():
                  % (got, want))
         body = http_get("http://%s/metrics" % target)
         promtool_check(body, "/metrics")
-        tf = os.path.join(d, "perfgroup.prom")
+        tdir = os.path.join(d, "textfile")
+        os.makedirs(tdir)
+        tf = os.path.join(tdir, "perfgroup.prom")
         p = subprocess.run([PERFGROUP, "metrics", "--textfile", tf, "--once", rec],
                            capture_output=True, text=True)
         if p.returncode or not os.path.exists(tf):
             fail("perfgroup metrics --textfile: exit %d %s" % (p.returncode, p.stderr))
-        else:
-            promtool_check(open(tf).read(), "the textfile")
+            return
+        promtool_check(open(tf).read(), "the textfile")
+        textfile_node_exporter(tdir, want, procs)
     finally:
         for p in reversed(procs):
             p.terminate()
