@@ -31,9 +31,14 @@ struct chrome {
     struct pgc_file *f;
     struct pgc_clock clk;
     int64_t base_ns;   /* this process's start minus the earliest start */
+    int64_t iv;        /* the counters' grid (--interval) */
     uint32_t tid;
     const char *thread_name;
     int named_events, named_markers; /* the thread's extra tracks have their thread_name */
+    /* per group of the file, written once: "CPU <name>" and "cpu_ms <name>" as JSON strings */
+    char **cpu_name, **cpu_key;
+    struct pgc_grid grid;  /* per-group CPU on the sample grid, as the Gecko counters */
+    int64_t *pend;         /* per group: time of the latest row with CPU, INT64_MIN: none */
     int64_t last_ns;
     uint64_t nevents;
     uint64_t records_done, records_total;
@@ -103,33 +108,41 @@ static uint32_t side_track(struct chrome *C, uint32_t off, int *named, const cha
     return C->tid + off;
 }
 
-/* Each group's share of one CPU during an event: its CPU over the event's wall time from the
- * event's begin, 0 from its end (the Gecko counters spread it the same way). One series per
- * thread (the key), so threads of a process do not overwrite each other. */
-static void group_counters(struct chrome *C, const struct pgr_record *r, int64_t s, int64_t e)
+/* A "C" event: the group's share of one CPU from `ns` on. One series per thread (the key is
+ * the tid), so threads of a process do not overwrite each other. */
+static void counter_c(struct chrome *C, uint32_t gi, int64_t ns, double share)
 {
     struct pgc_out *o = C->out;
-    if (e <= s)
-        return;
-    for (uint32_t i = 0; i < r->u.event.ngroups; i++) {
-        uint32_t gi = perfgroup__group_index(C->f, r->u.event.groups[i].group_id);
-        if (gi == UINT32_MAX || !r->u.event.groups[i].cpu_ns)
-            continue;
-        char name[300];
-        snprintf(name, sizeof(name), "CPU %s", C->f->groups[gi].name);
-        for (int end = 0; end < 2; end++) {
-            head(C, "C", name, strlen(name), "cpu");
-            PGC_LIT(o, ",\"ts\":");
-            us(o, C->base_ns + (end ? e : s));
-            PGC_LIT(o, ",\"args\":{\"");
-            perfgroup__out_u64(o, C->tid);
-            PGC_LIT(o, "\":");
-            if (end)
-                PGC_LIT(o, "0");
-            else
-                perfgroup__out_double(o, (double)r->u.event.groups[i].cpu_ns / (double)(e - s));
-            PGC_LIT(o, "}}");
-        }
+    PGC_SEP(o, C->nevents++, "\n{\"ph\":\"C\",\"name\":");
+    perfgroup__out_str(o, C->cpu_name[gi]);
+    PGC_LIT(o, ",\"pid\":");
+    perfgroup__out_u64(o, C->f->pid);
+    PGC_LIT(o, ",\"tid\":");
+    perfgroup__out_u64(o, C->tid);
+    PGC_LIT(o, ",\"ts\":");
+    us(o, C->base_ns + ns);
+    PGC_LIT(o, ",\"args\":{\"");
+    perfgroup__out_u64(o, C->tid);
+    PGC_LIT(o, "\":");
+    if (share > 0)
+        perfgroup__out_double(o, share);
+    else
+        PGC_LIT(o, "0");
+    PGC_LIT(o, "}}");
+}
+
+/* A row of cpugrid.c (the CPU of the tick ending at ns) as counter steps: its share from the
+ * tick's start, and 0 where the group stops. The same numbers as the Gecko counters. */
+static void counter_row(void *ctx, uint32_t gi, int64_t ns, uint64_t cpu)
+{
+    struct chrome *C = ctx;
+    int64_t iv = C->grid.iv;
+    if (C->pend[gi] != INT64_MIN && (!cpu || C->pend[gi] != ns - iv))
+        counter_c(C, gi, C->pend[gi], 0);
+    C->pend[gi] = INT64_MIN;
+    if (cpu) {
+        counter_c(C, gi, ns - iv, (double)cpu / (double)iv);
+        C->pend[gi] = ns;
     }
 }
 
@@ -142,6 +155,11 @@ static int begin_thread(void *ctx, uint32_t ti)
     C->named_events = C->named_markers = 0;
     C->last_ns = 0;
     perfgroup__clock_init(&C->clk, C->f);
+    for (uint32_t i = 0; i <= C->f->ngroups; i++)
+        C->pend[i] = INT64_MIN;
+    perfgroup__grid_free(&C->grid);
+    if (perfgroup__grid_init(&C->grid, C->f->ngroups, C->iv, counter_row, C))
+        return -ENOMEM;
     meta_name(C, "thread_name", C->thread_name, C->tid);
     return 0;
 }
@@ -164,7 +182,6 @@ static int on_record(void *ctx, const struct pgr_record *r)
         int64_t s = perfgroup__clock_ns(&C->clk, r->u.event.begin_tsc);
         int64_t e = perfgroup__clock_ns(&C->clk, r->u.event.end_tsc);
         uint32_t tid = side_track(C, EVENTS_TID, &C->named_events, "events");
-        group_counters(C, r, s, e);
         head_tid(C, "X", name, strlen(name), "event", tid);
         span(C, s, e);
         PGC_LIT(o, ",\"args\":{\"cpu_ms\":");
@@ -176,13 +193,14 @@ static int on_record(void *ctx, const struct pgr_record *r)
             if (gi == UINT32_MAX)
                 continue;
             PGC_LIT(o, ",");
-            char key[300];
-            snprintf(key, sizeof(key), "cpu_ms %s", f->groups[gi].name);
-            perfgroup__out_json_str(o, key, strlen(key));
+            perfgroup__out_str(o, C->cpu_key[gi]);
             PGC_LIT(o, ":");
             perfgroup__out_fixed(o, (int64_t)r->u.event.groups[i].cpu_ns, 1000000);
         }
         PGC_LIT(o, "}}");
+        for (uint32_t i = 0; i < r->u.event.ngroups; i++) /* may write counter rows */
+            perfgroup__grid_add(&C->grid, perfgroup__group_index(f, r->u.event.groups[i].group_id),
+                                s, e, r->u.event.groups[i].cpu_ns);
         break;
     }
     case PGF_REC_INTERVAL: {
@@ -249,12 +267,44 @@ static int end_thread(void *ctx, uint32_t ti)
 {
     struct chrome *C = ctx;
     (void)ti;
+    perfgroup__grid_finish(&C->grid);
+    for (uint32_t i = 0; i <= C->f->ngroups; i++)
+        if (C->pend[i] != INT64_MIN)
+            counter_c(C, i, C->pend[i], 0);
     if (C->f->not_closed) {
         head(C, "i", "Recording cut", 13, "perfgroup");
         instant(C, C->last_ns);
         PGC_LIT(C->out, ",\"args\":{\"reason\":\"the program did not close the recording\"}}");
     }
     return C->out->err ? -1 : 0;
+}
+
+/* "<prefix><group name>" as a JSON string, once per group of the file. */
+static char **group_strings(const struct pgc_file *f, const char *prefix)
+{
+    char **v = calloc(f->ngroups + 1, sizeof(*v));
+    struct pgc_out *b = malloc(sizeof(*b));
+    for (uint32_t i = 0; v && b && i < f->ngroups; i++) {
+        char text[300];
+        snprintf(text, sizeof(text), "%s%s", prefix, f->groups[i].name);
+        b->f = NULL;
+        b->err = 0;
+        b->len = 0;
+        perfgroup__out_json_str(b, text, strlen(text));
+        if (!(v[i] = malloc(b->len + 1)))
+            break;
+        memcpy(v[i], b->buf, b->len);
+        v[i][b->len] = '\0';
+    }
+    free(b);
+    return v;
+}
+
+static void free_strings(char **v, uint32_t n)
+{
+    for (uint32_t i = 0; v && i < n; i++)
+        free(v[i]);
+    free(v);
 }
 
 int perfgroup__chrome_write(struct pgc_file *files, size_t nfiles, const struct pgc_options *opt,
@@ -265,6 +315,7 @@ int perfgroup__chrome_write(struct pgc_file *files, size_t nfiles, const struct 
     memset(&C, 0, sizeof(C));
     C.opt = opt;
     C.out = out;
+    C.iv = opt->interval_ns > 0 ? opt->interval_ns : 1000000;
     int64_t base = INT64_MAX;
     for (size_t i = 0; i < nfiles; i++) {
         C.records_total += files[i].records_total;
@@ -282,10 +333,24 @@ int perfgroup__chrome_write(struct pgc_file *files, size_t nfiles, const struct 
             off = 1ll << 61;
         C.base_ns = off;
         C.tid = files[i].pid;
-        char pname[300];
-        snprintf(pname, sizeof(pname), "%s (pid %u)", files[i].program, files[i].pid);
+        char pname[400];
+        perfgroup__process_name(pname, sizeof(pname), files, nfiles, &files[i]);
         meta_name(&C, "process_name", pname, files[i].pid);
-        rc = perfgroup__file_stream(&files[i], &cb, &C, err);
+        C.cpu_name = group_strings(&files[i], "CPU ");
+        C.cpu_key = group_strings(&files[i], "cpu_ms ");
+        C.pend = malloc((files[i].ngroups + 1) * sizeof(*C.pend));
+        int ok = C.cpu_name && C.cpu_key && C.pend;
+        for (uint32_t g = 0; ok && g < files[i].ngroups; g++)
+            ok = C.cpu_name[g] && C.cpu_key[g];
+        if (!ok && !err->set) {
+            err->set = 1;
+            snprintf(err->msg, sizeof(err->msg), "%s: byte 0: out of memory", files[i].path);
+        }
+        rc = ok ? perfgroup__file_stream(&files[i], &cb, &C, err) : -1;
+        free_strings(C.cpu_name, files[i].ngroups);
+        free_strings(C.cpu_key, files[i].ngroups);
+        free(C.pend);
+        perfgroup__grid_free(&C.grid);
     }
     PGC_LIT(out, "]}\n");
     perfgroup__progress(opt, C.records_total, C.records_total);

@@ -130,11 +130,7 @@ struct gthread {
     struct pgc_map level_map;
     /* stats-mode accumulators, one per group of the file, + one for "outside groups" */
     uint64_t *acc;
-    /* counters, per group of the file: the open tick (index, INT64_MIN: none), its CPU, and
-     * the tick index of the latest row written (INT64_MIN: none) */
-    int64_t *bucket;
-    uint64_t *bucket_cpu;
-    int64_t *emitted;
+    struct pgc_grid grid;    /* per-group CPU counters */
     /* samples go to a spill file (markers, far more numerous in trace mode, go straight to
      * the output) and are copied in after the markers */
     FILE *spill;
@@ -169,6 +165,9 @@ struct gecko {
      * the front-end reads, so it is written after the sub-processes) */
     int64_t plo, phi, glo, ghi;
     int64_t root_start_ns;      /* the root's start_realtime_ns */
+    struct pgc_file *files;     /* every input */
+    size_t nfiles;
+    char pname[400];            /* the current process's name (process_name()) */
     struct gthread *t;
     uint64_t records_done, records_total;
     /* markers of "lazy" thread indexes (a thread that wrote a marker before the runtime's
@@ -681,70 +680,11 @@ static void counter_spill(struct gthread *t, int64_t ns, uint32_t group, uint64_
         t->g->out->err = errno ? errno : EIO;
 }
 
-/* Per-group CPU counters on the sample grid. A row at time (k+1)·interval holds the CPU the
- * group used in tick k, [k·interval, (k+1)·interval): the front-end draws a counter as count
- * ÷ time since the previous row. A group's CPU in an event is spread over the event's span
- * (all the recording says of when inside the event it ran), so a group busy for a whole
- * event reads as its CPU/wall ratio there, not as a spike at the event's end. A tick holds
- * at most one interval of one thread's CPU (the excess of a CPU clock running ahead of the
- * wall clock goes on into the next tick, so every nanosecond is still there); a zero row
- * closes each idle stretch, so rows with CPU always span one tick and idle reads as zero. */
-static void counter_emit(struct gthread *t, uint32_t gi, int64_t tick, uint64_t count)
+/* Per-group CPU counters: the rows of cpugrid.c, per thread to a spill file merged by time
+ * at the process's end. */
+static void counter_row(void *ctx, uint32_t gi, int64_t ns, uint64_t count)
 {
-    counter_spill(t, tick * t->g->iv, gi, count);
-    t->emitted[gi] = tick;
-}
-
-/* Closes the open tick and any carry before tick k (INT64_MAX: at the thread's end). */
-static void counter_close(struct gthread *t, uint32_t gi, int64_t k)
-{
-    uint64_t iv = (uint64_t)t->g->iv;
-    while (t->bucket[gi] != INT64_MIN && t->bucket[gi] < k) {
-        uint64_t c = t->bucket_cpu[gi] < iv ? t->bucket_cpu[gi] : iv;
-        counter_emit(t, gi, t->bucket[gi] + 1, c);
-        t->bucket_cpu[gi] -= c;
-        if (t->bucket_cpu[gi] == 0)
-            t->bucket[gi] = INT64_MIN;
-        else
-            t->bucket[gi]++;
-    }
-}
-
-static void counter_tick(struct gthread *t, uint32_t gi, int64_t k, uint64_t cpu)
-{
-    if (t->bucket[gi] != INT64_MIN && k <= t->bucket[gi]) { /* the open tick (or earlier) */
-        t->bucket_cpu[gi] += cpu;
-        return;
-    }
-    counter_close(t, gi, k);
-    if (t->bucket[gi] == INT64_MIN) {
-        if (t->emitted[gi] != k) /* the row that closes the idle stretch (or starts) */
-            counter_emit(t, gi, k, 0);
-        t->bucket[gi] = k;
-    }
-    t->bucket_cpu[gi] += cpu;
-}
-
-static int64_t floor_div(int64_t a, int64_t b)
-{
-    return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
-
-static void counter_add(struct gthread *t, uint32_t gi, int64_t b, int64_t e, uint64_t cpu)
-{
-    int64_t iv = t->g->iv, k0 = floor_div(b, iv), k1 = e > b ? floor_div(e - 1, iv) : k0;
-    uint64_t left = cpu;
-    for (int64_t k = k0; k <= k1 && left; k++) {
-        uint64_t part = left;
-        if (k < k1) {
-            int64_t lo = k * iv > b ? k * iv : b, hi = (k + 1) * iv < e ? (k + 1) * iv : e;
-            part = to_u64((double)cpu * (double)(hi - lo) / (double)(e - b));
-            if (part > left)
-                part = left;
-        }
-        counter_tick(t, gi, k, part);
-        left -= part;
-    }
+    counter_spill(ctx, ns, gi, count);
 }
 
 static void event_record(struct gthread *t, const struct pgr_record *r)
@@ -787,7 +727,7 @@ static void event_record(struct gthread *t, const struct pgr_record *r)
         if (gi >= t->f->ngroups)
             continue;
         t->g->group_cpu[gi] += eg->cpu_ns;
-        counter_add(t, gi, b, e, eg->cpu_ns);
+        perfgroup__grid_add(&t->grid, gi, b, e, eg->cpu_ns);
         if (t->f->groups[gi].kind != 0 && eg->cpu_ns >= best) {
             best = eg->cpu_ns;
             best_cat = group_cat(t, gi);
@@ -984,17 +924,13 @@ static int begin_thread(void *ctx, uint32_t ti)
     t->last_sample_ns = INT64_MIN;
     perfgroup__clock_init(&t->clk, g->f);
     t->acc = calloc(g->f->ngroups + 1, sizeof(*t->acc));
-    t->bucket = malloc((g->f->ngroups + 1) * sizeof(*t->bucket));
-    t->bucket_cpu = calloc(g->f->ngroups + 1, sizeof(*t->bucket_cpu));
-    t->emitted = malloc((g->f->ngroups + 1) * sizeof(*t->emitted));
-    for (uint32_t i = 0; t->bucket && t->emitted && i <= g->f->ngroups; i++)
-        t->bucket[i] = t->emitted[i] = INT64_MIN;
+    int grid_rc = perfgroup__grid_init(&t->grid, g->f->ngroups, g->iv, counter_row, t);
     t->spill = tmpfile();
     t->sw = malloc(sizeof(*t->sw));
     if (t->sw)
         perfgroup__out_init(t->sw, t->spill);
     FILE **ns = realloc(g->cspill, (g->ncspill + 1) * sizeof(*ns));
-    if (!t->acc || !t->bucket || !t->bucket_cpu || !t->emitted || !t->spill || !t->sw || !ns)
+    if (!t->acc || grid_rc || !t->spill || !t->sw || !ns)
         return fail_oom(g);
     g->cspill = ns;
     g->cspill[g->ncspill++] = tmpfile();
@@ -1004,9 +940,8 @@ static int begin_thread(void *ctx, uint32_t ti)
     if (is_main)
         g->main_written = 1;
     /* The main thread is named GeckoMain (the front-end attaches counters only to it) and
-     * shows under processName, which carries the name the program gave it. */
-    write_thread_head(g, is_main ? "GeckoMain" : t->th->name, is_main ? t->th->name : g->f->program,
-                      t->th->tid);
+     * shows under processName: the process's name (process_name()). */
+    write_thread_head(g, is_main ? "GeckoMain" : t->th->name, g->pname, t->th->tid);
     t->idle_stack = intern_stack(t, UNKNOWN, label_frame(t, "(outside instrumented functions)", CAT_IDLE));
     perfgroup__out_raw(g->out, markers_schema, sizeof(markers_schema) - 1);
     return 0;
@@ -1026,9 +961,7 @@ static void gthread_free(struct gthread *t)
     free(t->pool);
     free(t->levels);
     free(t->acc);
-    free(t->bucket);
-    free(t->bucket_cpu);
-    free(t->emitted);
+    perfgroup__grid_free(&t->grid);
     perfgroup__map_free(&t->string_map);
     perfgroup__map_free(&t->frame_map);
     perfgroup__map_free(&t->stack_map);
@@ -1063,11 +996,9 @@ static int end_thread(void *ctx, uint32_t ti)
         if (g->lazy[i].target == ti)
             user_marker(t, &g->lazy[i].rec);
     flush_runs(t); /* outermost intervals that never closed (cut recording): write anyway */
-    for (uint32_t i = 0; i < g->f->ngroups; i++) {
-        counter_close(t, i, INT64_MAX);
-        if (t->emitted[i] != INT64_MIN && t->emitted[i] * g->iv > t->last_ns)
-            t->last_ns = t->emitted[i] * g->iv; /* the range holds every counter row */
-    }
+    int64_t last_row = perfgroup__grid_finish(&t->grid);
+    if (last_row > t->last_ns)
+        t->last_ns = last_row; /* the range holds every counter row */
     if (t->capped) {
         fprintf(stderr, "perfgroup-convert: warning: %s: thread %s: samples stopped at %" PRIu64
                 " (--max-samples); markers and counters are complete\n", g->f->path, t->th->name,
@@ -1149,7 +1080,7 @@ static int end_thread(void *ctx, uint32_t ti)
 static void empty_thread(struct gecko *g)
 {
     struct pgc_out *o = g->out;
-    write_thread_head(g, "GeckoMain", g->f->program, g->f->pid);
+    write_thread_head(g, "GeckoMain", g->pname, g->f->pid);
     write_samples_head(g);
     PGC_LIT(o, "]}");
     perfgroup__out_raw(o, markers_schema, sizeof(markers_schema) - 1);
@@ -1444,8 +1375,27 @@ static void collect_lazy(struct gecko *g, struct pgc_file *f)
     g->nlazy = k;
 }
 
+/* A process is named after its program (argv[0]'s basename) and pid; an image that an
+ * exec() started in a process recorded before it (the same pid, an earlier start) says so,
+ * so the two recordings of one pid read as one process over time. */
+void perfgroup__process_name(char *buf, size_t n, const struct pgc_file *files, size_t nfiles,
+                             const struct pgc_file *f)
+{
+    const struct pgc_file *before = NULL;
+    for (size_t i = 0; i < nfiles; i++)
+        if (&files[i] != f && files[i].pid == f->pid &&
+            files[i].start_realtime_ns < f->start_realtime_ns &&
+            (!before || files[i].start_realtime_ns > before->start_realtime_ns))
+            before = &files[i];
+    if (before)
+        snprintf(buf, n, "%s (pid %u, exec'd by %s)", f->program, f->pid, before->program);
+    else
+        snprintf(buf, n, "%s (pid %u)", f->program, f->pid);
+}
+
 static int write_process(struct gecko *g, struct pgc_file *f, int root)
 {
+    perfgroup__process_name(g->pname, sizeof(g->pname), g->files, g->nfiles, f);
     static const struct pgc_stream_cb cb = {begin_thread, on_record, end_thread};
     g->f = f;
     /* GeckoMain: the thread whose tid is the pid; if the runtime gave that tid two thread
@@ -1546,6 +1496,8 @@ int perfgroup__gecko_write(struct pgc_file *files, size_t nfiles, const struct p
     }
     size_t root = pick_root(files, nfiles);
     g.root_start_ns = files[root].start_realtime_ns;
+    g.files = files;
+    g.nfiles = nfiles;
     rc = write_process(&g, &files[root], 1);
     PGC_LIT(out, ",\n\"processes\":[");
     /* the others (forked children, or unrelated runs) by start time */

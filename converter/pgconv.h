@@ -218,6 +218,33 @@ void perfgroup__clock_update(struct pgc_clock *c, const struct pgc_file *f,
 int64_t perfgroup__clock_ns(const struct pgc_clock *c, uint64_t tsc);
 int64_t perfgroup__ticks_ns(const struct pgc_clock *c, uint64_t ticks);
 
+/* "program (pid N)", or "program (pid N, exec'd by previous)" for an image exec()ed in a
+ * process with a recording that started before it (gecko.c; the Chrome output too). */
+void perfgroup__process_name(char *buf, size_t n, const struct pgc_file *files, size_t nfiles,
+                             const struct pgc_file *f);
+
+/* Per-group CPU on the sample grid (cpugrid.c): the Gecko counters and the Chrome "C"
+ * events. emit(ctx, group, time_ns, ns) gets each row: the CPU used in the tick ending at
+ * time_ns (0 for a row that closes an idle stretch), in time order per group. */
+typedef void (*pgc_grid_emit)(void *ctx, uint32_t group, int64_t time_ns, uint64_t cpu_ns);
+struct pgc_grid {
+    int64_t iv;
+    uint32_t n;
+    pgc_grid_emit emit;
+    void *ctx;
+    int64_t *bucket;   /* per group: the open tick, INT64_MIN: none */
+    uint64_t *cpu;     /* its CPU */
+    int64_t *emitted;  /* the tick of the latest row, INT64_MIN: none */
+};
+/* Groups 0..ngroups (one more for callers' own use). Returns 0 or -1 (no memory). */
+int perfgroup__grid_init(struct pgc_grid *g, uint32_t ngroups, int64_t iv, pgc_grid_emit emit,
+                         void *ctx);
+/* A group used `cpu` ns over [b, e) (ns): spread over the ticks it covers. */
+void perfgroup__grid_add(struct pgc_grid *g, uint32_t group, int64_t b, int64_t e, uint64_t cpu);
+/* The thread's end: writes what is open; returns the latest row's time (INT64_MIN: none). */
+int64_t perfgroup__grid_finish(struct pgc_grid *g);
+void perfgroup__grid_free(struct pgc_grid *g);
+
 /* Progress reporting (stderr, only when enabled). */
 void perfgroup__progress(const struct pgc_options *opt, uint64_t done, uint64_t total);
 

@@ -59,6 +59,8 @@ def gen(scenario, path):
     paths = []
     for i, r in enumerate(recs):
         p = path if i == 0 else "%s.%d" % (path, r.pid)
+        if p in paths:  # an exec()ed image: the runtime's "<name>.exec<N>"
+            p += ".exec1"
         with open(p, "wb") as f:
             f.write(r.build())
         paths.append(p)
@@ -186,7 +188,7 @@ def gecko_counts(path):
             if row[0] is not None:
                 k = path_of(row[0])
                 cnt[k] = cnt.get(k, 0) + 1
-        key = t["processName"] if t["name"] == "GeckoMain" else t["name"]
+        key = t["processName"].split(" (pid ")[0] if t["name"] == "GeckoMain" else t["name"]
         res[key] = cnt
     return res
 
@@ -263,10 +265,15 @@ def cut():
 def fork():
     outs = convert_all("fork", "fork")
     p = json.load(open(outs["gecko.json"][0]))
-    if len(p["processes"]) != 1:
-        fail("fork: want 1 sub-process, got %d" % len(p["processes"]))
+    if len(p["processes"]) != 2:
+        fail("fork: want 2 sub-processes (the child, its exec'd image), got %d" % len(p["processes"]))
         return
     sub = p["processes"][0]
+    # processes named after their program, the pid once; the exec'd image says whose it is
+    pn = [[t["processName"] for t in q["threads"] if t["name"] == "GeckoMain"][0]
+          for q in [p] + p["processes"]]
+    if pn != ["forker (pid 2000)", "forker (pid 2001)", "helper (pid 2001, exec'd by forker)"]:
+        fail("fork: process names %r" % pn)
     off = sub["meta"]["startTime"] - p["meta"]["startTime"]
     if abs(off - 15) > 1e-6:
         fail("fork: child starts %r ms after the parent, want 15" % off)
@@ -280,6 +287,9 @@ def fork():
         fail("fork: per-group CPU counters missing")
     # the Chrome trace puts the child 15 ms (15000 us) after the parent's start, too
     tr = json.load(open(outs["chrome.json"][0]))["traceEvents"]
+    cn = sorted(e["args"]["name"] for e in tr if e["name"] == "process_name")
+    if cn != ["forker (pid 2000)", "forker (pid 2001)", "helper (pid 2001, exec'd by forker)"]:
+        fail("fork chrome: process names %r" % cn)
     child = [e["ts"] for e in tr if e.get("pid") == 2001 and "ts" in e]
     parent = [e["ts"] for e in tr if e.get("pid") == 2000 and "ts" in e]
     if not child or min(child) < 15000 or min(parent) != 0:
@@ -351,6 +361,11 @@ def real(cxx, plugin, runtime, include, src, variant="plain"):
             off = prof["processes"][0]["meta"]["startTime"] - prof["meta"]["startTime"]
             if not 0 < off < 60000:
                 fail("%s: child start offset %r ms" % (mode, off))
+        for proc in [prof] + prof["processes"]:
+            gm = [t for t in proc["threads"] if t["name"] == "GeckoMain"]
+            want = "rt_app (pid %s)" % proc["threads"][0]["pid"]
+            if not gm or gm[0]["processName"] != want:
+                fail("%s: process named %r, want %r" % (mode, gm and gm[0]["processName"], want))
         names = [t["name"] for t in prof["threads"]]
         if "rt-worker" not in names or "GeckoMain" not in names:
             fail("%s: thread names %r" % (mode, names))

@@ -236,7 +236,14 @@ def scen_fork():
     for i in range(10):
         c.event(0, 2, i * 2 * MS, i * 2 * MS + MS, MS, [(3, MS, MS, 1)])
         c.event(1, 2, i * 2 * MS, i * 2 * MS + MS, MS // 2, [(4, MS, MS // 2, 1)])
-    return [p, c]
+    # the child then exec()s "helper": a recording of its own, the same pid, 40 ms in
+    x = Recording(pid=2001, ppid=2000, program="helper", mode=STATS,
+                  start_real=T0_REAL + 40 * MS, start_mono=T0_MONO + 40 * MS)
+    common_defs(x)
+    x.thread(0, 2001, "helper")
+    for i in range(5):
+        x.event(0, 1, i * 2 * MS, i * 2 * MS + MS, MS, [(2, MS, MS, 1)])
+    return [p, c, x]
 
 
 def scen_cut():
@@ -343,8 +350,12 @@ def main(argv):
         return 1
     recs = SCENARIOS[argv[0]]()
     out = argv[1]
+    names = []
     for i, r in enumerate(recs):
         path = out if i == 0 else "%s.%d" % (out, r.pid)
+        if path in names:  # an exec()ed image: the runtime's "<name>.exec<N>"
+            path += ".exec1"
+        names.append(path)
         open(path, "wb").write(r.build())
     return 0
 
