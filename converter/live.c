@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <inttypes.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- finding recordings ------------------------------------------------------------- */
@@ -86,6 +88,24 @@ static int followed_pid(const struct pgl_set *s, uint32_t pid)
     return 0;
 }
 
+static const char *base_name(const char *p)
+{
+    const char *b = strrchr(p, '/');
+    return b ? b + 1 : p;
+}
+
+/* name is "<a followed file of this pid>.execN": the file of its exec()ed image. */
+static int followed_exec(const struct pgl_set *s, const char *name, uint32_t pid)
+{
+    for (size_t i = 0; i < s->nfiles; i++) {
+        const char *b = base_name(s->files[i].path);
+        size_t n = strlen(b);
+        if (s->files[i].pid == pid && !strncmp(name, b, n) && !strncmp(name + n, ".exec", 5))
+            return 1;
+    }
+    return 0;
+}
+
 /* New recordings in dir: all of them (a followed directory), or those whose parent is a
  * followed process (a fork child's file, whatever its name) or whose process is (the file
  * its exec()ed image writes). */
@@ -113,7 +133,7 @@ static void scan_dir(struct pgl_set *s, const char *dir, int all)
         if (find_file(s, st.st_dev, st.st_ino))
             continue;
         /* a child's file, or the file of a followed process's exec()ed image (.execN) */
-        if (all || followed_pid(s, h.ppid) || followed_pid(s, h.pid))
+        if (all || followed_pid(s, h.ppid) || followed_exec(s, e->d_name, h.pid))
             add_file(s, path, &h, &st);
         /* a recording of another process may become a child's later: not cached */
     }
@@ -292,9 +312,38 @@ static int end_thread(void *ctx, uint32_t slot)
     return 0;
 }
 
-static int pid_alive(uint32_t pid)
+/* The recording's process still runs: its pid exists and is not a later process that got
+ * the pid again (it started before the recording did: /proc/PID/stat's start time, in
+ * CLOCK_BOOTTIME ticks, against the file's CLOCK_MONOTONIC start moved to BOOTTIME by
+ * today's offset; a suspend since can only make a reused pid look older, never a live
+ * process look newer). */
+static int pid_alive(const struct pgl_file *lf)
 {
-    return pid && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+    if (!lf->pid || (kill((pid_t)lf->pid, 0) != 0 && errno != EPERM))
+        return 0;
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%" PRIu32 "/stat", lf->pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 1; /* no /proc: trust kill() */
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0 || lf->start_monotonic_ns <= 0)
+        return 1;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+    unsigned long long ticks = 0;
+    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+                     "%*d %*d %*d %*d %llu", &ticks) != 1)
+        return 1;
+    long hz = sysconf(_SC_CLK_TCK);
+    struct timespec mono, boot;
+    if (hz <= 0 || clock_gettime(CLOCK_MONOTONIC, &mono) || clock_gettime(CLOCK_BOOTTIME, &boot))
+        return 1;
+    double offset = (double)(boot.tv_sec - mono.tv_sec) + (boot.tv_nsec - mono.tv_nsec) / 1e9;
+    double started = (double)ticks / (double)hz;
+    double recording = (double)lf->start_monotonic_ns / 1e9 + offset;
+    return started <= recording + 1.0; /* ticks are coarse (1/CLK_TCK s) */
 }
 
 static void refresh_file(struct pgl_file *lf)
@@ -302,7 +351,7 @@ static void refresh_file(struct pgl_file *lf)
     static const struct pgc_stream_cb cb = {begin_thread, on_record, end_thread};
     if (lf->final)
         return;
-    int alive = pid_alive(lf->pid); /* before the read: dead then, and not closed = killed */
+    int alive = pid_alive(lf); /* before the read: dead then, and not closed = killed */
     struct pgc_file f;
     struct pgc_error err = {0};
     perfgroup__map_free(&lf->seen_next);
