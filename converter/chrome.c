@@ -336,6 +336,10 @@ int perfgroup__chrome_write(struct pgc_file *files, size_t nfiles, const struct 
         char pname[400];
         perfgroup__process_name(pname, sizeof(pname), files, nfiles, &files[i]);
         meta_name(&C, "process_name", pname, files[i].pid);
+        if (perfgroup__file_unpark(&files[i], err)) {
+            rc = -1;
+            break;
+        }
         C.cpu_name = group_strings(&files[i], "CPU ");
         C.cpu_key = group_strings(&files[i], "cpu_ms ");
         C.pend = malloc((files[i].ngroups + 1) * sizeof(*C.pend));
@@ -351,6 +355,7 @@ int perfgroup__chrome_write(struct pgc_file *files, size_t nfiles, const struct 
         free_strings(C.cpu_key, files[i].ngroups);
         free(C.pend);
         perfgroup__grid_free(&C.grid);
+        perfgroup__file_repark(&files[i]);
     }
     PGC_LIT(out, "]}\n");
     perfgroup__progress(opt, C.records_total, C.records_total);

@@ -56,14 +56,15 @@ static uint32_t cat_of_name(const struct cats *c, const char *name)
     return CAT_FUNCTIONS;
 }
 
-static int cats_build(struct cats *c, struct pgc_file *files, size_t nfiles)
+/* The categories grow as processes are written (each file's definitions are in memory only
+ * for its turn): the list is complete in the root's meta, which is written last. */
+static int cats_add(struct cats *c, const struct pgc_file *f)
 {
-    memset(c, 0, sizeof(*c));
-    for (size_t i = 0; i < nfiles; i++) {
-        for (uint32_t g = 0; g < files[i].ngroups; g++) {
-            if (files[i].groups[g].kind == PERFGROUP_KIND_FUNCTION)
+    {
+        for (uint32_t g = 0; g < f->ngroups; g++) {
+            if (f->groups[g].kind == PERFGROUP_KIND_FUNCTION)
                 continue;
-            const char *name = files[i].groups[g].name;
+            const char *name = f->groups[g].name;
             uint64_t h = perfgroup__hash_bytes(name, strlen(name));
             uint32_t v;
             if (perfgroup__map_get(&c->by_name, h, &v))
@@ -74,9 +75,12 @@ static int cats_build(struct cats *c, struct pgc_file *files, size_t nfiles)
                     return -ENOMEM;
                 c->names = nn;
             }
-            c->names[c->n] = (char *)name;
-            if (perfgroup__map_put(&c->by_name, h, c->n))
+            if (!(c->names[c->n] = strdup(name)))
                 return -ENOMEM;
+            if (perfgroup__map_put(&c->by_name, h, c->n)) {
+                free(c->names[c->n]);
+                return -ENOMEM;
+            }
             c->n++;
         }
     }
@@ -1398,6 +1402,10 @@ static int write_process(struct gecko *g, struct pgc_file *f, int root)
     perfgroup__process_name(g->pname, sizeof(g->pname), g->files, g->nfiles, f);
     static const struct pgc_stream_cb cb = {begin_thread, on_record, end_thread};
     g->f = f;
+    if (perfgroup__file_unpark(f, g->err))
+        return -1;
+    if (cats_add(&g->cats, f))
+        return fail_oom(g);
     /* GeckoMain: the thread whose tid is the pid; if the runtime gave that tid two thread
      * indexes (a marker written before the core saw the thread), the one with most records */
     g->main_thread = UNKNOWN;
@@ -1455,6 +1463,7 @@ static int write_process(struct gecko *g, struct pgc_file *f, int root)
     g->group_cpu = NULL;
     free_lazy(g);
     g->skip = 0;
+    perfgroup__file_repark(f);
     return rc ? -1 : 0;
 }
 
@@ -1489,11 +1498,7 @@ int perfgroup__gecko_write(struct pgc_file *files, size_t nfiles, const struct p
     g.max_span_ns = (int64_t)g.max_samples * g.iv;
     for (size_t i = 0; i < nfiles; i++)
         g.records_total += files[i].records_total;
-    int rc = cats_build(&g.cats, files, nfiles);
-    if (rc) {
-        g.f = &files[0];
-        return fail_oom(&g);
-    }
+    int rc;
     size_t root = pick_root(files, nfiles);
     g.root_start_ns = files[root].start_realtime_ns;
     g.files = files;
@@ -1531,6 +1536,8 @@ int perfgroup__gecko_write(struct pgc_file *files, size_t nfiles, const struct p
     PGC_LIT(out, "}\n");
     perfgroup__progress(opt, g.records_total, g.records_total);
     perfgroup__map_free(&g.cats.by_name);
+    for (uint32_t i = 0; i < g.cats.n; i++)
+        free(g.cats.names[i]);
     free(g.cats.names);
     if (rc)
         return -1;

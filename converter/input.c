@@ -303,13 +303,13 @@ int perfgroup__file_follow(struct pgc_file *f, const char *path, pgr_resume_fn r
     return 0;
 }
 
-/* Warnings go to stderr, after a successful conversion only (bad input gets one line):
- * "perfgroup-convert: warning: <file>: byte N: <what>". */
-void perfgroup__file_warnings(const struct pgc_file *f)
+static void free_defs(struct pgc_file *f);
+
+static void warnings_to(const struct pgc_file *f, FILE *out)
 {
     for (size_t i = 0; i < pgr_warning_count(f->r); i++) {
         const struct pgr_error *w = pgr_warning(f->r, i);
-        fprintf(stderr, "perfgroup-convert: warning: %s: byte %" PRIu64 ": %s\n", f->path,
+        fprintf(out, "perfgroup-convert: warning: %s: byte %" PRIu64 ": %s\n", f->path,
                 w->offset, w->message);
     }
     if (!f->not_closed)
@@ -324,11 +324,21 @@ void perfgroup__file_warnings(const struct pgc_file *f)
             kept += c->record_count;
         }
     }
-    fprintf(stderr,
+    fprintf(out,
             "perfgroup-convert: warning: %s: recording not closed: %u thread chunk(s) were being "
             "written (%" PRIu64 " whole records kept); lost: at most the record each thread was "
             "writing, and everything after the cut; %" PRIu64 " records dropped before it\n",
             f->path, writing, kept, f->hdr.records_dropped);
+}
+
+/* Warnings go to stderr, after a successful conversion only (bad input gets one line):
+ * "perfgroup-convert: warning: <file>: byte N: <what>". */
+void perfgroup__file_warnings(const struct pgc_file *f)
+{
+    if (f->warn)
+        fputs(f->warn, stderr);
+    else if (f->r)
+        warnings_to(f, stderr);
 }
 
 int perfgroup__file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, void *ctx,
@@ -405,11 +415,76 @@ const char *perfgroup__string(const struct pgc_file *f, uint32_t id)
     return id && perfgroup__map_get(&f->string_ids, id, &v) ? f->strings[v].text : NULL;
 }
 
+int perfgroup__file_park(struct pgc_file *f)
+{
+    if (f->parked)
+        return 0;
+    char *warn = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&warn, &n);
+    if (!m)
+        return -1;
+    warnings_to(f, m);
+    if (fclose(m)) {
+        free(warn);
+        return -1;
+    }
+    struct pgc_file k = *f;
+    k.program = NULL; /* kept */
+    free_defs(&k);
+    const char *path = f->path;
+    char *program = f->program;
+    struct pgf_file_header hdr = f->hdr;
+    uint64_t records_total = f->records_total;
+    memset(f, 0, sizeof(*f));
+    f->path = path;
+    f->program = program;
+    f->hdr = hdr;
+    f->pid = k.pid;
+    f->ppid = k.ppid;
+    f->start_realtime_ns = k.start_realtime_ns;
+    f->start_monotonic_ns = k.start_monotonic_ns;
+    f->start_tsc = k.start_tsc;
+    f->tsc_hz = k.tsc_hz;
+    f->mode = k.mode;
+    f->records_total = records_total;
+    f->not_closed = k.not_closed;
+    f->warn = warn;
+    f->parked = 1;
+    return 0;
+}
+
+int perfgroup__file_unpark(struct pgc_file *f, struct pgc_error *err)
+{
+    if (!f->parked)
+        return 0;
+    char *warn = f->warn, *program = f->program;
+    int rc = perfgroup__file_open(f, f->path, err);
+    free(program);
+    f->warn = warn;
+    f->reopened = 1;
+    return rc;
+}
+
+void perfgroup__file_repark(struct pgc_file *f)
+{
+    if (f->reopened && !f->parked)
+        perfgroup__file_park(f); /* no memory for the warnings' text: stays open */
+}
+
 void perfgroup__file_close(struct pgc_file *f)
+{
+    free_defs(f);
+    free(f->program);
+    free(f->warn);
+    memset(f, 0, sizeof(*f));
+}
+
+/* The reader and the definitions (not the program name). */
+static void free_defs(struct pgc_file *f)
 {
     if (f->r)
         pgr_close(f->r);
-    free(f->program);
     for (uint32_t i = 0; i < f->nargs; i++)
         free(f->args[i]);
     free(f->args);
@@ -435,5 +510,4 @@ void perfgroup__file_close(struct pgc_file *f)
     perfgroup__map_free(&f->site_ids);
     perfgroup__map_free(&f->thread_ids);
     perfgroup__map_free(&f->string_ids);
-    memset(f, 0, sizeof(*f));
 }

@@ -127,6 +127,13 @@ int main(int argc, char **argv)
             status = PGC_EXIT_BADINPUT;
             break;
         }
+        /* many inputs: only a small constant per file stays in memory until its turn */
+        if (ninputs > 1 && perfgroup__file_park(&files[nopen])) {
+            nopen++;
+            fprintf(stderr, "perfgroup-convert: out of memory\n");
+            status = PGC_EXIT_USAGE;
+            break;
+        }
     }
 
     FILE *out = NULL;

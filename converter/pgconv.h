@@ -137,6 +137,9 @@ struct pgc_file {
     /* the first data record, read while looking for the end of the definitions */
     struct pgr_record pending;
     int has_pending;
+    /* parked (perfgroup__file_park): only the fields above the definitions are kept */
+    int parked, reopened;
+    char *warn;                /* the warnings' text, kept while parked */
 };
 
 /* Opens and validates a recording and reads all its definitions. Returns 0, or -1 with err
@@ -147,6 +150,15 @@ int perfgroup__file_open(struct pgc_file *f, const char *path, struct pgc_error 
 int perfgroup__file_follow(struct pgc_file *f, const char *path, pgr_resume_fn resume,
                            void *resume_ctx, struct pgc_error *err);
 void perfgroup__file_close(struct pgc_file *f);
+/* Many inputs: between its validation and its turn a file keeps only its header facts
+ * (path, pid, ppid, program, start times, mode, counts) and its warnings' text; the reader
+ * and the definitions are freed (park) and read again when the file's turn comes (unpark,
+ * which re-validates). So memory does not grow with the number of inputs beyond that. A
+ * writer unparks each file for its turn and calls perfgroup__file_repark after it: that
+ * parks it again only if unpark had to reopen it. Return 0, or -1 (err set). */
+int perfgroup__file_park(struct pgc_file *f);
+int perfgroup__file_unpark(struct pgc_file *f, struct pgc_error *err);
+void perfgroup__file_repark(struct pgc_file *f);
 /* Prints the reader's warnings and what a cut recording lost (call after success). */
 void perfgroup__file_warnings(const struct pgc_file *f);
 

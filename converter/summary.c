@@ -273,7 +273,9 @@ static int end_thread(void *ctx, uint32_t ti)
                 return -1;
             S->all = na;
             memset(&S->all[S->nall], 0, sizeof(*na));
-            S->all[S->nall].name = name;
+            /* a copy: the file's definitions are freed after its turn (file_repark) */
+            if (!(S->all[S->nall].name = strdup(name)))
+                return -1;
             v = S->nall++;
         }
         perfgroup__row_add(&S->all[v], &S->rows[i]);
@@ -318,6 +320,10 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
         PGC_LIT(out, "{\"processes\":[");
     for (size_t i = 0; i < nfiles && !rc; i++) {
         struct pgc_file *f = &files[i];
+        if (perfgroup__file_unpark(f, err)) {
+            rc = -1;
+            break;
+        }
         S.f = f;
         S.rows = calloc(f->ngroups + 1, sizeof(*S.rows));
         S.proc = calloc(f->ngroups + 1, sizeof(*S.proc));
@@ -384,6 +390,7 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
         free(S.proc);
         S.rows = NULL;
         S.proc = NULL;
+        perfgroup__file_repark(f);
     }
     if (!rc) {
         if (opt->summary_json) {
@@ -395,6 +402,8 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
         }
     }
     perfgroup__progress(opt, S.records_total, S.records_total);
+    for (size_t i = 0; i < S.nall; i++)
+        free((char *)S.all[i].name);
     free(S.all);
     perfgroup__map_free(&S.all_map);
     if (rc == -ENOMEM || rc > 0) {

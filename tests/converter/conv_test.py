@@ -19,6 +19,7 @@
                                     stacks_app.c recorded in trace mode: every sample in a
                                     phase carries the phase's call stack (STACKS)
     conv_test.py demo EXE           the event-loop demo: checker, counters, nested stacks
+    conv_test.py many               300 inputs: peak RSS bounded, a small constant per file
     conv_test.py pgm FILE...        real recordings: every format converts and checks
     conv_test.py real CXX PLUGINFLAG RUNTIME INCLUDE SRC
                                     build SRC with a real plugin, record it (trace and stats
@@ -38,6 +39,8 @@ GOLDEN = os.path.join(HERE, "golden")
 sys.path.insert(0, HERE)
 import check_profile  # noqa: E402
 import gen_pgm  # noqa: E402
+
+MS = gen_pgm.MS
 
 CONVERT = os.environ.get("PGC_CONVERT", "perfgroup-convert")
 WORK = os.environ.get("PGC_WORK", "/tmp/pgc-test")
@@ -625,6 +628,53 @@ def demo(exe):
         print("ok %d nested-keypress samples: %s > ..." % (n, " > ".join(chain)))
 
 
+def many():
+    """Many inputs (a test suite's forks and execs): peak RSS stays bounded (<= 64 MiB for 300
+    files) and grows by a small constant per file, not with each file's definitions (here 2000
+    functions each): files wait their turn with only their header facts in memory."""
+    d = os.path.join(WORK, "many")
+    os.makedirs(d, exist_ok=True)
+    for f in os.listdir(d):
+        os.unlink(os.path.join(d, f))
+    r = gen_pgm.Recording(program="suite-test", mode=gen_pgm.STATS, chunk_size=65536)
+    for g in range(200):
+        r.group(g + 1, "group-%03d-with-a-long-name" % g)
+    for s in range(2000):
+        r.site(100 + s, "_ZN5suite6module%dE8functionEv" % s, "src/module/file%04d.cc" % s, s,
+               [1 + s % 200])
+    r.string(1, "test")
+    r.thread(0, r.pid, "main")
+    for i in range(20):
+        r.event(0, 1, i * MS, i * MS + MS // 2, MS // 2, [(1 + i, MS // 2, MS // 2, 1)])
+    data = r.build()
+    paths = []
+    for i in range(300):
+        paths.append(os.path.join(d, "t.%d.pgm" % i))
+        with open(paths[-1], "wb") as f:
+            f.write(data)
+
+    def peak(n, args):
+        """Peak RSS in KiB, from GNU time (scripts/deps.sh): a child of this script would
+        inherit the script's own peak across exec()."""
+        out = os.path.join(d, "rss")
+        p = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", out, CONVERT] + paths[:n] + args +
+                           ["--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if p.returncode != 0:
+            fail("%d files %s: exit status %d" % (n, args, p.returncode))
+        return int(open(out).read().split()[-1])
+    for args in (["-o", os.devnull], ["--format", "chrome", "-o", os.devnull], ["--summary"]):
+        few, lots = peak(20, args), peak(300, args)
+        per_file = (lots - few) / 280.0
+        if lots > 64 * 1024 or per_file > 16:
+            fail("%s: peak RSS %d KiB for 20 files, %d KiB for 300 (%.1f KiB per file more; "
+                 "want <= 64 MiB and <= 16 KiB per file)" % (args[0], few, lots, per_file))
+        else:
+            print("ok %s: peak RSS %d KiB for 20 files, %d KiB for 300 (%.1f KiB per file)"
+                  % (args[0], few, lots, per_file))
+    for p in paths:
+        os.unlink(p)
+
+
 def progress():
     """The progress line: on a terminal by default, never on a pipe or with --no-progress."""
     d = os.path.join(WORK, "progress")
@@ -771,6 +821,8 @@ def main(argv):
         stacks(*rest)
     elif cmd == "demo":
         demo(rest[0])
+    elif cmd == "many":
+        many()
     else:
         sys.stderr.write(__doc__)
         return 2
