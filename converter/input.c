@@ -419,15 +419,17 @@ int perfgroup__file_park(struct pgc_file *f)
 {
     if (f->parked)
         return 0;
-    char *warn = NULL;
-    size_t n = 0;
-    FILE *m = open_memstream(&warn, &n);
-    if (!m)
-        return -1;
-    warnings_to(f, m);
-    if (fclose(m)) {
-        free(warn);
-        return -1;
+    char *warn = f->warn; /* parked before: the same warnings */
+    if (!warn) {
+        size_t n = 0;
+        FILE *m = open_memstream(&warn, &n);
+        if (!m)
+            return -1;
+        warnings_to(f, m);
+        if (fclose(m)) {
+            free(warn);
+            return -1;
+        }
     }
     struct pgc_file k = *f;
     k.program = NULL; /* kept */
