@@ -8,8 +8,10 @@
  * recording says of when inside the event it ran), so a group busy for a whole event reads
  * as its CPU/wall ratio there, not as a spike at the event's end. A tick holds at most one
  * interval of the thread's CPU (the excess of a CPU clock running ahead of the wall clock
- * goes on into the next tick, so every nanosecond is still there); a zero row closes each
- * idle stretch, so rows with CPU always span exactly one tick and idle reads as zero.
+ * goes on into the next tick, so every nanosecond is still there). An idle stretch has a zero
+ * row one tick after the last row with CPU and one where the CPU resumes: rows with CPU
+ * always span exactly one tick, and the front-end, which joins rows with lines, draws idle
+ * as flat zero rather than as a ramp.
  *
  * State per group: the open tick (INT64_MIN: none) and its CPU, and the tick of the latest
  * row (INT64_MIN: none). Events of one thread arrive in time order; a tick earlier than the
@@ -74,7 +76,11 @@ static void tick_add(struct pgc_grid *g, uint32_t gi, int64_t k, uint64_t cpu)
     }
     close_before(g, gi, k);
     if (g->bucket[gi] == INT64_MIN) {
-        if (g->emitted[gi] != k) /* the row that closes the idle stretch (or starts) */
+        /* an idle stretch: a zero one tick after the last row with CPU and one where the CPU
+         * resumes, so the graph (lines between rows) is flat at zero in between, not a ramp */
+        if (g->emitted[gi] != INT64_MIN && g->emitted[gi] + 1 < k)
+            emit(g, gi, g->emitted[gi] + 1, 0);
+        if (g->emitted[gi] != k)
             emit(g, gi, k, 0);
         g->bucket[gi] = k;
     }
@@ -109,6 +115,8 @@ int64_t perfgroup__grid_finish(struct pgc_grid *g)
     int64_t last = INT64_MIN;
     for (uint32_t i = 0; i <= g->n; i++) {
         close_before(g, i, INT64_MAX);
+        if (g->emitted[i] != INT64_MIN)
+            emit(g, i, g->emitted[i] + 1, 0); /* back to zero after the last row */
         if (g->emitted[i] != INT64_MIN && g->emitted[i] * g->iv > last)
             last = g->emitted[i] * g->iv;
     }

@@ -163,7 +163,7 @@ class Checker:
             s = c.get("samples", {})
             if s.get("schema") != {"time": 0, "count": 1, "number": 2}:
                 self.err(w, "samples schema")
-            last = None
+            last, last_count = None, 0
             cpu = c.get("name", "").startswith("CPU ns: ")  # perfgroup's per-group CPU
             for row in s.get("data", []):
                 if len(row) != 3 or not all(self.num(x) for x in row):
@@ -180,6 +180,12 @@ class Checker:
                         self.err(w, "row at %r ms is off the %r ms grid" % (row[0], self.interval))
                     if last is None and row[1] != 0:
                         self.err(w, "first row has CPU %r without a previous row" % row[1])
+                    # the front-end joins rows with lines: after a row with CPU the next one
+                    # comes one interval later, or an idle stretch is drawn as a ramp
+                    if last is not None and last_count and abs(row[0] - last - self.interval) > 1e-6:
+                        self.err(w, "row at %r ms follows a row with CPU %r ms earlier (a ramp)"
+                                 % (row[0], row[0] - last))
+                    last_count = row[1]
                     if last is not None and row[1] > (row[0] - last) * 1e6 * len(threads) * (1 + 1e-9):
                         self.err(w, "row at %r ms: %r ns of CPU in %r ms (over 100%% per thread)"
                                  % (row[0], row[1], row[0] - last))

@@ -75,6 +75,8 @@ DEFECTS = {
     "sample after profilingEndTime": lambda p: th(p)["samples"]["data"][1].__setitem__(1, 2.5),
     "CPU counter over 100%": lambda p: p["counters"][1]["samples"]["data"][2].__setitem__(1, 1500000),
     "CPU counter off the grid": lambda p: p["counters"][1]["samples"]["data"][1].__setitem__(0, 1.5),
+    "CPU counter ramp after CPU": lambda p: (p["meta"].update(profilingEndTime=9),
+                                             p["counters"][1]["samples"]["data"].append([5, 0, 1])),
     "CPU counter first row not 0": lambda p: p["counters"][1]["samples"]["data"][0].__setitem__(1, 5),
     "counter rows at one time": lambda p: p["counters"][0]["samples"]["data"][1].__setitem__(0, 0),
 }
