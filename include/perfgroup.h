@@ -148,9 +148,10 @@ PERFGROUP_API int perfgroup_thread_name(const char *name);
  * processes: runtime/env.c):
  *   PERFGROUP_OUTPUT=path (%p = pid)  PERFGROUP_MODE=stats|trace
  *   PERFGROUP_BUFFER=256M (file size limit)  PERFGROUP_CHUNK=64K (power of 2, 4K..16M)
- * The file (format: perfgroup/format.h) is created 0600 at its full size; when full, the
- * oldest data chunks are recycled and what they held is counted. A fork()ed child records
- * into its own file (its pid in the name), exec() and exit close the file cleanly.
+ * The file (format: perfgroup/format.h) is created 0600, sparse, and grows a chunk at a time
+ * up to the buffer size; when full, the oldest data chunks are recycled and what they held
+ * is counted. A fork()ed child records into its own file (its pid in the name), made at its
+ * first record; exec() and exit close the file cleanly.
  */
 enum perfgroup_record_mode {
     PERFGROUP_RECORD_STATS = 1, /* one record per event */

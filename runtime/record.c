@@ -111,6 +111,7 @@ static struct {
     struct str_ent { char *text; uint32_t id, hash; } *strs;
     uint32_t str_cap, str_count;
     int reported;
+    int child_pending;                /* a fork child's file, made at its first record */
 } g = { .mu = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 
 static __thread struct writer *tls_writer;
@@ -221,7 +222,14 @@ static int32_t take_chunk(struct writer *w) {
     uint32_t idx;
     struct pgf_chunk_header *c;
     if (g.nfree) {
-        idx = g.free_stack[--g.nfree];
+        idx = g.free_stack[g.nfree - 1];
+        /* the file grows a chunk at a time: its blocks are allocated when it is first taken
+         * (a full disk here is a dropped record, not a SIGBUS in the host later) */
+        int rc = posix_fallocate(g.fd, (off_t)(g.hdr->chunks_offset + (uint64_t)idx * g.chunk_size),
+                                 (off_t)g.chunk_size);
+        if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL)
+            return -1; /* the caller counts the record it could not write */
+        g.nfree--;
         c = chunk_at(idx);
     } else if (g.nheap) {
         /* The oldest FULL chunk, unless it still holds its owner's newest records (the
@@ -408,9 +416,13 @@ static uint64_t pack_clock(struct writer *w, msgpack_packer *pk) {
 }
 
 /* The slow path proper (g.mu held). */
+static void child_open_locked(void);
+
 static int reserve_locked(struct writer *w, uint32_t need) {
     if (w->dead)
         return -1;
+    if (!g.hdr && g.child_pending)
+        child_open_locked();
     if (!g.hdr) {
         if (w->gen) {
             w->gen = 0;
@@ -806,8 +818,9 @@ static int open_locked(const char *tmpl, unsigned mode, uint64_t buffer, uint32_
         rc = -errno;
         goto fail;
     }
-    /* allocate the blocks now: a full disk later would be SIGBUS in the host */
-    rc = posix_fallocate(fd, 0, (off_t)size);
+    /* the header's blocks now, a chunk's when it is first taken (take_chunk): the file
+     * grows as it is written, and a full disk is never a SIGBUS in the host */
+    rc = posix_fallocate(fd, 0, PGF_HEADER_SIZE);
     if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) {
         rc = -rc;
         goto fail;
@@ -882,6 +895,11 @@ fail:
 
 /* Mark the file closed (end_tsc, totals) and detach every writer. g.mu held. */
 static void close_locked(void) {
+    if (!g.hdr && g.child_pending) { /* a fork child that never recorded: no file at all */
+        g.child_pending = 0;
+        __atomic_store_n(&perfgroup__rec_mode, 0, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&g.gen, 1, __ATOMIC_RELAXED);
+    }
     if (!g.hdr)
         return;
     __atomic_store_n(&perfgroup__rec_mode, 0, __ATOMIC_RELAXED);
@@ -913,10 +931,7 @@ extern const int perfgroup__core_fork_handlers __attribute__((weak)); /* core.c 
 void perfgroup__rec_atfork_prepare(void) { pthread_mutex_lock(&g.mu); }
 void perfgroup__rec_atfork_parent(void) { pthread_mutex_unlock(&g.mu); }
 void perfgroup__rec_atfork_child(void) {
-    if (g.hdr) {
-        uint8_t *old = g.map;
-        size_t old_size = g.map_size;
-        unsigned mode = g.mode;
+    if (g.hdr || g.child_pending) {
         /* the other threads do not exist here: forget their writers (unlinked, so that a
          * thread_end for one of them, e.g. this thread's other writer, touches nothing) */
         struct writer *me = tls_writer;
@@ -934,23 +949,38 @@ void perfgroup__rec_atfork_child(void) {
             me->tid = (uint32_t)syscall(SYS_gettid); /* the child's thread, not the parent's */
             g.live = me;
         }
-        close(g.fd);
-        g.fd = -1;
-        g.hdr = NULL;
-        free(g.free_stack);
-        free(g.heap);
-        free(g.owner);
-        char path[PATH_MAX];
-        int rc = open_locked(g.tmpl, mode, g.buffer, g.chunk, 1, path, sizeof path);
-        if (rc) {
-            __atomic_store_n(&perfgroup__rec_mode, 0, __ATOMIC_RELAXED);
-            g.reported = 0;
-            report("cannot record the forked child to", path, -rc);
-            __atomic_fetch_add(&g.gen, 1, __ATOMIC_RELAXED);
+        if (g.hdr) {
+            close(g.fd);
+            g.fd = -1;
+            g.hdr = NULL;
+            free(g.free_stack);
+            free(g.heap);
+            free(g.owner);
+            g.free_stack = NULL;
+            g.heap = NULL;
+            g.owner = NULL;
+            munmap(g.map, g.map_size);
+            g.map = NULL;
         }
-        munmap(old, old_size);
+        /* The child's own file is made at its first record (child_open_locked): a child
+         * that only execs or exits makes none, and a fork costs no file. */
+        g.child_pending = 1;
+        __atomic_fetch_add(&g.gen, 1, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&g.mu);
+}
+
+/* A fork child's first record: its file, under the name expanded with its pid. g.mu held. */
+static void child_open_locked(void) {
+    g.child_pending = 0;
+    char path[PATH_MAX];
+    int rc = open_locked(g.tmpl, g.mode, g.buffer, g.chunk, 1, path, sizeof path);
+    if (rc) {
+        __atomic_store_n(&perfgroup__rec_mode, 0, __ATOMIC_RELAXED);
+        g.reported = 0;
+        report("cannot record the forked child to", path, -rc);
+        __atomic_fetch_add(&g.gen, 1, __ATOMIC_RELAXED);
+    }
 }
 
 static void rec_fini(void) __attribute__((destructor));
@@ -966,7 +996,7 @@ static int open_recording(const char *tmpl, unsigned mode, uint64_t buffer, uint
         return -EDEADLK;
     int rc;
     snprintf(path, pathcap, "%s", tmpl);
-    if (g.hdr) {
+    if (g.hdr || g.child_pending) {
         rc = -EALREADY;
     } else if (strlen(tmpl) >= sizeof g.tmpl) {
         rc = -ENAMETOOLONG;
@@ -1064,12 +1094,20 @@ void perfgroup__rec_close(void) {
     unlock();
 }
 
+/* Only the process that owns the file marks it: a vfork() child (posix_spawn's too, when
+ * it goes through these wrappers) shares the parent's memory and mapping until its exec,
+ * and the parent goes on recording into the file after it. */
+static int owner_locked(void) {
+    return g.hdr && g.hdr->pid == (uint32_t)syscall(SYS_getpid);
+}
+
 /* Called around exec (rec_exec.c): a successful exec closes the file cleanly; a failed one
  * reopens it (same generation, same chunks). */
+
 void perfgroup__rec_exec_begin(void) {
     if (lock())
         return;
-    if (g.hdr) {
+    if (owner_locked()) {
         g.hdr->end_tsc = now_tsc();
         __atomic_store_n(&g.hdr->state, PGF_STATE_CLOSED, __ATOMIC_RELEASE);
     }
@@ -1079,7 +1117,7 @@ void perfgroup__rec_exec_begin(void) {
 void perfgroup__rec_exec_failed(void) {
     if (lock())
         return;
-    if (g.hdr) {
+    if (owner_locked()) {
         g.hdr->end_tsc = 0;
         __atomic_store_n(&g.hdr->state, PGF_STATE_RECORDING, __ATOMIC_RELEASE);
     }
@@ -1265,7 +1303,7 @@ int perfgroup_record_open(const char *path, int mode, uint64_t buffer_bytes,
 int perfgroup_record_close(void) {
     if (lock())
         return -EDEADLK;
-    int rc = g.hdr ? 0 : -ENOENT;
+    int rc = g.hdr || g.child_pending ? 0 : -ENOENT;
     close_locked();
     unlock();
     return rc;

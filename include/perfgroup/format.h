@@ -65,7 +65,7 @@
  * The file is created 0600 under a temporary name in the same directory and renamed into
  * place (a symlink planted at the path is replaced, never followed). A fork()ed child
  * records into the name expanded with its own pid (the name plus ".<pid>" when it has no
- * %p) with every definition replayed; after exec() of a recording process the new image
+ * %p) with every definition replayed, made at its first record; after exec() of a recording process the new image
  * finds a file of its own pid at the name and records into "<name>.exec<N>" instead.
  *
  * Records are msgpack arrays whose first element is the record kind (positive fixint);

@@ -21,10 +21,12 @@
  *              handler record read back or counted as dropped
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -451,6 +453,103 @@ static int test_exec(const char *self) {
     CHECK_EQ(r.hdr.pid, pid);
     CHECK_EQ(rb_thread(&r, 0)->intervals, 10);
     CHECK_EQ(rb_thread(&r, 0)->thread_end, 1);
+    return 0;
+}
+
+/* ---- vfork, posix_spawn -------------------------------------------------------------------- */
+/* A vfork child's exec (through the wrappers) and a posix_spawn leave the parent's file
+ * RECORDING; the parent's own close marks it CLOSED. */
+static unsigned file_state(const char *path) {
+    struct pgf_file_header h;
+    int fd = open(path, O_RDONLY);
+    CHECK(fd >= 0);
+    CHECK_EQ(pread(fd, &h, sizeof h, 0), (ssize_t)sizeof h);
+    close(fd);
+    return h.state;
+}
+
+static int test_vfork(void) {
+    char path[300];
+    path_in(path, sizeof path, "vfork.pgm");
+    CHECK_EQ(perfgroup_record_open(path, PERFGROUP_RECORD_STATS, 1 << 20, 4096), 0);
+    CHECK_EQ(file_state(path), PGF_STATE_RECORDING);
+    for (int i = 0; i < 2; i++) { /* an exec that works, and one that fails */
+        const char *prog = i == 0 ? "/bin/true" : "/nonexistent/perfgroup-test";
+        pid_t pid = vfork();
+        if (pid == 0) {
+            execl(prog, "true", (char *)NULL);
+            _exit(127);
+        }
+        CHECK(pid > 0);
+        int st;
+        CHECK_EQ(waitpid(pid, &st, 0), pid);
+        CHECK(WIFEXITED(st));
+        CHECK_EQ(WEXITSTATUS(st), i == 0 ? 0 : 127);
+        CHECK_EQ(file_state(path), PGF_STATE_RECORDING);
+    }
+    char *argv[] = {"true", NULL};
+    pid_t pid;
+    CHECK_EQ(posix_spawn(&pid, "/bin/true", NULL, NULL, argv, environ), 0);
+    int st;
+    CHECK_EQ(waitpid(pid, &st, 0), pid);
+    CHECK_EQ(file_state(path), PGF_STATE_RECORDING);
+    CHECK_EQ(perfgroup_record_close(), 0);
+    CHECK_EQ(file_state(path), PGF_STATE_CLOSED);
+    return 0;
+}
+
+/* ---- fork children make files only when they record; files grow as written --------------- */
+static int count_files(const char *prefix, char *one, size_t cap) {
+    DIR *d = opendir(dir);
+    CHECK(d != NULL);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) {
+            n++;
+            snprintf(one, cap, "%s/%s", dir, e->d_name);
+        }
+    closedir(d);
+    return n;
+}
+
+static int test_fork_lazy(void) {
+    char tmpl[300], one[600];
+    path_in(tmpl, sizeof tmpl, "lazy.%p.pgm");
+    CHECK_EQ(perfgroup_record_open(tmpl, PERFGROUP_RECORD_STATS, 64u << 20, 65536), 0);
+    CHECK_EQ(perfgroup_marker("parent", NULL), 0);
+    for (int i = 0; i < 200; i++) { /* children that exec or leave: no file, no blocks */
+        pid_t pid = fork();
+        if (pid == 0) {
+            if (i & 1)
+                execl("/bin/true", "true", (char *)NULL);
+            _exit(0);
+        }
+        CHECK(pid > 0);
+        int st;
+        CHECK_EQ(waitpid(pid, &st, 0), pid);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    CHECK_EQ(count_files("lazy.", one, sizeof one), 1);
+    pid_t pid = fork(); /* a child that records: its file appears at its first record */
+    if (pid == 0)
+        _exit(perfgroup_marker("child", NULL) == 0 ? 0 : 1);
+    int st;
+    CHECK_EQ(waitpid(pid, &st, 0), pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK_EQ(count_files("lazy.", one, sizeof one), 2);
+    char child[300];
+    snprintf(child, sizeof child, "%s/lazy.%d.pgm", dir, (int)pid);
+    struct readback r;
+    readback(child, &r);
+    CHECK_EQ(r.error, 0);
+    CHECK_EQ(r.hdr.pid, (uint32_t)pid);
+    CHECK_EQ(r.kinds[PGF_REC_MARKER], 1);
+    /* 64 MiB of buffer, a few chunks written: the file's blocks are those chunks' */
+    struct stat sb;
+    CHECK_EQ(stat(child, &sb), 0);
+    CHECK(sb.st_size > (off_t)(63u << 20)); /* the header and 1023 chunks */
+    CHECK((uint64_t)sb.st_blocks * 512 <= (1u << 20));
+    CHECK_EQ(perfgroup_record_close(), 0);
     return 0;
 }
 
@@ -903,6 +1002,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(t, "kill")) rc = test_kill(argc > 2 ? atoi(argv[2]) : 50);
     else if (!strcmp(t, "fork")) rc = test_fork();
     else if (!strcmp(t, "exec")) rc = test_exec(argv[0]);
+    else if (!strcmp(t, "vfork")) rc = test_vfork();
+    else if (!strcmp(t, "fork_lazy")) rc = test_fork_lazy();
     else if (!strcmp(t, "symlink")) rc = test_symlink();
     else if (!strcmp(t, "perm")) rc = test_perm(argv[0]);
     else if (!strcmp(t, "api")) rc = test_api();
