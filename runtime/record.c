@@ -894,6 +894,19 @@ fail:
 }
 
 /* Mark the file closed (end_tsc, totals) and detach every writer. g.mu held. */
+/* The open file's descriptor and bookkeeping let go (not its mapping). g.mu held. */
+static void forget_file_locked(void) {
+    close(g.fd);
+    g.fd = -1;
+    g.hdr = NULL;
+    free(g.free_stack);
+    free(g.heap);
+    free(g.owner);
+    g.free_stack = NULL;
+    g.heap = NULL;
+    g.owner = NULL;
+}
+
 static void close_locked(void) {
     if (!g.hdr && g.child_pending) { /* a fork child that never recorded: no file at all */
         g.child_pending = 0;
@@ -911,15 +924,7 @@ static void close_locked(void) {
         __atomic_store_n(&g.hdr->tsc_hz, hz, __ATOMIC_RELAXED);
     g.hdr->end_tsc = now_tsc();
     __atomic_store_n(&g.hdr->state, PGF_STATE_CLOSED, __ATOMIC_RELEASE);
-    close(g.fd);
-    g.fd = -1;
-    g.hdr = NULL; /* the mapping stays: a thread may be in the middle of a record */
-    free(g.free_stack);
-    free(g.heap);
-    free(g.owner);
-    g.free_stack = NULL;
-    g.heap = NULL;
-    g.owner = NULL;
+    forget_file_locked(); /* the mapping stays: a thread may be in the middle of a record */
     __atomic_fetch_add(&g.gen, 1, __ATOMIC_RELAXED);
 }
 
@@ -950,16 +955,8 @@ void perfgroup__rec_atfork_child(void) {
             g.live = me;
         }
         if (g.hdr) {
-            close(g.fd);
-            g.fd = -1;
-            g.hdr = NULL;
-            free(g.free_stack);
-            free(g.heap);
-            free(g.owner);
-            g.free_stack = NULL;
-            g.heap = NULL;
-            g.owner = NULL;
-            munmap(g.map, g.map_size);
+            forget_file_locked();
+            munmap(g.map, g.map_size); /* the parent's: no thread of the child writes there */
             g.map = NULL;
         }
         /* The child's own file is made at its first record (child_open_locked): a child
