@@ -308,31 +308,37 @@ PG_HIDDEN const struct pg_totals *perfgroup__dead_totals(uint32_t gid)
 static void thread_exit(void *arg);
 
 /* The group table, and with it the list of groups executed in an event (at most one entry
- * per group): the exit hook never has to grow anything. */
+ * per group) and, after it in the same mapping, the groups' off-CPU ticks in the event
+ * (cold: only cputime.c's settling and commits touch them): the exit hook never has to grow
+ * anything. */
 PG_HIDDEN int perfgroup__grow_groups(struct pg_thread *t, uint32_t max_gid)
 {
     uint32_t cap = t->cap ? t->cap : 64;
     while (cap <= max_gid)
         cap *= 2;
     struct pg_gstate *g = pg_map(sizeof *g * cap);
-    uint32_t *e = pg_map(sizeof *e * cap);
+    const size_t esz = sizeof(uint32_t) + sizeof(uint64_t); /* exec[i], goff[i] */
+    uint32_t *e = pg_map(esz * cap);
     if (!g || !e) {
         if (g)
             munmap(g, sizeof *g * cap);
         if (e)
-            munmap(e, sizeof *e * cap);
+            munmap(e, esz * cap);
         return -ENOMEM;
     }
+    uint64_t *goff = (uint64_t *)(void *)(e + cap); /* cap >= 64, a power of 2: aligned */
     if (t->g) {
         memcpy(g, t->g, sizeof *g * t->cap);
         munmap(t->g, sizeof *g * t->cap);
     }
     if (t->exec) {
         memcpy(e, t->exec, sizeof *e * t->nexec);
-        munmap(t->exec, sizeof *e * t->exec_cap);
+        memcpy(goff, t->goff, sizeof *goff * t->cap);
+        munmap(t->exec, esz * t->exec_cap);
     }
     t->g = g;
     t->exec = e;
+    t->goff = goff;
     t->exec_cap = cap;
     t->cap = cap;
     return 0;
@@ -371,8 +377,10 @@ PG_HIDDEN struct pg_thread *perfgroup__thread_slow(void)
             t->next = head;
         while (!atomic_compare_exchange_weak(&thread_list, &head, t));
     }
-    if (t->g)
+    if (t->g) {
         memset(t->g, 0, sizeof *t->g * t->cap);
+        memset(t->goff, 0, sizeof *t->goff * t->cap);
+    }
     t->iter = 1;
     t->depth = 0;
     t->event_open = PG_EV_NONE;
@@ -510,7 +518,7 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
             } else {
                 uint64_t gwall = perfgroup__ticks_to_ns(s->recent);
                 uint64_t gcpu = t->measured
-                    ? perfgroup__ticks_to_ns(perfgroup__cputime_on(0, s->recent, 0, s->off))
+                    ? perfgroup__ticks_to_ns(perfgroup__cputime_on(0, s->recent, 0, t->goff[gid]))
                     : (uint64_t)((double)s->recent / (double)ev_cycles * (double)cpu_ns);
                 if (gcpu > gwall)
                     gcpu = gwall;
@@ -525,7 +533,7 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
             }
         }
         s->recent = 0;
-        s->off = 0;
+        t->goff[gid] = 0;
         s->acts = 0;
         s->discarded = 0;
     }
@@ -737,7 +745,7 @@ static void fork_restart_event(struct pg_thread *t)
     for (uint32_t i = 0; i < t->nexec; i++) {
         struct pg_gstate *s = &t->g[t->exec[i]];
         s->recent = 0;
-        s->off = 0;
+        t->goff[t->exec[i]] = 0;
         s->acts = 0;
         s->discarded = 0;
     }

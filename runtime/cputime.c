@@ -13,7 +13,7 @@
  *     reading is (counter ticks since) - (CPU time since). It fell while every stopwatch now
  *     on the shadow stack was running (one that ended since would have settled it at its
  *     exit; one that started since, at its enter), so it is added to each of their groups'
- *     off-CPU ticks for the event (pg_gstate.off), and to the thread's running total
+ *     off-CPU ticks for the event (pg_thread.goff), and to the thread's running total
  *     `t->off` (implicit events); the hook uses the counter read after the CPU clock as its
  *     own "now". A deschedule happens at most every few ms of a busy thread (or once per
  *     blocking call): about one CPU-clock read per deschedule, and one walk of the stack.
@@ -82,7 +82,7 @@ static void attribute(struct pg_thread *t, uint64_t off)
                 continue;
             uint32_t gid = f->fn->gid[j];
             struct pg_gstate *s = &t->g[gid];
-            s->off += off;
+            t->goff[gid] += off;
             if (s->stamp != t->event_stamp) { /* joins the event's list, as pg_charge does */
                 s->stamp = t->event_stamp;
                 if (t->nexec < t->exec_cap)

@@ -80,9 +80,6 @@ struct pg_gstate {
     uint32_t stamp;     /* == thread's event_stamp: executed in the current event */
     uint32_t discarded; /* measures dropped in the current event (CPU change, TSC backwards) */
     uint32_t pad;
-    uint64_t off;       /* of `recent`, ticks the thread spent off its CPU: added by the
-                         * settling of a deschedule to every stopwatch live across it
-                         * (cputime.c), never by the hooks' fast path */
 };
 
 /* One acquiring activation on the shadow stack. */
@@ -160,6 +157,10 @@ struct pg_thread {
     uint32_t nexec, exec_cap;   /* groups executed in the current event */
     struct pg_gstate *g;
     uint32_t *exec;
+    uint64_t *goff;             /* per group: of its `recent`, the ticks the thread spent off
+                                 * its CPU, added by the settling of a deschedule to every
+                                 * stopwatch live across it (cputime.c); cold, never touched
+                                 * by the hooks' fast path */
     struct perfgroup_rec_thread *rec;
     struct pg_frame stack[PG_STACK_MAX];
 
