@@ -40,6 +40,7 @@
 #include "intl.h"
 #include "ggc.h"
 #include "options.h"
+#include "debug.h"
 
 /* GCC 14 replaced the NULL-terminated attribute_spec arrays by array slices in a
  * scoped_attribute_specs. Register one attribute under one namespace either way. */

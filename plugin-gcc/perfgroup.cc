@@ -668,13 +668,36 @@ public:
 
 /* PLUGIN_PRAGMAS runs once the C-family preprocessor exists, in -c, -E and the first half of
  * -save-temps alike (cpp_define from plugin_init crashes cc1; PLUGIN_START_UNIT misses -E).
- * Already preprocessed input (-fpreprocessed) had the macro expanded when it was made. */
+ * Already preprocessed input (-fpreprocessed) had the macro expanded when it was made.
+ *
+ * -g3 (macro debug info): cpplib reports every #define to the `define` callback, which for a
+ * compile is dwarf2out_define. PLUGIN_PRAGMAS comes from c_common_init, BEFORE the debug back
+ * end is initialised (lang_dependent_init), so recording there dereferenced dwarf2out's
+ * still-NULL macro table: an ICE on every -g3 compile. The macro is therefore defined with
+ * the callback switched off, and a compile records it itself from PLUGIN_START_UNIT (debug
+ * output exists by then, no line read yet: line 0 puts it among the predefined macros, so
+ * `info macro __PERFGROUP__` in gdb works). Under -E the callback prints `#define` lines for
+ * -dD/-g3 before any line marker; the macro is predefined, so it is not printed, as GCC's own
+ * predefined macros are not. */
 static void
 define_macro (void *, void *)
 {
   if (!&parse_in || !parse_in || cpp_get_options (parse_in)->preprocessed)
     return;
+  cpp_callbacks *cb = cpp_get_callbacks (parse_in);
+  auto *saved = cb->define;
+  cb->define = NULL;
   cpp_define (parse_in, "__PERFGROUP__=1");
+  cb->define = saved;
+}
+
+static void
+record_macro (void *, void *)
+{
+  if (!&parse_in || !parse_in || cpp_get_options (parse_in)->preprocessed)
+    return;
+  if (debug_info_level >= DINFO_LEVEL_VERBOSE && debug_hooks->define)
+    debug_hooks->define (0, "__PERFGROUP__ 1");
 }
 
 /* ---- Entry point ----------------------------------------------------------------------- */
@@ -700,6 +723,7 @@ plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
 
   register_callback (plugin_name, PLUGIN_ATTRIBUTES, register_attributes, NULL);
   register_callback (plugin_name, PLUGIN_PRAGMAS, define_macro, NULL);
+  register_callback (plugin_name, PLUGIN_START_UNIT, record_macro, NULL);
   register_callback (plugin_name, PLUGIN_REGISTER_GGC_ROOTS, NULL, (void *) roots);
 
   static struct register_pass_info pass = {

@@ -136,6 +136,34 @@ def case_preprocess():
             raise Fail(f"{lang} without plugin: got {without!r}")
 
 
+DEBUG_OPTIONS = (["-g"], ["-g3"], ["-g3", "-O3", "-funroll-loops"], ["-gdwarf-4"], ["-gdwarf-5"],
+                 ["-g3", "-gsplit-dwarf"], ["-g3", "-fdebug-prefix-map=" + SRC + "=/src"],
+                 ["-g3", "-save-temps"])
+
+
+def case_debug_info():
+    """Debug-info options: each compiles, links and gives the trace (-g3 used to end in an ICE:
+    the macro was reported to dwarf2out before its macro table existed). Under -g3 the
+    program's DWARF macro table has __PERFGROUP__ among the predefined macros, and -E with
+    -g3/-dD still compiles with the macro defined."""
+    for i, flags in enumerate(DEBUG_OPTIONS):
+        d = w(f"dbg{i}")
+        os.makedirs(d, exist_ok=True)
+        exe = os.path.join(d, "macro")
+        sh(["gcc", A.opt] + flags + ["-Wall", "-Werror", "-I" + A.include] + plugin()
+           + [os.path.join(SRC, "macro.c"), A.runtime, "-Wl,-rpath," + os.path.dirname(A.runtime),
+              "-o", exe], cwd=d)
+        expect_trace(trace_of(exe), "main > twice @st|\nmain < twice")
+        if "-g3" in flags and not {"-save-temps", "-gsplit-dwarf"} & set(flags):  # macros: in .dwo / not re-read
+            macros = sh(["readelf", "--debug-dump=macro", exe]).stdout
+            if not re.search(r"lineno : 0 macro : __PERFGROUP__ 1", macros):
+                raise Fail(f"{flags}: no predefined __PERFGROUP__ in the DWARF macro table")
+    for flags in (["-g3"], ["-dD"], ["-g3", "-dD"]):
+        out = sh(["gcc", "-E"] + flags + ["-I" + A.include] + plugin() + [os.path.join(SRC, "macro.c")]).stdout
+        if 'perf_group("st")' not in out:
+            raise Fail(f"-E {flags}: PERF_GROUP not expanded to the attribute")
+
+
 def case_shared_lib():
     """A shared library with its own sites: its own perfgroup_sites section and module
     constructor (hidden bounds, not exported); the runtime resolved both of its sites before
