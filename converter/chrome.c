@@ -39,6 +39,9 @@ struct chrome {
     char **cpu_name, **cpu_key;
     struct pgc_grid grid;  /* per-group CPU on the sample grid, as the Gecko counters */
     int64_t *pend;         /* per group: time of the latest row with CPU, INT64_MIN: none */
+    /* per depth d: the extent of the intervals at depth d + 1 written since the last one at
+     * d (its children: records come innermost first) */
+    int64_t kid_lo[256], kid_hi[256];
     int64_t last_ns;
     uint64_t nevents;
     uint64_t records_done, records_total;
@@ -157,6 +160,10 @@ static int begin_thread(void *ctx, uint32_t ti)
     perfgroup__clock_init(&C->clk, C->f);
     for (uint32_t i = 0; i <= C->f->ngroups; i++)
         C->pend[i] = INT64_MIN;
+    for (uint32_t d = 0; d < 256; d++) {
+        C->kid_lo[d] = INT64_MAX;
+        C->kid_hi[d] = INT64_MIN;
+    }
     perfgroup__grid_free(&C->grid);
     if (perfgroup__grid_init(&C->grid, C->f->ngroups, C->iv, counter_row, C))
         return -ENOMEM;
@@ -222,9 +229,26 @@ static int on_record(void *ctx, const struct pgr_record *r)
             if (cat[i] == '"' || cat[i] == '\\' || (unsigned char)cat[i] < 0x20)
                 cat[i] = '_';
         int64_t s = perfgroup__clock_ns(&C->clk, r->u.interval.start_tsc);
-        head(C, "X", name, strlen(name), cat);
         /* the end through the same mapping: intervals ending together stay nested */
-        span(C, s, perfgroup__clock_ns(&C->clk, r->u.interval.start_tsc + r->u.interval.duration));
+        int64_t e = perfgroup__clock_ns(&C->clk, r->u.interval.start_tsc + r->u.interval.duration);
+        /* A child read before a CLOCK record (a new chunk) is mapped by the clock pair before
+         * it, its parent by the next: on a busy machine the two can differ by a little, and a
+         * child would stick out of its parent, which Perfetto cuts. The parent covers them. */
+        uint32_t d = r->u.interval.depth;
+        if (C->kid_lo[d] < s)
+            s = C->kid_lo[d];
+        if (C->kid_hi[d] > e)
+            e = C->kid_hi[d];
+        C->kid_lo[d] = INT64_MAX;
+        C->kid_hi[d] = INT64_MIN;
+        if (d > 0) {
+            if (s < C->kid_lo[d - 1])
+                C->kid_lo[d - 1] = s;
+            if (e > C->kid_hi[d - 1])
+                C->kid_hi[d - 1] = e;
+        }
+        head(C, "X", name, strlen(name), cat);
+        span(C, s, e);
         if (r->u.interval.group_mask) /* the depth is the nesting; only acquisitions are news */
             PGC_LIT(o, ",\"args\":{\"acquired\":true}");
         PGC_LIT(o, "}");

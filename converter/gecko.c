@@ -1379,9 +1379,10 @@ static void collect_lazy(struct gecko *g, struct pgc_file *f)
     g->nlazy = k;
 }
 
-/* A process is named after its program (argv[0]'s basename) and pid; an image that an
- * exec() started in a process recorded before it (the same pid, an earlier start) says so,
- * so the two recordings of one pid read as one process over time. */
+/* A process is named after its program (argv[0]'s basename; the front-end and Perfetto show
+ * the pid beside the name themselves); an image that an exec() started in a process recorded
+ * before it (the same pid, an earlier start) says so, so the two recordings of one pid read
+ * as one process over time. */
 void perfgroup__process_name(char *buf, size_t n, const struct pgc_file *files, size_t nfiles,
                              const struct pgc_file *f)
 {
@@ -1392,9 +1393,9 @@ void perfgroup__process_name(char *buf, size_t n, const struct pgc_file *files, 
             (!before || files[i].start_realtime_ns > before->start_realtime_ns))
             before = &files[i];
     if (before)
-        snprintf(buf, n, "%s (pid %u, exec'd by %s)", f->program, f->pid, before->program);
+        snprintf(buf, n, "%s (exec'd by %s)", f->program, before->program);
     else
-        snprintf(buf, n, "%s (pid %u)", f->program, f->pid);
+        snprintf(buf, n, "%s", f->program);
 }
 
 static int write_process(struct gecko *g, struct pgc_file *f, int root)

@@ -230,8 +230,9 @@ void perfgroup__clock_update(struct pgc_clock *c, const struct pgc_file *f,
 int64_t perfgroup__clock_ns(const struct pgc_clock *c, uint64_t tsc);
 int64_t perfgroup__ticks_ns(const struct pgc_clock *c, uint64_t ticks);
 
-/* "program (pid N)", or "program (pid N, exec'd by previous)" for an image exec()ed in a
- * process with a recording that started before it (gecko.c; the Chrome output too). */
+/* "program", or "program (exec'd by previous)" for an image exec()ed in a process with a
+ * recording that started before it (gecko.c; the Chrome output too). The viewers show the
+ * pid beside it. */
 void perfgroup__process_name(char *buf, size_t n, const struct pgc_file *files, size_t nfiles,
                              const struct pgc_file *f);
 
