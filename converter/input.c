@@ -166,7 +166,13 @@ static int add_def(struct pgc_file *f, const struct pgr_record *r, struct pgc_er
         return 0;
     }
     case PGF_REC_THREAD: {
-        char *name = dup_str(r->u.thread.name);
+        /* an older writer's unnamed thread: the runtime's fallback name */
+        char unnamed[32];
+        struct pgr_str ns = r->u.thread.name;
+        if (!ns.len)
+            ns = (struct pgr_str){unnamed, (uint32_t)snprintf(unnamed, sizeof unnamed, "thread %u",
+                                                              r->u.thread.tid)};
+        char *name = dup_str(ns);
         if (!name)
             return oom(f, err);
         if (perfgroup__map_get(&f->thread_ids, r->u.thread.thread_index, &idx)) {

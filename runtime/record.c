@@ -32,14 +32,17 @@
 #include "clock.h"
 
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -78,6 +81,8 @@ struct writer {
     uint64_t records_before;          /* records committed in earlier chunks */
     uint64_t dropped_total;           /* records that found no chunk */
     uint64_t lost_records, lost_bytes, lost_chunks; /* for the next DROPPED (g.mu) */
+    uint64_t last_name_check;         /* clock of its last PR_GET_NAME (owner thread) */
+    int name_explicit;                /* named by the core or perfgroup_thread_name */
     char name[64];
 };
 
@@ -415,6 +420,36 @@ static uint64_t pack_clock(struct writer *w, msgpack_packer *pk) {
     return t;
 }
 
+/* The calling thread's name as the kernel has it (pthread_setname_np, prctl(PR_SET_NAME)),
+ * or "" when it is still the process's (an unnamed thread inherits the program's comm). */
+static void kernel_name(char out[16]) {
+    out[0] = 0;
+    if (prctl(PR_GET_NAME, out, 0, 0, 0) != 0) {
+        out[0] = 0;
+        return;
+    }
+    out[15] = 0;
+    if (strncmp(out, program_invocation_short_name, 15) == 0)
+        out[0] = 0;
+}
+
+/* At a chunk switch of the thread's own writer, at most once a millisecond of the thread:
+ * a new name from pthread_setname_np/prctl becomes a new PGF_REC_THREAD (g.mu held). */
+static void refresh_name(struct writer *w, uint64_t now) {
+    uint64_t hz = estimate_hz();
+    if (w->name_explicit || w != tls_writer ||
+        (hz && w->last_name_check && now >= w->last_name_check &&
+         now - w->last_name_check < hz / 1000))
+        return;
+    w->last_name_check = now;
+    char n[16];
+    kernel_name(n);
+    if (n[0] && strcmp(n, w->name) != 0) {
+        snprintf(w->name, sizeof w->name, "%s", n);
+        thread_def(w);
+    }
+}
+
 /* The slow path proper (g.mu held). */
 static void child_open_locked(void);
 
@@ -434,6 +469,8 @@ static int reserve_locked(struct writer *w, uint32_t need) {
     }
     if (w->gen != g.gen)
         attach(w);
+    if (!w->is_defs)
+        refresh_name(w, now_tsc());
     if (!w->is_defs && nested_drops) {
         /* one instruction each: a handler may count one more while this runs */
         uint64_t n = __atomic_exchange_n(&nested_drops, 0, __ATOMIC_RELAXED);
@@ -660,7 +697,9 @@ static void thread_def(struct writer *w) {
     msgpack_pack_uint8(&pk, PGF_REC_THREAD);
     msgpack_pack_uint32(&pk, w->index);
     msgpack_pack_uint32(&pk, w->tid);
-    pack_str(&pk, w->name, sizeof w->name - 1);
+    char unnamed[32]; /* a stable name for a thread nobody named: no profile has "" */
+    snprintf(unnamed, sizeof unnamed, "thread %u", w->tid);
+    pack_str(&pk, w->name[0] ? w->name : unnamed, sizeof w->name - 1);
     if (reserve_locked(&g.defs, (uint32_t)(s.p - rec)) == 0)
         emit(&g.defs, rec, (uint32_t)(s.p - rec), now_tsc());
 }
@@ -779,6 +818,105 @@ static int ours_before_exec(const char *path) {
            h.pid == (uint32_t)getpid();
 }
 
+/*
+ * The file is built unnamed and appears at its name whole (header, definitions), so no
+ * crash at any moment leaves a temporary file: O_TMPFILE in the target's directory, linked
+ * into place once written. Where the file system has no O_TMPFILE, a named temporary
+ * "<path>.tmp<pid>.XXXXXX" is renamed into place instead, and a later start removes the
+ * temporaries of processes that no longer exist (a crash between create and rename).
+ * A symlink planted at the path is replaced, never followed (linkat and rename both make
+ * a new directory entry).
+ */
+/* path's directory ("." or "/" when it has none), and its last component in *base. */
+static const char *split_dir(const char *path, char buf[PATH_MAX], const char **base) {
+    snprintf(buf, PATH_MAX, "%s", path);
+    char *slash = strrchr(buf, '/');
+    *base = path + (slash ? slash + 1 - buf : 0);
+    if (!slash)
+        return ".";
+    if (slash == buf)
+        return "/";
+    *slash = 0;
+    return buf;
+}
+
+static void unlink_stale_tmps(const char *path) {
+    char dirbuf[PATH_MAX];
+    const char *base, *dname = split_dir(path, dirbuf, &base);
+    char prefix[NAME_MAX + 8];
+    int plen = snprintf(prefix, sizeof prefix, "%s.tmp", base);
+    if (plen <= 0 || (size_t)plen >= sizeof prefix)
+        return;
+    int dfd = open(dname, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return;
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, (size_t)plen) != 0)
+            continue;
+        char *end;
+        long pid = strtol(e->d_name + plen, &end, 10);
+        if (pid <= 0 || *end != '.' || strlen(end) != 7)
+            continue;
+        struct stat st;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH ||
+            fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+            st.st_uid != geteuid())
+            continue;
+        unlinkat(dfd, e->d_name, 0);
+    }
+    closedir(d);
+}
+
+static int create_unnamed(const char *path, char *tmp, size_t tmpcap) {
+    char dirbuf[PATH_MAX];
+    const char *base, *dname = split_dir(path, dirbuf, &base);
+    int fd = open(dname, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        return fd;
+    if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+        return -errno;
+    unlink_stale_tmps(path);
+    if ((size_t)snprintf(tmp, tmpcap, "%s.tmp%d.XXXXXX", path, (int)getpid()) >= tmpcap) {
+        tmp[0] = 0;
+        return -ENAMETOOLONG;
+    }
+    fd = mkostemp(tmp, O_CLOEXEC); /* O_EXCL, mode 0600: never through a symlink */
+    if (fd < 0) {
+        tmp[0] = 0;
+        return -errno;
+    }
+    return fd;
+}
+
+static int link_into_place(int fd, char *tmp, const char *path) {
+    if (tmp[0]) {
+        if (rename(tmp, path) != 0)
+            return -errno;
+        tmp[0] = 0;
+        return 0;
+    }
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    for (int tries = 0; tries < 8; tries++) {
+        if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0)
+            return 0;
+        if (errno == ENOENT && linkat(fd, "", AT_FDCWD, path, AT_EMPTY_PATH) == 0)
+            return 0; /* no /proc: needs CAP_DAC_READ_SEARCH */
+        if (errno != EEXIST)
+            return -errno;
+        /* replace what is there (a file, or a symlink: the link itself goes) */
+        if (unlink(path) != 0 && errno != ENOENT)
+            return -errno;
+    }
+    return -EEXIST;
+}
+
 static int open_locked(const char *tmpl, unsigned mode, uint64_t buffer, uint32_t chunk,
                        int child, char *path, size_t pathcap) {
     if (mode != PGF_MODE_STATS && mode != PGF_MODE_TRACE)
@@ -803,12 +941,10 @@ static int open_locked(const char *tmpl, unsigned mode, uint64_t buffer, uint32_
                 break;
         }
     }
-    char tmp[PATH_MAX];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmpXXXXXX", path) >= sizeof tmp)
-        return -ENAMETOOLONG;
-    int fd = mkostemp(tmp, O_CLOEXEC); /* O_EXCL, mode 0600: never through a symlink */
+    char tmp[PATH_MAX] = "";
+    int fd = create_unnamed(path, tmp, sizeof tmp);
     if (fd < 0)
-        return -errno;
+        return fd;
     size_t size = PGF_HEADER_SIZE + (size_t)count * chunk;
     uint8_t *map = MAP_FAILED;
     uint32_t *free_stack = NULL;
@@ -874,8 +1010,8 @@ static int open_locked(const char *tmpl, unsigned mode, uint64_t buffer, uint32_
     replay_log();
     for (struct writer *w = g.live; w; w = w->next)
         __atomic_store_n(&w->hot.end, NULL, __ATOMIC_RELAXED); /* re-attach on next write */
-    if (rename(tmp, path) != 0) {
-        rc = -errno;
+    rc = link_into_place(fd, tmp, path);
+    if (rc) {
         g.hdr = NULL;
         g.fd = -1;
         goto fail;
@@ -889,7 +1025,8 @@ fail:
     free(heap);
     free(owner);
     close(fd);
-    unlink(tmp);
+    if (tmp[0])
+        unlink(tmp);
     return rc;
 }
 
@@ -1134,6 +1271,12 @@ struct perfgroup_rec_thread *perfgroup__rec_thread_start(uint32_t thread_index, 
     w->tid = tid;
     w->cur = w->reserved = w->last_full = -1;
     snprintf(w->name, sizeof w->name, "%s", name ? name : "");
+    w->name_explicit = w->name[0] != 0;
+    if (!w->name_explicit) { /* named before its first hook (pthread_setname_np) */
+        char n[16];
+        kernel_name(n);
+        snprintf(w->name, sizeof w->name, "%s", n);
+    }
     if (lock()) {
         free(w);
         return &dead.hot;
@@ -1157,6 +1300,7 @@ void perfgroup__rec_thread_name(struct perfgroup_rec_thread *hw, const char *nam
     if (lock())
         return;
     snprintf(w->name, sizeof w->name, "%s", name ? name : "");
+    w->name_explicit = w->name[0] != 0;
     if (g.hdr && w->gen == g.gen)
         thread_def(w);
     unlock();

@@ -62,8 +62,9 @@
  * (no chunk free or recyclable). header.records_dropped is the sum of both over all threads.
  *
  * File names (PERFGROUP_OUTPUT or perfgroup_record_open): "%p" becomes the pid, "%%" a '%'.
- * The file is created 0600 under a temporary name in the same directory and renamed into
- * place (a symlink planted at the path is replaced, never followed). A fork()ed child
+ * The file is created 0600 unnamed (O_TMPFILE) in the same directory and linked into place
+ * whole (without O_TMPFILE: "<name>.tmp<pid>.XXXXXX", renamed into place); a symlink
+ * planted at the path is replaced, never followed. A fork()ed child
  * records into the name expanded with its own pid (the name plus ".<pid>" when it has no
  * %p) with every definition replayed, made at its first record; after exec() of a recording process the new image
  * finds a file of its own pid at the name and records into "<name>.exec<N>" instead.

@@ -16,6 +16,9 @@
  *   badenv     bad PERFGROUP_MODE / _BUFFER / _CHUNK: one line on stderr, no file, runs on
  *   clock      a clock pair at each chunk start, and again at an event a second later
  *   full       more writers than chunks: the ones without a chunk drop everything, counted
+ *   notmp      100 SIGKILLs in a recording's first 5 ms leave no temporary file
+ *   names      threads named by pthread_setname_np (before and after their first record)
+ *              and unnamed threads ("thread <tid>") have their names in the file
  *   signal     a signal handler records intervals while its thread writes cold records
  *              (events, markers, chunk switches): no deadlock, no mixed record, every
  *              handler record read back or counted as dropped
@@ -553,6 +556,58 @@ static int test_fork_lazy(void) {
     return 0;
 }
 
+
+/* ---- no temporary file after a crash at any moment --------------------------------------- */
+static int notmp_child(void) {
+    perfgroup__rec_init();
+    for (int i = 0; i < 1000; i++) /* killed long before */
+        pause();
+    return 0;
+}
+
+static int count_tmps(char *one, size_t cap) {
+    DIR *d = opendir(dir);
+    CHECK(d != NULL);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        if (strstr(e->d_name, ".tmp")) {
+            n++;
+            snprintf(one, cap, "%s", e->d_name);
+        }
+    closedir(d);
+    return n;
+}
+
+static int test_notmp(const char *self) {
+    char tmpl[300], one[600] = "";
+    path_in(tmpl, sizeof tmpl, "notmp.%p.pgm");
+    unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+    for (int i = 0; i < 100; i++) {
+        pid_t pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0) {
+            setenv("PERFGROUP_OUTPUT", tmpl, 1);
+            setenv("PERFGROUP_MODE", "trace", 1);
+            setenv("PERFGROUP_BUFFER", "64M", 1);
+            execl(self, self, "notmp-child", (char *)NULL);
+            _exit(6);
+        }
+        seed = seed * 1103515245u + 12345u;
+        struct timespec ts = { 0, (long)((seed >> 8) % 5000) * 1000 }; /* 0-5 ms */
+        nanosleep(&ts, NULL);
+        kill(pid, SIGKILL);
+        int st;
+        CHECK_EQ(waitpid(pid, &st, 0), pid);
+        int tmps = count_tmps(one, sizeof one);
+        if (tmps)
+            fprintf(stderr, "notmp: kill %d left %s\n", i, one);
+        CHECK_EQ(tmps, 0);
+    }
+    fprintf(stderr, "notmp: 100 kills, %d recordings reached their name\n",
+            count_files("notmp.", one, sizeof one));
+    return 0;
+}
+
 /* ---- symlink ------------------------------------------------------------------------------- */
 static int test_symlink(void) {
     char victim[300], path[300];
@@ -993,6 +1048,8 @@ int main(int argc, char **argv) {
         return exec_child();
     if (strcmp(argv[1], "perm-child") == 0)
         return perm_child();
+    if (strcmp(argv[1], "notmp-child") == 0)
+        return notmp_child();
     make_dir();
     int rc;
     const char *t = argv[1];
@@ -1005,6 +1062,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(t, "vfork")) rc = test_vfork();
     else if (!strcmp(t, "fork_lazy")) rc = test_fork_lazy();
     else if (!strcmp(t, "symlink")) rc = test_symlink();
+    else if (!strcmp(t, "notmp")) rc = test_notmp(argv[0]);
     else if (!strcmp(t, "perm")) rc = test_perm(argv[0]);
     else if (!strcmp(t, "api")) rc = test_api();
     else if (!strcmp(t, "signal")) rc = test_signal();
