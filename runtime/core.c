@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * runtime/core.c — everything around the hooks: start-up, the registry of groups and
- * functions, module registration, per-thread state, events and their commits, control.
+ * functions, module registration, events and their commits, control. Threads, fork and
+ * process exit are lifecycle.c's.
  *
- * Locks: `reg_lock` guards the registry (groups, functions, modules); `dead_lock` guards
- * the totals of exited threads and is held by snapshots while they walk the thread list.
- * Neither is ever taken on the hot path: a hook that needs the registry (first call of a
+ * Locks: `reg_lock` guards the registry (groups, functions, modules); lifecycle.c's
+ * `dead_lock` guards the totals of exited threads. Neither is ever taken on the hot path: a hook that needs the registry (first call of a
  * site whose module did not register) only try-locks it and skips the call if busy.
  */
 #define _GNU_SOURCE
@@ -26,8 +26,6 @@ PG_HIDDEN _Atomic uint32_t perfgroup__reset_epoch = 1;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t dead_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_key_t thread_key;
 
 static _Atomic int user_on = 1;     /* perfgroup_start / perfgroup_stop */
 static _Atomic int disabled;        /* ABI mismatch: off for good */
@@ -45,13 +43,10 @@ static uint32_t nfuncs;
 static struct perfgroup_site *modules[MODULES_MAX];
 static unsigned nmodules;
 
-static _Atomic(struct pg_thread *) thread_list;
-static _Atomic uint32_t thread_index_next = 1;
-static struct pg_totals *dead_blocks[PG_GROUP_BLOCKS];
 
 /* ---- memory: mmap only (malloc may be the host's and instrumented) -------------------- */
 
-static void *pg_map(size_t size)
+PG_HIDDEN void *perfgroup__map(size_t size)
 {
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return p == MAP_FAILED ? NULL : p;
@@ -64,7 +59,7 @@ static void *arena_alloc(size_t size)
     size = (size + 15) & ~(size_t)15;
     if (!cur || (size_t)(end - cur) < size) {
         size_t chunk = size > (1u << 20) ? size : (1u << 20);
-        cur = pg_map(chunk);
+        cur = perfgroup__map(chunk);
         if (!cur)
             return NULL;
         end = cur + chunk;
@@ -108,6 +103,10 @@ static void disable(const char *why)
     gate_update();
 }
 
+PG_HIDDEN int perfgroup__disabled(void) { return atomic_load(&disabled); }
+PG_HIDDEN void perfgroup__reg_lock(void) { pthread_mutex_lock(&reg_lock); }
+PG_HIDDEN void perfgroup__reg_unlock(void) { pthread_mutex_unlock(&reg_lock); }
+
 /* ---- groups ------------------------------------------------------------------------------ */
 
 PG_HIDDEN struct pg_group *perfgroup__group_at(uint32_t id)
@@ -140,7 +139,7 @@ static struct pg_group *group_get_locked(const char *name, int kind, int active)
         return NULL;
     struct pg_group *b = atomic_load(&group_blocks[id / PG_GROUP_BLOCK]);
     if (!b) {
-        b = pg_map(sizeof(struct pg_group) * PG_GROUP_BLOCK);
+        b = perfgroup__map(sizeof(struct pg_group) * PG_GROUP_BLOCK);
         if (!b)
             return NULL;
         atomic_store_explicit(&group_blocks[id / PG_GROUP_BLOCK], b, memory_order_release);
@@ -293,19 +292,7 @@ out:
     pthread_mutex_unlock(&reg_lock);
 }
 
-PG_HIDDEN void perfgroup__lock_registry(void) { pthread_mutex_lock(&dead_lock); }
-PG_HIDDEN void perfgroup__unlock_registry(void) { pthread_mutex_unlock(&dead_lock); }
-PG_HIDDEN struct pg_thread *perfgroup__threads(void) { return atomic_load(&thread_list); }
-
-PG_HIDDEN const struct pg_totals *perfgroup__dead_totals(uint32_t gid)
-{
-    struct pg_totals *b = dead_blocks[gid / PG_GROUP_BLOCK];
-    return b ? &b[gid % PG_GROUP_BLOCK] : NULL;
-}
-
 /* ---- threads ----------------------------------------------------------------------------- */
-
-static void thread_exit(void *arg);
 
 /* The group table, and with it the list of groups executed in an event (at most one entry
  * per group) and, after it in the same mapping, the groups' off-CPU ticks in the event
@@ -316,9 +303,9 @@ PG_HIDDEN int perfgroup__grow_groups(struct pg_thread *t, uint32_t max_gid)
     uint32_t cap = t->cap ? t->cap : 64;
     while (cap <= max_gid)
         cap *= 2;
-    struct pg_gstate *g = pg_map(sizeof *g * cap);
+    struct pg_gstate *g = perfgroup__map(sizeof *g * cap);
     const size_t esz = sizeof(uint32_t) + sizeof(uint64_t); /* exec[i], goff[i] */
-    uint32_t *e = pg_map(esz * cap);
+    uint32_t *e = perfgroup__map(esz * cap);
     if (!g || !e) {
         if (g)
             munmap(g, sizeof *g * cap);
@@ -348,67 +335,12 @@ static struct pg_totals *totals_for(struct pg_thread *t, uint32_t gid)
 {
     struct pg_totals *b = atomic_load_explicit(&t->totals[gid / PG_GROUP_BLOCK], memory_order_relaxed);
     if (!b) {
-        b = pg_map(sizeof *b * PG_GROUP_BLOCK);
+        b = perfgroup__map(sizeof *b * PG_GROUP_BLOCK);
         if (!b)
             return NULL;
         atomic_store_explicit(&t->totals[gid / PG_GROUP_BLOCK], b, memory_order_release);
     }
     return &b[gid % PG_GROUP_BLOCK];
-}
-
-PG_HIDDEN struct pg_thread *perfgroup__thread_slow(void)
-{
-    perfgroup__init();
-    if (atomic_load(&disabled))
-        return NULL;
-    struct pg_thread *t;
-    for (t = atomic_load(&thread_list); t; t = t->next) {
-        int expect = PG_THREAD_FREE;
-        if (atomic_compare_exchange_strong(&t->state, &expect, PG_THREAD_LIVE))
-            break;
-    }
-    if (!t) {
-        t = pg_map(sizeof *t);
-        if (!t)
-            return NULL;
-        atomic_store(&t->state, PG_THREAD_LIVE);
-        struct pg_thread *head = atomic_load(&thread_list);
-        do
-            t->next = head;
-        while (!atomic_compare_exchange_weak(&thread_list, &head, t));
-    }
-    if (t->g) {
-        memset(t->g, 0, sizeof *t->g * t->cap);
-        memset(t->goff, 0, sizeof *t->goff * t->cap);
-    }
-    t->iter = 1;
-    t->depth = 0;
-    t->event_open = PG_EV_NONE;
-    t->in_runtime = 0;
-    t->nexec = 0;
-    t->nest_depth = 0;
-    t->pending_alerts = 0;
-    perfgroup__implicit_thread_start(t);
-    perfgroup__cputime_thread_start(t);
-    t->ov_commit_ns = t->ov_commits = t->ov_slow = t->ov_resyncs = t->ov_dropped = 0;
-    t->rec_name_ptr = NULL;
-    atomic_store(&t->reset_epoch, atomic_load(&perfgroup__reset_epoch));
-    t->tid = (uint32_t)gettid();
-    t->index = atomic_fetch_add(&thread_index_next, 1);
-    if (t->tid == (uint32_t)getpid())
-        strcpy(t->name, "main");
-    else
-        t->name[0] = '\0';
-    if (perfgroup__grow_groups(t, 63) != 0) {
-        atomic_store(&t->state, PG_THREAD_FREE);
-        return NULL;
-    }
-    perfgroup__tls = t;
-    pthread_setspecific(thread_key, t);
-    t->in_runtime = 1;
-    t->rec = perfgroup__rec_thread_start(t->index, t->tid, t->name);
-    t->in_runtime = 0;
-    return t;
 }
 
 static struct pg_thread *self(void)
@@ -444,7 +376,7 @@ static void event_open(struct pg_thread *t, uint64_t tsc, int kind, const char *
 #define TSET(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELEASE)
 #define TADD(field, v) TSET(field, (field) + (v))
 
-static void totals_zero(struct pg_totals *blk, size_t n)
+PG_HIDDEN void perfgroup__totals_zero(struct pg_totals *blk, size_t n)
 {
     uint64_t *w = (uint64_t *)blk;
     for (size_t i = 0; i < sizeof *blk / sizeof(uint64_t) * n; i++)
@@ -490,7 +422,7 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
         for (unsigned b = 0; b < PG_GROUP_BLOCKS; b++) {
             struct pg_totals *blk = atomic_load_explicit(&t->totals[b], memory_order_relaxed);
             if (blk)
-                totals_zero(blk, PG_GROUP_BLOCK);
+                perfgroup__totals_zero(blk, PG_GROUP_BLOCK);
         }
         atomic_store_explicit(&t->reset_epoch, epoch, memory_order_relaxed);
     }
@@ -595,7 +527,7 @@ static void explicit_end(struct pg_thread *t)
 }
 
 /* Outside the hooks: an implicit event may afford its own CPU-clock read for its end. */
-static void event_close(struct pg_thread *t, uint64_t tsc)
+PG_HIDDEN void perfgroup__event_close(struct pg_thread *t, uint64_t tsc)
 {
     if (t->event_open == PG_EV_EXPLICIT)
         explicit_end(t);
@@ -607,7 +539,7 @@ static void event_close(struct pg_thread *t, uint64_t tsc)
  * (the order their exits would write them), so that the recording holds every frame the
  * shadow stack held: frames dropped by a resync or still open at thread exit, and the first
  * part of a frame split at a nested loop's end (restart_frames moves its start). */
-static void trace_frames(struct pg_thread *t, uint32_t from, uint32_t to, uint64_t tsc)
+PG_HIDDEN void perfgroup__trace_frames(struct pg_thread *t, uint32_t from, uint32_t to, uint64_t tsc)
 {
     if (!t->rec || perfgroup__rec_mode_now() != PGF_MODE_TRACE)
         return;
@@ -625,7 +557,7 @@ PG_HIDDEN void perfgroup__resync(struct pg_thread *t, uint32_t keep, uint64_t ts
 {
     if (keep >= t->depth)
         return;
-    trace_frames(t, keep, t->depth, tsc ? tsc : pg_clock_now());
+    perfgroup__trace_frames(t, keep, t->depth, tsc ? tsc : pg_clock_now());
     for (uint32_t i = keep; i < t->depth; i++) {
         struct pg_frame *f = &t->stack[i];
         for (unsigned j = 0; j < f->fn->ngroups; j++)
@@ -638,170 +570,12 @@ PG_HIDDEN void perfgroup__resync(struct pg_thread *t, uint32_t keep, uint64_t ts
         perfgroup__implicit_end(t, pg_clock_settled(t));
 }
 
-/* Thread exit (TLS destructor; the runtime's destructor or at_quick_exit for the thread ending the process): frames still open
- * are charged up to now, the pending event is committed, totals go to the dead pool. */
-static void thread_exit(void *arg)
-{
-    struct pg_thread *t = arg;
-    if (!t || perfgroup__tls != t)
-        return;
-    uint64_t tsc = pg_clock_settled(t);
-    uint32_t cpu = pg_cpu_now();
-    trace_frames(t, 0, t->depth, tsc);
-    while (t->depth > 0) {
-        struct pg_frame *f = &t->stack[t->depth - 1];
-        if (f->mask && f->iter == t->iter)
-            pg_charge_frame(t, f, tsc, cpu, 1);
-        t->depth--;
-    }
-    event_close(t, tsc);
-    perfgroup__cputime_thread_end(t);
-    perfgroup__alerts_deliver(t);
-    t->in_runtime = 1;
-    if (t->rec) {
-        perfgroup__rec_overhead(t->rec, t->ov_commit_ns, t->ov_commits, t->ov_slow, t->ov_resyncs,
-                                t->ov_dropped);
-        perfgroup__rec_thread_end(t->rec, tsc);
-        t->rec = NULL;
-    }
-    pthread_mutex_lock(&dead_lock);
-    if (atomic_load(&t->reset_epoch) == atomic_load(&perfgroup__reset_epoch)) {
-        uint32_t n = perfgroup__group_count();
-        for (uint32_t gid = 0; gid < n; gid++) {
-            struct pg_totals *b = atomic_load(&t->totals[gid / PG_GROUP_BLOCK]);
-            if (!b || b[gid % PG_GROUP_BLOCK].events == 0)
-                continue;
-            if (!dead_blocks[gid / PG_GROUP_BLOCK])
-                dead_blocks[gid / PG_GROUP_BLOCK] = pg_map(sizeof(struct pg_totals) * PG_GROUP_BLOCK);
-            struct pg_totals *d = dead_blocks[gid / PG_GROUP_BLOCK];
-            struct pg_totals *s = &b[gid % PG_GROUP_BLOCK];
-            if (!d)
-                continue;
-            d = &d[gid % PG_GROUP_BLOCK];
-            PG_TOTALS_FOLD(d, s);
-        }
-    }
-    for (unsigned b = 0; b < PG_GROUP_BLOCKS; b++) {
-        struct pg_totals *blk = atomic_load(&t->totals[b]);
-        if (blk)
-            totals_zero(blk, PG_GROUP_BLOCK);
-    }
-    perfgroup__tls = NULL;
-    atomic_store(&t->state, PG_THREAD_FREE);
-    pthread_mutex_unlock(&dead_lock);
-}
-
-/* Process exit: the exiting thread's open frames and event are committed, then the
- * recording is closed. From a destructor, not atexit(): with the shared runtime an atexit
- * handler registered by this library's constructor runs after the dynamic linker's
- * destructors (rtld_fini is registered after it), so the recorder was closed before the
- * event open at exit() could reach the file. A destructor of this library runs after every
- * atexit handler and after the destructors of the objects that depend on it, with the
- * shared and the static runtime alike. quick_exit() runs no destructor: at_quick_exit. */
-static void process_exit(void)
-{
-    thread_exit(perfgroup__tls);
-    perfgroup__rec_close();
-}
-
-__attribute__((destructor)) static void perfgroup_dtor(void)
-{
-    process_exit();
-}
-
-/* fork(): the child has one thread, the one that forked. It keeps its shadow stack (its
- * frames are live in the child too) under the child's tid, and an event open at the fork
- * goes on in the child from the fork (fork_restart_event); the other threads' entries are
- * freed with their totals zeroed, and the child's totals start from zero: a child is a
- * process of its own (and the recorder gives it a file of its own). */
-PG_HIDDEN const int perfgroup__core_fork_handlers = 1; /* record.c: ours call its */
-
-static void atfork_prepare(void)
-{
-    pthread_mutex_lock(&reg_lock);   /* lock order: registry, dead pool, recorder */
-    pthread_mutex_lock(&dead_lock);
-    perfgroup__rec_atfork_prepare();
-}
-
-static void atfork_parent(void)
-{
-    perfgroup__rec_atfork_parent();
-    pthread_mutex_unlock(&dead_lock);
-    pthread_mutex_unlock(&reg_lock);
-}
-
-/* The child's part of an event open at fork() is its own: the event and every stopwatch
- * still running start over at the fork (what ran before is the parent's), and the child's
- * thread CPU clock, which starts from zero, is read for the event's begin. */
-static void fork_restart_event(struct pg_thread *t)
-{
-    perfgroup__cputime_anchor(t); /* the child's CPU clock starts from zero */
-    uint64_t tsc = pg_clock_now();
-    uint32_t cpu = pg_cpu_now();
-    for (uint32_t i = 0; i < t->depth; i++) {
-        t->stack[i].tsc = tsc;
-        t->stack[i].cpu = cpu;
-    }
-    for (uint32_t i = 0; i < t->nexec; i++) {
-        struct pg_gstate *s = &t->g[t->exec[i]];
-        s->recent = 0;
-        t->goff[t->exec[i]] = 0;
-        s->acts = 0;
-        s->discarded = 0;
-    }
-    t->nexec = 0;
-    t->event_stamp++; /* the groups of the stopwatches still running join the list anew */
-    if (t->event_open == PG_EV_NONE)
-        return;
-    int64_t c = pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID);
-    t->event_begin_tsc = tsc;
-    t->event_begin_cpu_ns = c;
-    perfgroup__implicit_own(t, tsc, c);
-    if (t->event_open == PG_EV_IMPLICIT) {
-        t->imp_begin_cpu = c;
-        t->imp_off = t->off;
-    }
-}
-
-static void atfork_child(void)
-{
-    struct pg_thread *me = perfgroup__tls;
-    /* Every other thread's entry is freed with its totals zeroed: the next thread of the
-     * child to take it starts from zero, not from a parent thread's totals. */
-    for (struct pg_thread *t = atomic_load(&thread_list); t; t = t->next) {
-        if (t == me)
-            continue;
-        for (unsigned b = 0; b < PG_GROUP_BLOCKS; b++) {
-            struct pg_totals *blk = atomic_load(&t->totals[b]);
-            if (blk)
-                totals_zero(blk, PG_GROUP_BLOCK);
-        }
-        atomic_store(&t->state, PG_THREAD_FREE);
-    }
-    if (me) {
-        me->tid = (uint32_t)gettid();
-        if (me->tid == (uint32_t)getpid() && !me->name[0])
-            strcpy(me->name, "main");
-    }
-    perfgroup__implicit_atfork_child(me);
-    if (me)
-        fork_restart_event(me);
-    atomic_fetch_add(&perfgroup__reset_epoch, 1);
-    for (unsigned b = 0; b < PG_GROUP_BLOCKS; b++)
-        if (dead_blocks[b])
-            memset(dead_blocks[b], 0, sizeof(struct pg_totals) * PG_GROUP_BLOCK);
-    perfgroup__rec_atfork_child(); /* its own file; releases the recorder's lock */
-    pthread_mutex_unlock(&dead_lock);
-    pthread_mutex_unlock(&reg_lock);
-}
-
 static void init_once_fn(void)
 {
     perfgroup__clock_init();
     perfgroup__cputime_init();
     perfgroup__implicit_init();
-    pthread_key_create(&thread_key, thread_exit);
-    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+    perfgroup__lifecycle_init(); /* thread key, fork handlers, at_quick_exit */
     perfgroup__rec_init(); /* before the first definition, so the recorder sees them all */
     pthread_mutex_lock(&reg_lock);
     group_get_locked("top", PERFGROUP_KIND_TOP, 1); /* id 0 == PG_TOP_GROUP */
@@ -812,7 +586,6 @@ static void init_once_fn(void)
     const char *en = perfgroup__getenv("PERFGROUP_ENABLE");
     if (en && strcmp(en, "0") == 0)
         atomic_store(&user_on, 0);
-    at_quick_exit(process_exit);
     gate_update();
 }
 
@@ -889,7 +662,7 @@ static void split_frames(struct pg_thread *t, uint32_t depth, uint64_t tsc)
         depth = t->depth;
     if (!t->rec || perfgroup__rec_mode_now() != PGF_MODE_TRACE)
         return;
-    trace_frames(t, 0, depth, tsc);
+    perfgroup__trace_frames(t, 0, depth, tsc);
     for (uint32_t i = 0; i < depth; i++)
         t->stack[i].tsc = tsc; /* only the record reads a frame that is not restarted */
 }
@@ -919,7 +692,7 @@ void perfgroup_nested_loop_begin(void)
     if (t->event_open != PG_EV_NONE) {
         bank_frames(t, t->depth, t->iter, tsc);
         t->event_flags |= PGF_EVENT_F_NESTED;
-        event_close(t, tsc); /* the outer event up to here; commit() bumps the iteration */
+        perfgroup__event_close(t, tsc); /* the outer event up to here; commit() bumps the iteration */
     } else {
         t->iter++;           /* every running stopwatch becomes stale */
     }
@@ -931,7 +704,7 @@ void perfgroup_nested_loop_end(void)
     if (!t || t->nest_depth == 0)
         return;
     uint64_t tsc = pg_clock_settled(t);
-    event_close(t, tsc); /* an inner event left open */
+    perfgroup__event_close(t, tsc); /* an inner event left open */
     t->nest_depth--;
     t->iter++;           /* what the nested loop started is stale too */
     if (t->nest_depth < PG_NEST_MAX) {
@@ -960,7 +733,7 @@ void perfgroup_nested_loop_end(void)
 int perfgroup_start(void)
 {
     perfgroup__init();
-    if (atomic_load(&disabled))
+    if (perfgroup__disabled())
         return -ENOTSUP;
     atomic_store(&user_on, 1);
     gate_update();
@@ -983,12 +756,10 @@ int perfgroup_is_active(void)
 int perfgroup_reset(void)
 {
     perfgroup__init();
-    pthread_mutex_lock(&dead_lock);
+    perfgroup__lock_registry();
     atomic_fetch_add(&perfgroup__reset_epoch, 1);
-    for (unsigned b = 0; b < PG_GROUP_BLOCKS; b++)
-        if (dead_blocks[b])
-            memset(dead_blocks[b], 0, sizeof(struct pg_totals) * PG_GROUP_BLOCK);
-    pthread_mutex_unlock(&dead_lock);
+    perfgroup__dead_clear_locked();
+    perfgroup__unlock_registry();
     return 0;
 }
 

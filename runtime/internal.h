@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * runtime/internal.h — the runtime's internal data structures, shared by hooks.c (hot path),
- * core.c (registry, threads, events, commits), snapshot.c and text.c. Not installed.
+ * core.c (registry, events, commits), lifecycle.c (threads, fork, exit), snapshot.c and
+ * text.c. Not installed.
  *
  * Who writes what:
  *   struct pg_group, struct pg_func   global, created under the registry lock, never freed;
@@ -259,8 +260,16 @@ pg_charge_frame(struct pg_thread *t, const struct pg_frame *f, uint64_t tsc, uin
 
 /* ---- core.c ---------------------------------------------------------------------------- */
 PG_HIDDEN void perfgroup__init(void);
-/* First hook call of a thread or of a site: set up and retry. Returns NULL to skip. */
-PG_HIDDEN struct pg_thread *perfgroup__thread_slow(void);
+PG_HIDDEN void *perfgroup__map(size_t size);           /* anonymous mmap; NULL on failure */
+PG_HIDDEN int perfgroup__disabled(void);               /* off for good (ABI mismatch) */
+PG_HIDDEN void perfgroup__reg_lock(void);              /* the registry of groups and sites */
+PG_HIDDEN void perfgroup__reg_unlock(void);
+PG_HIDDEN void perfgroup__totals_zero(struct pg_totals *blk, size_t n);
+/* Close the thread's open event, if any, outside the hooks (one CPU-clock read). */
+PG_HIDDEN void perfgroup__event_close(struct pg_thread *t, uint64_t tsc);
+/* Trace mode: interval records for the frames [from, to) up to `tsc`, innermost first. */
+PG_HIDDEN void perfgroup__trace_frames(struct pg_thread *t, uint32_t from, uint32_t to,
+                                       uint64_t tsc);
 PG_HIDDEN struct pg_func *perfgroup__site_resolve(struct perfgroup_site *site);
 PG_HIDDEN int perfgroup__grow_groups(struct pg_thread *t, uint32_t max_gid);
 /* Drop frames above `keep` (skipped exits): their stopwatches are cancelled; traced up to
@@ -270,10 +279,17 @@ PG_HIDDEN void perfgroup__implicit_begin(struct pg_thread *t, uint64_t tsc);
 PG_HIDDEN void perfgroup__implicit_end(struct pg_thread *t, uint64_t tsc);
 PG_HIDDEN struct pg_group *perfgroup__group_at(uint32_t id);
 PG_HIDDEN uint32_t perfgroup__group_count(void);
+
+/* ---- lifecycle.c: thread entries, the dead pool, fork, process exit --------------------- */
+PG_HIDDEN void perfgroup__lifecycle_init(void);
+/* First hook or API call of a thread: take an entry. Returns NULL to skip. */
+PG_HIDDEN struct pg_thread *perfgroup__thread_slow(void);
 PG_HIDDEN struct pg_thread *perfgroup__threads(void);
+/* The dead pool's lock (snapshots hold it while they walk the thread list). */
 PG_HIDDEN void perfgroup__lock_registry(void);
 PG_HIDDEN void perfgroup__unlock_registry(void);
 PG_HIDDEN const struct pg_totals *perfgroup__dead_totals(uint32_t gid);
+PG_HIDDEN void perfgroup__dead_clear_locked(void);
 extern PG_HIDDEN _Atomic uint32_t perfgroup__reset_epoch;
 
 /* ---- cputime.c: measured CPU time (rseq's "descheduled" pointer) ------------------------ */

@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runtime/lifecycle.c — the life of a thread's entry and of the process around it: thread
+ * registration and exit, the dead-thread pool, fork, process exit. core.c holds the registry
+ * and events, hooks.c the hot path, record.c / rec_exec.c the recording file's side of the
+ * same transitions.
+ *
+ * A thread's entry (struct pg_thread, never freed, reused by later threads):
+ *
+ *   state  | event                          | what happens                        | next
+ *   -------+--------------------------------+-------------------------------------+------
+ *   (none) | first hook / API call          | mapped, linked into thread_list     | LIVE
+ *   FREE   | first hook / API call          | CAS FREE->LIVE, every per-life field| LIVE
+ *          | of a thread (thread_slow)      | reset, life++, recorder thread start|
+ *   LIVE   | thread exit (TLS destructor)   | open frames charged, event committed| FREE
+ *          |                                | (the recorder's THREAD_END), totals |
+ *          |                                | folded into the dead pool and zeroed|
+ *   LIVE   | fork(), in the child, another  | totals zeroed (the next thread to   | FREE
+ *          | thread's entry                 | take it starts from zero)           |
+ *   LIVE   | fork(), in the child, the      | new tid, sampler ring stale, open   | LIVE
+ *          | forking thread's entry         | frames and event restart at the fork|
+ *   LIVE   | process exit: exit(), return   | thread exit of the exiting thread,  | FREE
+ *          | from main (destructor),        | then the recording is closed        |
+ *          | quick_exit() (at_quick_exit)   |                                     |
+ *
+ * The process and its recording file (record.c, rec_exec.c):
+ *
+ *   event              | runtime (this file)          | file (record.c / rec_exec.c)
+ *   -------------------+------------------------------+----------------------------------
+ *   start-up           | init: thread key, fork       | PERFGROUP_FILE opened (RECORDING)
+ *                      | handlers, at_quick_exit      |
+ *   fork()             | prepare: registry, dead pool | the child's file made at its
+ *                      | and recorder locks; child:   | first record (a child that only
+ *                      | entries as above             | execs or exits makes none)
+ *   vfork() + exec     | nothing (the child shares    | exec wrappers act only in the
+ *   posix_spawn()      | the parent's memory)         | process owning the file: the
+ *                      |                              | parent's file stays RECORDING
+ *   exec*() (own file) | nothing                      | CLOSED before the call,
+ *                      |                              | RECORDING again if it fails
+ *   exit() / return    | destructor: thread exit, then| CLOSED (after the exiting
+ *   quick_exit()       | close (at_quick_exit)        | thread's event reached it)
+ *   _exit(), crash     | nothing runs                 | stays RECORDING (crash-safe)
+ *
+ * Locks: `dead_lock` guards the dead pool and is held by snapshots while they walk the
+ * thread list; lock order registry (core.c), dead pool, recorder.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static pthread_mutex_t dead_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_key_t thread_key;
+static _Atomic(struct pg_thread *) thread_list;
+static _Atomic uint32_t thread_index_next = 1;
+static struct pg_totals *dead_blocks[PG_GROUP_BLOCKS];
+
+/* ---- the dead-thread pool ---------------------------------------------------------------- */
+
+PG_HIDDEN void perfgroup__lock_registry(void) { pthread_mutex_lock(&dead_lock); }
+PG_HIDDEN void perfgroup__unlock_registry(void) { pthread_mutex_unlock(&dead_lock); }
+PG_HIDDEN struct pg_thread *perfgroup__threads(void) { return atomic_load(&thread_list); }
+
+PG_HIDDEN const struct pg_totals *perfgroup__dead_totals(uint32_t gid)
+{
+    struct pg_totals *b = dead_blocks[gid / PG_GROUP_BLOCK];
+    return b ? &b[gid % PG_GROUP_BLOCK] : NULL;
+}
+
+/* dead_lock held: the pool starts from zero (perfgroup_reset, fork child) */
+PG_HIDDEN void perfgroup__dead_clear_locked(void)
+{
+    for (unsigned b = 0; b < PG_GROUP_BLOCKS; b++)
+        if (dead_blocks[b])
+            memset(dead_blocks[b], 0, sizeof(struct pg_totals) * PG_GROUP_BLOCK);
+}
+
+/* ---- threads ----------------------------------------------------------------------------- */
+
+static void thread_exit(void *arg);
+
+PG_HIDDEN struct pg_thread *perfgroup__thread_slow(void)
+{
+    perfgroup__init();
+    if (perfgroup__disabled())
+        return NULL;
+    struct pg_thread *t;
+    for (t = atomic_load(&thread_list); t; t = t->next) {
+        int expect = PG_THREAD_FREE;
+        if (atomic_compare_exchange_strong(&t->state, &expect, PG_THREAD_LIVE))
+            break;
+    }
+    if (!t) {
+        t = perfgroup__map(sizeof *t);
+        if (!t)
+            return NULL;
+        atomic_store(&t->state, PG_THREAD_LIVE);
+        struct pg_thread *head = atomic_load(&thread_list);
+        do
+            t->next = head;
+        while (!atomic_compare_exchange_weak(&thread_list, &head, t));
+    }
+    if (t->g) {
+        memset(t->g, 0, sizeof *t->g * t->cap);
+        memset(t->goff, 0, sizeof *t->goff * t->cap);
+    }
+    t->iter = 1;
+    t->depth = 0;
+    t->event_open = PG_EV_NONE;
+    t->in_runtime = 0;
+    t->nexec = 0;
+    t->nest_depth = 0;
+    t->pending_alerts = 0;
+    perfgroup__implicit_thread_start(t);
+    perfgroup__cputime_thread_start(t);
+    t->ov_commit_ns = t->ov_commits = t->ov_slow = t->ov_resyncs = t->ov_dropped = 0;
+    t->rec_name_ptr = NULL;
+    atomic_store(&t->reset_epoch, atomic_load(&perfgroup__reset_epoch));
+    t->tid = (uint32_t)gettid();
+    t->index = atomic_fetch_add(&thread_index_next, 1);
+    if (t->tid == (uint32_t)getpid())
+        strcpy(t->name, "main");
+    else
+        t->name[0] = '\0';
+    if (perfgroup__grow_groups(t, 63) != 0) {
+        atomic_store(&t->state, PG_THREAD_FREE);
+        return NULL;
+    }
+    perfgroup__tls = t;
+    pthread_setspecific(thread_key, t);
+    t->in_runtime = 1;
+    t->rec = perfgroup__rec_thread_start(t->index, t->tid, t->name);
+    t->in_runtime = 0;
+    return t;
+}
+
+/* ---- exit and fork ---------------------------------------------------------------------- */
+
+/* Thread exit (TLS destructor; the runtime's destructor or at_quick_exit for the thread ending the process): frames still open
+ * are charged up to now, the pending event is committed, totals go to the dead pool. */
+static void thread_exit(void *arg)
+{
+    struct pg_thread *t = arg;
+    if (!t || perfgroup__tls != t)
+        return;
+    uint64_t tsc = pg_clock_settled(t);
+    uint32_t cpu = pg_cpu_now();
+    perfgroup__trace_frames(t, 0, t->depth, tsc);
+    while (t->depth > 0) {
+        struct pg_frame *f = &t->stack[t->depth - 1];
+        if (f->mask && f->iter == t->iter)
+            pg_charge_frame(t, f, tsc, cpu, 1);
+        t->depth--;
+    }
+    perfgroup__event_close(t, tsc);
+    perfgroup__cputime_thread_end(t);
+    perfgroup__alerts_deliver(t);
+    t->in_runtime = 1;
+    if (t->rec) {
+        perfgroup__rec_overhead(t->rec, t->ov_commit_ns, t->ov_commits, t->ov_slow, t->ov_resyncs,
+                                t->ov_dropped);
+        perfgroup__rec_thread_end(t->rec, tsc);
+        t->rec = NULL;
+    }
+    pthread_mutex_lock(&dead_lock);
+    if (atomic_load(&t->reset_epoch) == atomic_load(&perfgroup__reset_epoch)) {
+        uint32_t n = perfgroup__group_count();
+        for (uint32_t gid = 0; gid < n; gid++) {
+            struct pg_totals *b = atomic_load(&t->totals[gid / PG_GROUP_BLOCK]);
+            if (!b || b[gid % PG_GROUP_BLOCK].events == 0)
+                continue;
+            if (!dead_blocks[gid / PG_GROUP_BLOCK])
+                dead_blocks[gid / PG_GROUP_BLOCK] = perfgroup__map(sizeof(struct pg_totals) * PG_GROUP_BLOCK);
+            struct pg_totals *d = dead_blocks[gid / PG_GROUP_BLOCK];
+            struct pg_totals *s = &b[gid % PG_GROUP_BLOCK];
+            if (!d)
+                continue;
+            d = &d[gid % PG_GROUP_BLOCK];
+            PG_TOTALS_FOLD(d, s);
+        }
+    }
+    for (unsigned b = 0; b < PG_GROUP_BLOCKS; b++) {
+        struct pg_totals *blk = atomic_load(&t->totals[b]);
+        if (blk)
+            perfgroup__totals_zero(blk, PG_GROUP_BLOCK);
+    }
+    perfgroup__tls = NULL;
+    atomic_store(&t->state, PG_THREAD_FREE);
+    pthread_mutex_unlock(&dead_lock);
+}
+
+/* Process exit: the exiting thread's open frames and event are committed, then the
+ * recording is closed. From a destructor, not atexit(): with the shared runtime an atexit
+ * handler registered by this library's constructor runs after the dynamic linker's
+ * destructors (rtld_fini is registered after it), so the recorder was closed before the
+ * event open at exit() could reach the file. A destructor of this library runs after every
+ * atexit handler and after the destructors of the objects that depend on it, with the
+ * shared and the static runtime alike. quick_exit() runs no destructor: at_quick_exit. */
+static void process_exit(void)
+{
+    thread_exit(perfgroup__tls);
+    perfgroup__rec_close();
+}
+
+__attribute__((destructor)) static void perfgroup_dtor(void)
+{
+    process_exit();
+}
+
+/* fork(): the child has one thread, the one that forked. It keeps its shadow stack (its
+ * frames are live in the child too) under the child's tid, and an event open at the fork
+ * goes on in the child from the fork (fork_restart_event); the other threads' entries are
+ * freed with their totals zeroed, and the child's totals start from zero: a child is a
+ * process of its own (and the recorder gives it a file of its own). */
+PG_HIDDEN const int perfgroup__core_fork_handlers = 1; /* record.c: ours call its */
+
+static void atfork_prepare(void)
+{
+    perfgroup__reg_lock();   /* lock order: registry, dead pool, recorder */
+    pthread_mutex_lock(&dead_lock);
+    perfgroup__rec_atfork_prepare();
+}
+
+static void atfork_parent(void)
+{
+    perfgroup__rec_atfork_parent();
+    pthread_mutex_unlock(&dead_lock);
+    perfgroup__reg_unlock();
+}
+
+/* The child's part of an event open at fork() is its own: the event and every stopwatch
+ * still running start over at the fork (what ran before is the parent's), and the child's
+ * thread CPU clock, which starts from zero, is read for the event's begin. */
+static void fork_restart_event(struct pg_thread *t)
+{
+    perfgroup__cputime_anchor(t); /* the child's CPU clock starts from zero */
+    uint64_t tsc = pg_clock_now();
+    uint32_t cpu = pg_cpu_now();
+    for (uint32_t i = 0; i < t->depth; i++) {
+        t->stack[i].tsc = tsc;
+        t->stack[i].cpu = cpu;
+    }
+    for (uint32_t i = 0; i < t->nexec; i++) {
+        struct pg_gstate *s = &t->g[t->exec[i]];
+        s->recent = 0;
+        t->goff[t->exec[i]] = 0;
+        s->acts = 0;
+        s->discarded = 0;
+    }
+    t->nexec = 0;
+    t->event_stamp++; /* the groups of the stopwatches still running join the list anew */
+    if (t->event_open == PG_EV_NONE)
+        return;
+    int64_t c = pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID);
+    t->event_begin_tsc = tsc;
+    t->event_begin_cpu_ns = c;
+    perfgroup__implicit_own(t, tsc, c);
+    if (t->event_open == PG_EV_IMPLICIT) {
+        t->imp_begin_cpu = c;
+        t->imp_off = t->off;
+    }
+}
+
+static void atfork_child(void)
+{
+    struct pg_thread *me = perfgroup__tls;
+    /* Every other thread's entry is freed with its totals zeroed: the next thread of the
+     * child to take it starts from zero, not from a parent thread's totals. */
+    for (struct pg_thread *t = atomic_load(&thread_list); t; t = t->next) {
+        if (t == me)
+            continue;
+        for (unsigned b = 0; b < PG_GROUP_BLOCKS; b++) {
+            struct pg_totals *blk = atomic_load(&t->totals[b]);
+            if (blk)
+                perfgroup__totals_zero(blk, PG_GROUP_BLOCK);
+        }
+        atomic_store(&t->state, PG_THREAD_FREE);
+    }
+    if (me) {
+        me->tid = (uint32_t)gettid();
+        if (me->tid == (uint32_t)getpid() && !me->name[0])
+            strcpy(me->name, "main");
+    }
+    perfgroup__implicit_atfork_child(me);
+    if (me)
+        fork_restart_event(me);
+    atomic_fetch_add(&perfgroup__reset_epoch, 1);
+    perfgroup__dead_clear_locked();
+    perfgroup__rec_atfork_child(); /* its own file; releases the recorder's lock */
+    pthread_mutex_unlock(&dead_lock);
+    perfgroup__reg_unlock();
+}
+
+PG_HIDDEN void perfgroup__lifecycle_init(void)
+{
+    pthread_key_create(&thread_key, thread_exit);
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+    at_quick_exit(process_exit);
+}
