@@ -433,13 +433,20 @@ static void kernel_name(char out[16]) {
         out[0] = 0;
 }
 
-/* At a chunk switch of the thread's own writer, at most once a millisecond of the thread:
- * a new name from pthread_setname_np/prctl becomes a new PGF_REC_THREAD (g.mu held). */
-static void refresh_name(struct writer *w, uint64_t now) {
+/* Time to look at the thread's name again: its own writer, named by nobody else, and a
+ * millisecond since the last look. */
+static int name_due(struct writer *w, uint64_t now) {
     uint64_t hz = estimate_hz();
-    if (w->name_explicit || w != tls_writer ||
-        (hz && w->last_name_check && now >= w->last_name_check &&
-         now - w->last_name_check < hz / 1000))
+    return !w->name_explicit && w == tls_writer &&
+           !(hz && w->last_name_check && now >= w->last_name_check &&
+             now - w->last_name_check < hz / 1000);
+}
+
+/* At a chunk switch or a cold record (event, marker) of the thread's own writer, at most
+ * once a millisecond: a new name from pthread_setname_np/prctl becomes a new
+ * PGF_REC_THREAD (g.mu held). */
+static void refresh_name(struct writer *w, uint64_t now) {
+    if (!name_due(w, now))
         return;
     w->last_name_check = now;
     char n[16];
@@ -549,7 +556,7 @@ static int cold_begin(struct writer *w, uint32_t need) {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     /* from here no handler writes into w: check and make room */
     if (!w->hot.chunk || w->gen != __atomic_load_n(&g.gen, __ATOMIC_RELAXED) ||
-        (uintptr_t)w->hot.pos + need > (uintptr_t)w->chunk_end) {
+        (uintptr_t)w->hot.pos + need > (uintptr_t)w->chunk_end || name_due(w, now_tsc())) {
         pthread_mutex_lock(&g.mu);
         int saved = errno;
         int rc = reserve_locked(w, need);
