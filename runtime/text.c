@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -20,10 +21,45 @@
 
 static int text_fd = -1;
 
+/* The descriptor a path names when it only stands for a descriptor the process already has
+ * open: /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N. Those are symbolic links, which
+ * O_NOFOLLOW (below) rightly refuses for any other path; for these the runtime writes to the
+ * open descriptor itself and never resolves a link into the filesystem. (A setuid program
+ * never gets here: its environment is ignored, runtime/env.c.) Returns -1 for other paths. */
+static int open_fd_path(const char *path)
+{
+    static const char *const prefixes[] = {"/dev/fd/", "/proc/self/fd/"};
+    if (strcmp(path, "/dev/stdout") == 0)
+        return 1;
+    if (strcmp(path, "/dev/stderr") == 0)
+        return 2;
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
+        size_t n = strlen(prefixes[i]);
+        if (strncmp(path, prefixes[i], n) == 0 && path[n] >= '0' && path[n] <= '9') {
+            char *end;
+            long fd = strtol(path + n, &end, 10);
+            if (*end == '\0' && fd >= 0 && fd < (1L << 20))
+                return (int)fd;
+        }
+    }
+    return -1;
+}
+
 PG_HIDDEN int perfgroup__text_init(const char *path)
 {
     if (strcmp(path, "-") == 0) {
         text_fd = 2;
+        return 0;
+    }
+    int fd = open_fd_path(path);
+    if (fd >= 0) {
+        /* an open descriptor is required: a closed one is an error, never a file to create */
+        int flags = fcntl(fd, F_GETFL);
+        if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY) {
+            fprintf(stderr, "perfgroup: PERFGROUP_TEXT: %s is not open for writing\n", path);
+            return -1;
+        }
+        text_fd = fd;
         return 0;
     }
     text_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
