@@ -2,11 +2,14 @@
 /*
  * main.c — perfgroup-convert's command line: parse options, open and validate every input
  * before writing anything, write the chosen output to a temporary file next to the target
- * and rename it into place only on success. Exit 0 on success, 1 for usage or output
- * errors, 2 for bad input (one line on stderr: "<file>: byte <offset>: <what>").
+ * and rename it into place only on success (SIGINT/SIGTERM remove the temporary file; the old
+ * output stays as it was on any failure). Exit 0 on success, 1 for usage errors, 2 for bad
+ * input (one line on stderr: "<file>: byte <offset>: <what>"), 3 for output errors (cannot
+ * create, ENOSPC, EIO: one line with strerror).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -32,9 +35,45 @@ static const char usage[] =
     "                    (default: on when stderr is a terminal)\n"
     "\n"
     "Several files (a program and its forked children) become one profile.\n"
-    "Exit status: 0 ok, 1 usage or output error, 2 bad input file.\n";
+    "Exit status: 0 ok, 1 usage error, 2 bad input file, 3 output error (disk full, I/O).\n";
 
 enum format { FMT_GECKO, FMT_CHROME, FMT_SUMMARY };
+
+/* The temporary output, removed by SIGINT/SIGTERM (unlink is async-signal-safe). */
+static volatile sig_atomic_t tmp_live;
+static char *tmp_path;
+
+static void on_signal(int sig)
+{
+    if (tmp_live)
+        unlink(tmp_path);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+}
+
+/* Is the output one of the inputs (same device and inode)? Writing it would destroy the
+ * recording at the rename. */
+static const char *output_is_input(const char *outpath, const char **inputs, size_t n)
+{
+    struct stat so, si;
+    if (stat(outpath, &so) != 0)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        if (stat(inputs[i], &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
+            return inputs[i];
+    return NULL;
+}
 
 static int fail_usage(const char *msg)
 {
@@ -113,6 +152,15 @@ int main(int argc, char **argv)
     if (fmt != FMT_SUMMARY && !outpath)
         return fail_usage("-o OUT is needed for a profile ('-o -' for stdout)");
     opt.summary_json = json;
+    if (outpath && strcmp(outpath, "-")) {
+        const char *same = output_is_input(outpath, inputs, ninputs);
+        if (same) {
+            fprintf(stderr, "perfgroup-convert: -o %s is the input %s: refused (it would be "
+                    "overwritten)\n", outpath, same);
+            free(inputs);
+            return PGC_EXIT_USAGE;
+        }
+    }
 
     /* Open and validate every input (header, chunk index, definitions) before any output. */
     struct pgc_error err = {0};
@@ -138,34 +186,35 @@ int main(int argc, char **argv)
 
     FILE *out = NULL;
     char *tmp = NULL;
-    int direct = 0, to_stdout = 0;
+    int to_stdout = 0;
     if (!status) {
         struct stat st;
         if (!outpath || !strcmp(outpath, "-")) {
-            /* stdout gets the output only once it is whole: bad input half-way prints nothing */
-            out = tmpfile();
+            /* streamed: every input was validated above (header, chunk index, definitions);
+             * a record found damaged later is skipped and counted, not a reason to stop */
+            out = stdout;
             to_stdout = 1;
-            if (!out) {
-                fprintf(stderr, "perfgroup-convert: cannot create a temporary file: %s\n",
-                        strerror(errno));
-                status = PGC_EXIT_USAGE;
-            }
         } else if (stat(outpath, &st) == 0 && !S_ISREG(st.st_mode)) {
             /* a device or pipe (/dev/null, a FIFO): write to it as it is, no temp + rename */
             out = fopen(outpath, "w");
-            direct = 1;
             if (!out) {
                 fprintf(stderr, "perfgroup-convert: %s: cannot open: %s\n", outpath, strerror(errno));
-                status = PGC_EXIT_USAGE;
+                status = PGC_EXIT_OUTPUT;
             }
         } else {
             size_t n = strlen(outpath) + 16;
             tmp = malloc(n);
             if (tmp) {
                 snprintf(tmp, n, "%s.tmpXXXXXX", outpath);
+                tmp_path = tmp;
+                catch_signals();
                 int fd = mkstemp(tmp);
                 if (fd >= 0) {
-                    fchmod(fd, 0644 & ~(mode_t)0);
+                    tmp_live = 1;
+                    /* mkstemp makes 0600: give the file the mode open(2) would, the umask's */
+                    mode_t mask = umask(0);
+                    umask(mask);
+                    fchmod(fd, 0666 & ~mask);
                     out = fdopen(fd, "w");
                     if (!out)
                         close(fd);
@@ -173,15 +222,16 @@ int main(int argc, char **argv)
             }
             if (!out) {
                 fprintf(stderr, "perfgroup-convert: %s: cannot create: %s\n", outpath, strerror(errno));
-                status = PGC_EXIT_USAGE;
-                if (tmp)
+                status = PGC_EXIT_OUTPUT;
+                if (tmp && tmp_live)
                     unlink(tmp);
+                tmp_live = 0;
             }
         }
     }
     if (!status) {
         struct pgc_out *o = malloc(sizeof(*o));
-        int rc = -ENOMEM;
+        int rc = -ENOMEM, out_failed = 0;
         if (o) {
             perfgroup__out_init(o, out);
             if (fmt == FMT_GECKO)
@@ -190,53 +240,37 @@ int main(int argc, char **argv)
                 rc = perfgroup__chrome_write(files, nopen, &opt, o, &err);
             else
                 rc = perfgroup__summary_write(files, nopen, &opt, o, &err);
-            if (rc == 0 && o->err)
+            if (o->err) { /* the output failed (ENOSPC, EIO): not the input's fault */
                 rc = -o->err;
+                out_failed = 1;
+            }
         }
         free(o);
-        if (rc == -1 || (rc && err.set)) {
+        if (!out_failed && (rc == -1 || (rc && err.set))) {
             status = PGC_EXIT_BADINPUT;
         } else if (rc) {
             fprintf(stderr, "perfgroup-convert: %s: write failed: %s\n", outpath ? outpath : "stdout",
                     strerror(-rc));
-            status = PGC_EXIT_USAGE;
+            status = PGC_EXIT_OUTPUT;
         }
-        if (to_stdout) {
-            if (!status) {
-                char buf[1 << 16];
-                size_t n;
-                fflush(out);
-                rewind(out);
-                while ((n = fread(buf, 1, sizeof(buf), out)) > 0)
-                    if (fwrite(buf, 1, n, stdout) != n)
-                        break;
-                if (ferror(out) || fflush(stdout) || ferror(stdout)) {
-                    fprintf(stderr, "perfgroup-convert: stdout: write failed: %s\n", strerror(errno));
-                    status = PGC_EXIT_USAGE;
-                }
-            }
-            fclose(out);
-        } else if (direct) {
-            if ((fflush(out) || ferror(out)) && !status) {
-                fprintf(stderr, "perfgroup-convert: %s: write failed: %s\n", outpath, strerror(errno));
-                status = PGC_EXIT_USAGE;
-            }
-            fclose(out);
-        } else if (out != stdout) {
-            if (fflush(out) || ferror(out)) {
-                if (!status) {
-                    fprintf(stderr, "perfgroup-convert: %s: write failed: %s\n", outpath,
-                            strerror(errno));
-                    status = PGC_EXIT_USAGE;
-                }
-            }
-            fclose(out);
+        int ferr = fflush(out) || ferror(out) ? errno : 0;
+        if (ferr && !status) {
+            fprintf(stderr, "perfgroup-convert: %s: write failed: %s\n",
+                    to_stdout ? "stdout" : outpath, strerror(ferr ? ferr : EIO));
+            status = PGC_EXIT_OUTPUT;
+        }
+        if (!to_stdout && fclose(out) && !status) {
+            fprintf(stderr, "perfgroup-convert: %s: write failed: %s\n", outpath, strerror(errno));
+            status = PGC_EXIT_OUTPUT;
+        }
+        if (tmp) {
             if (!status && rename(tmp, outpath)) {
                 fprintf(stderr, "perfgroup-convert: %s: cannot rename: %s\n", outpath, strerror(errno));
-                status = PGC_EXIT_USAGE;
+                status = PGC_EXIT_OUTPUT;
             }
             if (status)
                 unlink(tmp);
+            tmp_live = 0;
         }
     }
     if (!status)

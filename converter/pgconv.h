@@ -25,6 +25,7 @@
 #define PGC_JANK_MS 50
 #define PGC_EXIT_USAGE 1
 #define PGC_EXIT_BADINPUT 2
+#define PGC_EXIT_OUTPUT 3 /* cannot create or write the output: ENOSPC, EIO, EACCES */
 
 /* ---- Error reporting ---------------------------------------------------------------- */
 /* One error per run: the first one wins (mpack's sticky error). */
@@ -68,6 +69,11 @@ static inline void perfgroup__out_raw(struct pgc_out *o, const char *s, size_t n
 void perfgroup__out_str(struct pgc_out *o, const char *s); /* raw C string */
 void perfgroup__out_json_str(struct pgc_out *o, const char *s, size_t n); /* quoted, escaped */
 void perfgroup__out_json_chars(struct pgc_out *o, const char *s, size_t n); /* escaped only */
+/* Length of the valid UTF-8 sequence at s (1..4), 0 if s[0] does not start one. */
+size_t perfgroup__utf8_len(const unsigned char *s, size_t n);
+/* s for a terminal: valid UTF-8 kept, control characters (C0, DEL, C1), invalid bytes and
+ * backslashes written \xNN / \\ into dst (cap >= 6; cut to fit). Returns dst. */
+const char *perfgroup__text_safe(char *dst, size_t cap, const char *s);
 void perfgroup__out_u64(struct pgc_out *o, uint64_t v);
 void perfgroup__out_i64(struct pgc_out *o, int64_t v);
 /* ns as a decimal number of milliseconds (or micro when div is 1000) with up to 6 decimals */

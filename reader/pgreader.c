@@ -238,7 +238,8 @@ pgr_reader *pgr_open(const char *path) {
     pgr_reader *r = calloc(1, sizeof *r);
     if (!r)
         return NULL;
-    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO must not block the open; it is refused below like a device */
+    r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (r->fd < 0) {
         fail(r, 0, "cannot open: %s", strerror(errno));
         return r;
@@ -246,6 +247,11 @@ pgr_reader *pgr_open(const char *path) {
     struct stat st;
     if (fstat(r->fd, &st) != 0) {
         fail(r, 0, "cannot read: %s", strerror(errno));
+        return r;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        fail(r, 0, "not a regular file (%s): a recording is read from a file",
+             S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode) ? "a directory" : "a device or socket");
         return r;
     }
     r->file_size = (uint64_t)st.st_size;
