@@ -61,7 +61,7 @@ static void head_tid(struct chrome *C, const char *ph, const char *name, size_t 
     PGC_LIT(o, "\",\"name\":");
     perfgroup__out_json_str(o, name, nlen);
     PGC_LIT(o, ",\"cat\":\"");
-    perfgroup__out_str(o, cat);
+    perfgroup__out_json_chars(o, cat, strlen(cat)); /* group names: any bytes */
     PGC_LIT(o, "\",\"pid\":");
     perfgroup__out_u64(o, C->f->pid);
     PGC_LIT(o, ",\"tid\":");

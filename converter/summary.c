@@ -127,6 +127,7 @@ static void text_table(struct summary *S, const char *title, struct row *rows, u
     uint32_t k = sorted(rows, n, &s);
     if (k == UINT32_MAX)
         return;
+    /* title: its names already made safe by the callers */
     snprintf(b, sizeof(b), "\n%s — CPU %.3f ms in %" PRIu64 " events\n", title, ms(total_cpu), events);
     perfgroup__out_str(o, b);
     int hn = snprintf(b, sizeof(b), "%-24s %11s %6s %11s %11s %9s %8s %10s %10s |jank:", "group", "cpu ms",
@@ -141,8 +142,10 @@ static void text_table(struct summary *S, const char *title, struct row *rows, u
     for (uint32_t i = 0; i < k; i++) {
         const struct row *r = &s[i];
         double pct = total_cpu ? 100.0 * (double)r->cpu_ns / (double)total_cpu : 0;
+        char name[128];
         int n0 = snprintf(b, sizeof(b), "%-24.24s %11.3f %6.1f %11.3f %11.3f %9" PRIu64 " %8" PRIu64
-                          " %10.3f %10.3f", r->name, ms(r->cpu_ns), pct, ms(r->wall_ns), ms(r->blocked_ns),
+                          " %10.3f %10.3f", perfgroup__text_safe(name, sizeof(name), r->name),
+                          ms(r->cpu_ns), pct, ms(r->wall_ns), ms(r->blocked_ns),
                           r->activations, r->events, ms(r->longest_ns), ms(r->longest_wall_ns));
         n0 += snprintf(b + n0, sizeof(b) - (size_t)n0, "%7s", "");
         for (int j = 0; j < JANK && n0 > 0 && (size_t)n0 < sizeof(b) - 24; j++)
@@ -294,9 +297,10 @@ static int end_thread(void *ctx, uint32_t ti)
         json_totals(S, S->rows, S->f->ngroups, S->thread_cpu, S->thread_events);
         PGC_LIT(o, "}");
     } else if (S->thread_events) { /* a thread with no event (markers only) has no rows */
-        char title[600];
-        snprintf(title, sizeof(title), "%s (pid %u) thread %s (tid %u)", S->f->program, S->f->pid,
-                 th->name, th->tid);
+        char title[600], prog[256], tname[256];
+        snprintf(title, sizeof(title), "%s (pid %u) thread %s (tid %u)",
+                 perfgroup__text_safe(prog, sizeof(prog), S->f->program), S->f->pid,
+                 perfgroup__text_safe(tname, sizeof(tname), th->name), th->tid);
         text_table(S, title, S->rows, S->f->ngroups, S->thread_cpu, S->thread_events);
     }
     if (S->opt->summary_json || S->thread_events)
@@ -359,9 +363,10 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
             PGC_LIT(out, "\"");
             PGC_LIT(out, ",\"threads\":[");
         } else {
-            char b[700];
+            char b[700], path[256], prog[256];
             snprintf(b, sizeof(b), "%s%s: %s, pid %u (parent %u), %s mode%s", i ? "\n" : "",
-                     f->path, f->program, f->pid, f->ppid,
+                     perfgroup__text_safe(path, sizeof(path), f->path),
+                     perfgroup__text_safe(prog, sizeof(prog), f->program), f->pid, f->ppid,
                      f->mode == PGF_MODE_TRACE ? "trace" : "stats",
                      f->not_closed ? ", NOT CLOSED (cut by a crash or kill)" : "");
             perfgroup__out_str(out, b);
@@ -381,8 +386,9 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
             json_totals(&S, S.proc, f->ngroups, S.proc_cpu, S.proc_events);
             PGC_LIT(out, "}");
         } else if (!rc && S.nthreads_out > 1) {
-            char title[600];
-            snprintf(title, sizeof(title), "%s (pid %u), all %d threads", f->program, f->pid,
+            char title[600], prog[256];
+            snprintf(title, sizeof(title), "%s (pid %u), all %d threads",
+                     perfgroup__text_safe(prog, sizeof(prog), f->program), f->pid,
                      S.nthreads_out);
             text_table(&S, title, S.proc, f->ngroups, S.proc_cpu, S.proc_events);
         }

@@ -156,16 +156,54 @@ void perfgroup__out_json_str(struct pgc_out *o, const char *s, size_t n)
     perfgroup__out_raw(o, "\"", 1);
 }
 
+size_t perfgroup__utf8_len(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    size_t len;
+    uint32_t cp, min;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        len = 2, cp = c & 0x1f, min = 0x80;
+    else if (c >= 0xe0 && c <= 0xef)
+        len = 3, cp = c & 0x0f, min = 0x800;
+    else if (c >= 0xf0 && c <= 0xf4)
+        len = 4, cp = c & 0x07, min = 0x10000;
+    else
+        return 0;
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0; /* overlong, beyond Unicode, or a UTF-16 surrogate */
+    return len;
+}
+
+/* Any bytes become a valid JSON string body: control characters, '"' and '\\' escaped, a
+ * byte that does not start a valid UTF-8 sequence replaced by U+FFFD. */
 void perfgroup__out_json_chars(struct pgc_out *o, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
     size_t run = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f)
+        if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f) {
+            size_t l = c < 0x80 ? 1 : perfgroup__utf8_len((const unsigned char *)s + i, n - i);
+            if (l) {
+                i += l;
+                continue;
+            }
+            perfgroup__out_raw(o, s + run, i - run);
+            perfgroup__out_raw(o, "\xef\xbf\xbd", 3); /* U+FFFD */
+            run = ++i;
             continue;
+        }
         perfgroup__out_raw(o, s + run, i - run);
-        run = i + 1;
+        run = ++i;
         char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
         if (c == '"' || c == '\\') {
             e[1] = (char)c;
@@ -175,6 +213,36 @@ void perfgroup__out_json_chars(struct pgc_out *o, const char *s, size_t n)
         }
     }
     perfgroup__out_raw(o, s + run, n - run);
+}
+
+const char *perfgroup__text_safe(char *dst, size_t cap, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t n = strlen(s), k = 0;
+    for (size_t i = 0; i < n && k + 5 < cap;) {
+        const unsigned char *u = (const unsigned char *)s + i;
+        size_t l = u[0] >= 0x20 && u[0] != 0x7f ? perfgroup__utf8_len(u, n - i) : 0;
+        /* U+0080..U+009F (C2 80..C2 9F) are C1 controls: CSI is one of them */
+        if (l && !(l == 2 && u[0] == 0xc2 && u[1] < 0xa0) && u[0] != '\\') {
+            if (k + l + 1 > cap)
+                break;
+            memcpy(dst + k, u, l);
+            k += l;
+            i += l;
+            continue;
+        }
+        dst[k++] = '\\';
+        if (u[0] == '\\') {
+            dst[k++] = '\\';
+        } else {
+            dst[k++] = 'x';
+            dst[k++] = hex[u[0] >> 4];
+            dst[k++] = hex[u[0] & 15];
+        }
+        i++;
+    }
+    dst[k] = 0;
+    return dst;
 }
 
 /* Digits of v into the end of b (size 20); returns the first. 32-bit division when it fits:
