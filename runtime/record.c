@@ -83,6 +83,7 @@ struct writer {
     uint64_t lost_records, lost_bytes, lost_chunks; /* for the next DROPPED (g.mu) */
     uint64_t last_name_check;         /* clock of its last PR_GET_NAME (owner thread) */
     int name_explicit;                /* named by the core or perfgroup_thread_name */
+    int no_def, starved;              /* no room for its THREAD definition / for a chunk */
     char name[64];
 };
 
@@ -107,6 +108,12 @@ static struct {
     struct heap_ent *heap;            /* FULL DATA chunks, min seq at [0] */
     uint32_t nheap;
     struct writer **owner;            /* per chunk: its writer, NULL if gone */
+    /* thread definitions: DEFS chunks of their own, at most a quarter of the buffer; one
+     * whose threads all ended and have no data chunk left is taken again (take_tdefs) */
+    struct tdef_range { uint32_t min, max; uint8_t used; } *tdr; /* per chunk */
+    uint32_t ntdefs;
+    uint64_t threads_undefined, threads_starved, warned_threads;
+    struct writer tdefs;
     struct writer defs;
     struct writer *live;
     /* definitions log (msgpack records, replayed into every new file) */
@@ -272,6 +279,47 @@ static int32_t take_chunk(struct writer *w) {
     for (uint32_t off = 4096; off < g.chunk_size; off += 4096)
         p[off] = 0;
     return (int32_t)idx;
+}
+
+/* A chunk for the thread definitions (g.tdefs): a new one while they hold less than a
+ * quarter of the buffer, else the oldest whose threads have all ended and kept no data
+ * chunk (their definitions describe nothing in the file any more). -1: none. */
+static int tdefs_needed(const struct tdef_range *r) {
+    for (struct writer *w = g.live; w; w = w->next)
+        if (!w->dead && w->index >= r->min && w->index <= r->max)
+            return 1;
+    for (uint32_t j = 0; j < g.chunk_count; j++) {
+        const struct pgf_chunk_header *c = chunk_at(j);
+        if (c->magic == PGF_CHUNK_MAGIC && c->kind == PGF_CHUNK_DATA && c->thread >= r->min &&
+            c->thread <= r->max)
+            return 1;
+    }
+    return 0;
+}
+
+static int32_t take_tdefs(struct writer *w) {
+    uint32_t cap = g.chunk_count / 4 ? g.chunk_count / 4 : 1;
+    if (g.ntdefs < cap) {
+        int32_t idx = take_chunk(w);
+        if (idx >= 0) {
+            g.ntdefs++;
+            g.tdr[idx] = (struct tdef_range){ 0, 0, 0 };
+        }
+        return idx;
+    }
+    int32_t best = -1;
+    for (uint32_t j = 0; j < g.chunk_count; j++) {
+        struct pgf_chunk_header *c = chunk_at(j);
+        if (g.owner[j] != w || !g.tdr[j].used || c->state != PGF_CSTATE_FULL ||
+            (best >= 0 && chunk_at((uint32_t)best)->seq < c->seq) || tdefs_needed(&g.tdr[j]))
+            continue;
+        best = (int32_t)j;
+    }
+    if (best >= 0) {
+        __atomic_store_n(&chunk_at((uint32_t)best)->magic, 0, __ATOMIC_RELEASE);
+        g.tdr[best] = (struct tdef_range){ 0, 0, 0 };
+    }
+    return best;
 }
 
 static void start_chunk(struct writer *w, int32_t idx) {
@@ -478,6 +526,13 @@ static int reserve_locked(struct writer *w, uint32_t need) {
         attach(w);
     if (!w->is_defs)
         refresh_name(w, now_tsc());
+    if (!w->is_defs && w->no_def) {
+        thread_def(w); /* again: an old thread's definitions may have made room */
+        if (w->no_def) {
+            count_drop(w);
+            return -1;
+        }
+    }
     if (!w->is_defs && nested_drops) {
         /* one instruction each: a handler may count one more while this runs */
         uint64_t n = __atomic_exchange_n(&nested_drops, 0, __ATOMIC_RELAXED);
@@ -493,9 +548,15 @@ static int reserve_locked(struct writer *w, uint32_t need) {
         return -1;
     }
     finish_chunk(w);
-    int32_t idx = w->reserved >= 0 ? w->reserved : take_chunk(w);
+    int32_t idx = w->reserved >= 0 ? w->reserved : w == &g.tdefs ? take_tdefs(w) : take_chunk(w);
     w->reserved = -1;
     if (idx < 0) {
+        if (w == &g.tdefs)
+            return -1; /* counted by thread_def */
+        if (!w->is_defs && !w->starved && !w->records_before) {
+            w->starved = 1; /* a thread that never got a chunk: counted, warned at close */
+            g.threads_starved++;
+        }
         count_drop(w);
         return -1;
     }
@@ -707,8 +768,19 @@ static void thread_def(struct writer *w) {
     char unnamed[32]; /* a stable name for a thread nobody named: no profile has "" */
     snprintf(unnamed, sizeof unnamed, "thread %u", w->tid);
     pack_str(&pk, w->name[0] ? w->name : unnamed, sizeof w->name - 1);
-    if (reserve_locked(&g.defs, (uint32_t)(s.p - rec)) == 0)
-        emit(&g.defs, rec, (uint32_t)(s.p - rec), now_tsc());
+    if (reserve_locked(&g.tdefs, (uint32_t)(s.p - rec)) != 0) {
+        if (!w->no_def)
+            g.threads_undefined++;
+        w->no_def = 1; /* its records are dropped (counted) until a definition fits */
+        return;
+    }
+    struct tdef_range *r = &g.tdr[g.tdefs.cur];
+    if (!r->used++ || w->index < r->min)
+        r->min = w->index;
+    if (r->used == 1 || w->index > r->max)
+        r->max = w->index;
+    w->no_def = 0;
+    emit(&g.tdefs, rec, (uint32_t)(s.p - rec), now_tsc());
 }
 
 static void process_def(void) {
@@ -957,6 +1029,7 @@ static int open_locked(const char *tmpl, unsigned mode, uint64_t buffer, uint32_
     uint32_t *free_stack = NULL;
     struct heap_ent *heap = NULL;
     struct writer **owner = NULL;
+    struct tdef_range *tdr = NULL;
     if (fchmod(fd, 0600) != 0 || ftruncate(fd, (off_t)size) != 0) {
         rc = -errno;
         goto fail;
@@ -972,7 +1045,8 @@ static int open_locked(const char *tmpl, unsigned mode, uint64_t buffer, uint32_
     free_stack = malloc(count * sizeof *free_stack);
     heap = malloc(count * sizeof *heap);
     owner = calloc(count, sizeof *owner);
-    if (map == MAP_FAILED || !free_stack || !heap || !owner) {
+    tdr = calloc(count, sizeof *tdr);
+    if (map == MAP_FAILED || !free_stack || !heap || !owner || !tdr) {
         rc = map == MAP_FAILED ? -errno : -ENOMEM;
         goto fail;
     }
@@ -1010,9 +1084,14 @@ static int open_locked(const char *tmpl, unsigned mode, uint64_t buffer, uint32_
     g.heap = heap;
     g.nheap = 0;
     g.owner = owner;
+    g.tdr = tdr;
+    g.ntdefs = 0;
+    tdr = NULL;
     __atomic_fetch_add(&g.gen, 1, __ATOMIC_RELAXED);
     g.defs.is_defs = 1;
     attach(&g.defs);
+    g.tdefs.is_defs = 1;
+    attach(&g.tdefs);
     process_def();
     replay_log();
     for (struct writer *w = g.live; w; w = w->next)
@@ -1031,6 +1110,7 @@ fail:
     free(free_stack);
     free(heap);
     free(owner);
+    free(tdr);
     close(fd);
     if (tmp[0])
         unlink(tmp);
@@ -1046,9 +1126,11 @@ static void forget_file_locked(void) {
     free(g.free_stack);
     free(g.heap);
     free(g.owner);
+    free(g.tdr);
     g.free_stack = NULL;
     g.heap = NULL;
     g.owner = NULL;
+    g.tdr = NULL;
 }
 
 static void close_locked(void) {
@@ -1063,6 +1145,15 @@ static void close_locked(void) {
     for (struct writer *w = g.live; w; w = w->next)
         __atomic_store_n(&w->hot.end, NULL, __ATOMIC_RELAXED);
     finish_chunk(&g.defs);
+    finish_chunk(&g.tdefs);
+    uint64_t lost = g.threads_undefined + g.threads_starved;
+    if (lost > g.warned_threads) { /* their records are in header.records_dropped */
+        fprintf(stderr, "perfgroup: %llu threads found no room in the buffer (%llu for their "
+                "definition, %llu for a chunk): their records were dropped; raise "
+                "PERFGROUP_BUFFER\n", (unsigned long long)lost,
+                (unsigned long long)g.threads_undefined, (unsigned long long)g.threads_starved);
+        g.warned_threads = lost;
+    }
     uint64_t hz = estimate_hz();
     if (hz)
         __atomic_store_n(&g.hdr->tsc_hz, hz, __ATOMIC_RELAXED);

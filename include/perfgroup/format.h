@@ -45,7 +45,13 @@
  *                                     records count as dropped (header.records_dropped,
  *                                     chunks_recycled, the owner's next PGF_REC_DROPPED).
  *   MAGIC  DEFS            any        never recycled (like Firefox's unique strings): every
- *                                     group/site/thread/string definition survives
+ *                                     group/site/string definition survives. PGF_REC_THREAD
+ *                                     definitions have DEFS chunks of their own, at most a
+ *                                     quarter of the chunks; when they are all used, the
+ *                                     oldest whose threads have all ended and kept no DATA
+ *                                     chunk is taken again (magic cleared first, as above):
+ *                                     every thread with a DATA chunk keeps its definition,
+ *                                     and thread churn never takes the data's share
  *
  * Publishing: a writer writes a record's bytes after `committed`, then record_count (and
  * last_tsc, unless the record is an interval), then stores the new `committed` with release
@@ -177,7 +183,7 @@ struct pgf_chunk_header {
 /*
  * Record kinds. "id" fields refer to definitions (in DEFS chunks) of the same file.
  *
- * Definitions (DEFS chunks, never recycled):
+ * Definitions (DEFS chunks; only those of threads that left nothing in the file recycled):
  *   PGF_REC_PROCESS  [kind, pid, ppid, program, [arg, ...], start_realtime_ns,
  *                     start_monotonic_ns, start_tsc, tsc_hz, mode, runtime_version]
  *   PGF_REC_GROUP    [kind, group_id, name, group_kind (PERFGROUP_KIND_*), active]
@@ -188,7 +194,9 @@ struct pgf_chunk_header {
  *                    string ids start at 1; 0 means "no name"
  *   Thread indexes come from the runtime core; a thread the core never saw that records a
  *   marker gets an index >= PGF_THREAD_INDEX_LAZY. A PGF_REC_THREAD is written each time a
- *   thread starts writing into a file (so a forked child's file has its own).
+ *   thread starts writing into a file (so a forked child's file has its own). A thread whose
+ *   definition found no room (every thread-definition chunk in use) writes nothing: its
+ *   records count as dropped, and the writer warns on stderr at close.
  *
  * Data (a thread's DATA chunks):
  *   PGF_REC_CLOCK    [kind, tsc, realtime_ns, monotonic_ns, thread_cpu_ns]

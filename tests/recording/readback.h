@@ -11,7 +11,7 @@
 
 #include "pgreader.h"
 
-#define RB_MAX_THREADS 64
+#define RB_MAX_THREADS 1024
 
 struct rb_thread {
     uint32_t index;

@@ -19,6 +19,8 @@
  *   notmp      100 SIGKILLs in a recording's first 5 ms leave no temporary file
  *   names      threads named by pthread_setname_np (before and after their first record)
  *              and unnamed threads ("thread <tid>") have their names in the file
+ *   churn [P]  100k short threads in a 1 MiB buffer: definitions take at most half of it,
+ *              the newest threads' events survive; P: keep the file at path P
  *   signal     a signal handler records intervals while its thread writes cold records
  *              (events, markers, chunk switches): no deadlock, no mixed record, every
  *              handler record read back or counted as dropped
@@ -608,6 +610,40 @@ static int test_notmp(const char *self) {
     return 0;
 }
 
+
+/* ---- thread churn: definitions bounded ---------------------------------------------------- */
+static int test_churn(const char *keep) {
+    char path[300];
+    path_in(path, sizeof path, "churn.pgm");
+    if (keep)
+        snprintf(path, sizeof path, "%s", keep);
+    CHECK_EQ(perfgroup_record_open(path, PERFGROUP_RECORD_STATS, 1 << 20, 4096), 0);
+    define_some();
+    uint32_t name = perfgroup__rec_string("tick");
+    const uint32_t n = 100000;
+    for (uint32_t i = 1; i <= n; i++) { /* short threads, one after another, 3 events each */
+        struct perfgroup_rec_thread *w = perfgroup__rec_thread_start(i, 1000000 + i, NULL);
+        for (int e = 0; e < 3; e++)
+            write_event(w, name, (uint64_t)i * 10000 + (uint64_t)e * 2000);
+        perfgroup__rec_thread_end(w, (uint64_t)i * 10000 + 9000);
+    }
+    CHECK_EQ(perfgroup_record_close(), 0);
+    struct readback r;
+    readback(path, &r);
+    CHECK_EQ(r.error, 0);
+    fprintf(stderr, "churn: %u chunks: %llu definitions, %llu data, %llu records dropped\n",
+            r.hdr.chunk_count, (unsigned long long)r.def_chunks,
+            (unsigned long long)r.data_chunks, (unsigned long long)r.hdr.records_dropped);
+    CHECK(r.def_chunks * 2 <= r.hdr.chunk_count);  /* half the buffer or more for data */
+    CHECK(r.data_chunks * 2 >= r.hdr.chunk_count - 2);
+    CHECK(r.hdr.records_dropped > 0);
+    struct rb_thread *t = rb_thread(&r, n); /* the newest thread kept all it wrote */
+    CHECK(t != NULL);
+    CHECK_EQ(t->events, 3);
+    CHECK_EQ(t->thread_end, 1);
+    return 0;
+}
+
 /* ---- symlink ------------------------------------------------------------------------------- */
 static int test_symlink(void) {
     char victim[300], path[300];
@@ -1062,6 +1098,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(t, "vfork")) rc = test_vfork();
     else if (!strcmp(t, "fork_lazy")) rc = test_fork_lazy();
     else if (!strcmp(t, "symlink")) rc = test_symlink();
+    else if (!strcmp(t, "churn")) rc = test_churn(argc > 2 ? argv[2] : NULL);
     else if (!strcmp(t, "notmp")) rc = test_notmp(argv[0]);
     else if (!strcmp(t, "perm")) rc = test_perm(argv[0]);
     else if (!strcmp(t, "api")) rc = test_api();
