@@ -59,6 +59,7 @@ struct Options {
     std::vector<std::string> exclude; /* exclude=GLOB[,GLOB...] */
     bool systemHeaders = false;       /* system-headers */
     bool verbose = false;             /* verbose: a note per function with a group */
+    bool weakHooks = false;           /* weak-hooks: objects link without the runtime */
     bool fileGroups() const { return !defaultGroup.empty() || !map.empty(); }
 };
 
@@ -476,6 +477,7 @@ public:
         if (Ctx.getDiagnostics().hasErrorOccurred()) return;
         Table T;
         T.cxx = Ctx.getLangOpts().CPlusPlus;
+        T.weak = Opts.weakHooks;
         Walker W(Ctx, Opts, T);
         W.TraverseDecl(Ctx.getTranslationUnitDecl());
         W.finish();
@@ -530,10 +532,10 @@ protected:
             bool hasValue = eq != std::string::npos;
             std::string value = hasValue ? a.substr(eq + 1) : "";
             bool wantsValue = key == "default" || key == "map" || key == "exclude";
-            bool isSwitch = key == "system-headers" || key == "verbose";
+            bool isSwitch = key == "system-headers" || key == "verbose" || key == "weak-hooks";
             if (!wantsValue && !isSwitch) {
                 report(D, "unknown option '" FLAG + key + "' (known: default=GROUP, map=FILE, "
-                          "exclude=GLOB, system-headers, verbose)");
+                          "exclude=GLOB, system-headers, verbose, weak-hooks)");
                 ok = false;
             } else if (wantsValue && value.empty()) {
                 report(D, "'" FLAG + key + "' needs a value: '" FLAG + key + "=" +
@@ -557,6 +559,8 @@ protected:
                 for (llvm::StringRef g : globs) Opts.exclude.push_back(g.str());
             } else if (key == "system-headers") {
                 Opts.systemHeaders = true;
+            } else if (key == "weak-hooks") {
+                Opts.weakHooks = true;
             } else {
                 Opts.verbose = true;
             }

@@ -33,6 +33,9 @@
  *   (in llvm.compiler.used), and once per module a hidden COMDAT __perfgroup_module_ctor
  *   (llvm.global_ctors, priority 101) calling __perfgroup_register_module(1,
  *   __start_perfgroup_sites, __stop_perfgroup_sites) with hidden extern bounds.
+ *   With weak-hooks, the three runtime functions are extern_weak and every call is guarded
+ *   by `icmp ne @hook, null` (the token is 0 without it): an object links and runs without
+ *   the runtime, hooks doing nothing; linking the runtime makes them live.
  *
  * Exits: before every `ret` (before the call, for a musttail call), before every `resume`, and
  * in one cleanup landing pad that every may-throw `call` is turned into an `invoke` of; a
@@ -66,6 +69,7 @@
  *   exclude=GLOB[,GLOB...]  never instrument matching functions (name, qualified, mangled, file)
  *   system-headers  let default=/map= apply inside system headers
  *   verbose         one note per function with a group: instrumented, or why not
+ *   weak-hooks      hooks declared weak, every call guarded: objects link without the runtime
  *
  * ---- Debugging recipe ----------------------------------------------------------------------
  *   clang -fplugin=P -fplugin-arg-perfgroup-verbose -c x.c           decisions, one note each
@@ -95,6 +99,7 @@
 #include "llvm/IR/PassManager.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Passes/PassPlugin.h"
+#include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/Local.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
 
@@ -213,7 +218,7 @@ static void takeAnnotations(Module &M, std::map<Function *, Want> &out)
 
 class Instrumenter {
 public:
-    Instrumenter(Module &M, bool cxx) : M(M), Ctx(M.getContext()), Cxx(cxx)
+    Instrumenter(Module &M, bool cxx, bool weak) : M(M), Ctx(M.getContext()), Cxx(cxx), Weak(weak)
     {
         I8Ptr = Type::getInt8PtrTy(Ctx);
         I64 = Type::getInt64Ty(Ctx);
@@ -235,6 +240,7 @@ private:
     Module &M;
     LLVMContext &Ctx;
     bool Cxx;
+    bool Weak; /* weak-hooks */
     Type *I8Ptr, *I64;
     StructType *SiteTy;
     FunctionCallee Enter, Exit;
@@ -243,7 +249,33 @@ private:
     FunctionCallee hook(StringRef name, FunctionType *t)
     {
         FunctionCallee c = M.getOrInsertFunction(name, t);
-        if (auto *f = dyn_cast<Function>(c.getCallee())) f->setDoesNotThrow();
+        if (auto *f = dyn_cast<Function>(c.getCallee())) {
+            f->setDoesNotThrow();
+            /* weak-hooks: an object links without the runtime (a build helper linked
+             * without LIBS); every call is guarded by `&hook != 0` (guarded()). */
+            if (Weak && f->isDeclaration()) f->setLinkage(GlobalValue::ExternalWeakLinkage);
+        }
+        return c;
+    }
+
+    /* hook(args) before `at`; with weak-hooks, if (&hook != 0) hook(args), the call in its
+     * own block. Returns the call. */
+    CallInst *guarded(Instruction *at, FunctionCallee h, ArrayRef<Value *> args, const DebugLoc &dl)
+    {
+        IRBuilder<> b(at);
+        if (!Weak) {
+            b.SetCurrentDebugLocation(dl);
+            CallInst *c = b.CreateCall(h, args);
+            c->setDoesNotThrow();
+            return c;
+        }
+        Value *live = b.CreateICmpNE(h.getCallee(),
+                                     ConstantPointerNull::get(cast<PointerType>(h.getCallee()->getType())));
+        Instruction *then = SplitBlockAndInsertIfThen(live, at, /*Unreachable=*/false);
+        IRBuilder<> t(then);
+        t.SetCurrentDebugLocation(dl);
+        CallInst *c = t.CreateCall(h, args);
+        c->setDoesNotThrow();
         return c;
     }
 
@@ -316,9 +348,7 @@ void Instrumenter::exitsOnUnwind(Function &F, Value *siteArg, Value *tok, const 
                 calls.push_back(c);
         }
     for (ResumeInst *r : resumes) {
-        IRBuilder<> b(r);
-        b.SetCurrentDebugLocation(r->getDebugLoc() ? r->getDebugLoc() : dl);
-        b.CreateCall(Exit, {siteArg, tok})->setDoesNotThrow();
+        guarded(r, Exit, {siteArg, tok}, r->getDebugLoc() ? r->getDebugLoc() : dl);
     }
     if (calls.empty()) return;
     if (F.hasPersonalityFn()) {
@@ -340,8 +370,7 @@ void Instrumenter::exitsOnUnwind(Function &F, Value *siteArg, Value *tok, const 
     b.SetCurrentDebugLocation(dl);
     LandingPadInst *lp = b.CreateLandingPad(lpTy, 0);
     lp->setCleanup(true);
-    b.CreateCall(Exit, {siteArg, tok})->setDoesNotThrow();
-    b.CreateResume(lp);
+    guarded(b.CreateResume(lp), Exit, {siteArg, tok}, dl);
     for (CallInst *c : calls) changeToInvokeAndSplitBasicBlock(c, pad);
 }
 
@@ -366,17 +395,22 @@ void Instrumenter::instrument(Function &F, const Want &w)
     BasicBlock &entry = F.getEntryBlock();
     BasicBlock::iterator at = entry.getFirstInsertionPt();
     while (isa<AllocaInst>(*at)) ++at; /* keep the static allocas together */
-    IRBuilder<> b(&entry, at);
-    b.SetCurrentDebugLocation(dl);
     Value *siteArg = ConstantExpr::getPointerCast(gv, I8Ptr);
-    CallInst *tok = b.CreateCall(Enter, {siteArg}, "perfgroup.token");
-    tok->setDoesNotThrow();
-
-    for (Instruction *r : rets) {
-        IRBuilder<> e(r);
-        e.SetCurrentDebugLocation(r->getDebugLoc() ? r->getDebugLoc() : dl);
-        e.CreateCall(Exit, {siteArg, tok})->setDoesNotThrow();
+    /* weak-hooks: token = &enter ? enter(site) : 0 (see hook()) */
+    Value *tok = guarded(&*at, Enter, {siteArg}, dl);
+    if (Weak) {
+        auto *call = cast<CallInst>(tok);
+        PHINode *phi = PHINode::Create(I64, 2, "perfgroup.token",
+                                       &call->getParent()->getSingleSuccessor()->front());
+        phi->addIncoming(call, call->getParent());
+        phi->addIncoming(ConstantInt::get(I64, 0), &entry);
+        tok = phi;
+    } else {
+        tok->setName("perfgroup.token");
     }
+
+    for (Instruction *r : rets)
+        guarded(r, Exit, {siteArg, tok}, r->getDebugLoc() ? r->getDebugLoc() : dl);
     if (!F.doesNotThrow()) exitsOnUnwind(F, siteArg, tok, dl);
 
     /* The body now calls the runtime: memory-effect attributes clang derived from
@@ -420,9 +454,10 @@ void Instrumenter::emitModuleConstructor()
                               FunctionType::get(Type::getVoidTy(Ctx),
                                                 {Type::getInt32Ty(Ctx), I8Ptr, I8Ptr}, false));
     IRBuilder<> b(BasicBlock::Create(Ctx, "", ctor));
-    b.CreateCall(reg, {b.getInt32(PERFGROUP_ABI_VERSION), bound(PERFGROUP_SITES_START_NAME),
-                       bound(PERFGROUP_SITES_STOP_NAME)});
-    b.CreateRetVoid();
+    guarded(b.CreateRetVoid(), reg,
+            {b.getInt32(PERFGROUP_ABI_VERSION), bound(PERFGROUP_SITES_START_NAME),
+             bound(PERFGROUP_SITES_STOP_NAME)},
+            DebugLoc());
     /* 101: the first priority not reserved for the implementation, as the GCC plugin. */
     appendToGlobalCtors(M, ctor, 101, ctor);
 }
@@ -458,7 +493,7 @@ static bool runOnModule(Module &M)
 
     /* Language for the personality routine: the front end knows; IR alone is guessed from
      * C++ symbols. */
-    bool cxx = table.cxx;
+    bool cxx = table.cxx, weak = table.weak;
     if (!haveTable)
         for (Function &F : M)
             if (F.getName().startswith("_Z") || F.getName() == "__gxx_personality_v0") cxx = true;
@@ -489,7 +524,7 @@ static bool runOnModule(Module &M)
     }
     if (work.empty()) /* declare no hook in a module that calls none */
         return haveTable || !annotated.empty();
-    Instrumenter ins(M, cxx);
+    Instrumenter ins(M, cxx, weak);
     for (auto &fw : work) ins.instrument(*fw.first, fw.second);
     ins.emitModuleConstructor();
     return true;

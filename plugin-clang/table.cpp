@@ -23,6 +23,7 @@ std::string encodeTable(const Table &t)
     std::string out = TableMagic;
     out += "\nlang\t";
     out += t.cxx ? "c++" : "c";
+    if (t.weak) out += "\nweak";
     for (const auto &kv : t.rows) {
         out += "\nfn";
         putField(out, kv.first);
@@ -74,6 +75,8 @@ bool decodeTable(const std::string &text, Table &t)
         std::vector<std::string> f = splitLine(line);
         if (f[0] == "lang" && f.size() == 2) {
             t.cxx = f[1] == "c++";
+        } else if (f[0] == "weak" && f.size() == 1) {
+            t.weak = true;
         } else if (f[0] == "fn" && f.size() == 9) {
             Row &r = t.rows[f[1]];
             r.attr = f[2];

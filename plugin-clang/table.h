@@ -21,6 +21,7 @@
  *
  *     perfgroup-table 1
  *     lang <c|c++>
+ *     weak                  (present with weak-hooks: hooks declared weak, calls guarded)
  *     fn <name> <attr group> <file group> <file> <line> <skip reason or ""> <display or "">
  *        <"inline" or "">
  */
@@ -48,6 +49,7 @@ struct Row {
 
 struct Table {
     bool cxx = false;
+    bool weak = false; /* weak-hooks */
     std::map<std::string, Row> rows; /* key: mangled IR function name */
 };
 

@@ -27,6 +27,9 @@
  *                                 __stop_perfgroup_sites); }
  * whose hidden __start_/__stop_ references resolve inside the module (executable or shared
  * object) being linked, so every module registers its own sites; the runtime ignores repeats.
+ * With weak-hooks, the three runtime functions are declared weak, each call guarded by `if (&hook)`
+ * (perfgroup_tok starts at 0): an object links and runs without the runtime, hooks doing
+ * nothing, and linking the runtime makes them live.
  *
  * The pass runs before GCC's "lower" pass, i.e. on high GIMPLE where try/finally still exists
  * (the spot where GCC itself wraps bodies for -finstrument-functions). Lowering then sends every
@@ -50,6 +53,7 @@
  *                     mangled) or defining file (same rule as map=) matches; may be repeated
  *   system-headers    let default=/map= groups apply inside system headers too
  *   verbose           a note per function with a group: instrumented with which groups, or why not
+ *   weak-hooks        hooks declared weak, every call guarded: objects link without the runtime
  *
  * ---- Debugging recipe ------------------------------------------------------------------------
  *   gcc -fplugin=perfgroup -fplugin-arg-perfgroup-verbose -c x.c        decisions, one note each
@@ -85,6 +89,7 @@ static vec<map_entry> map_entries;
 static vec<char *> exclude_globs;
 static bool system_headers;
 static bool verbose;
+static bool weak_hooks; /* weak-hooks */
 
 /* A glob with '/' matches the whole path, one without matches the basename. */
 static bool
@@ -151,11 +156,12 @@ parse_options (int argc, struct plugin_argument *argv)
       const char *key = argv[i].key, *value = argv[i].value;
       bool wants_value = !strcmp (key, "default") || !strcmp (key, "map")
                          || !strcmp (key, "exclude");
-      bool is_switch = !strcmp (key, "system-headers") || !strcmp (key, "verbose");
+      bool is_switch = !strcmp (key, "system-headers") || !strcmp (key, "verbose")
+                       || !strcmp (key, "weak-hooks");
       if (!wants_value && !is_switch)
         {
           error ("unknown option %<" FLAG "%s%> (known: default=GROUP, map=FILE, "
-                 "exclude=GLOB, system-headers, verbose)", key);
+                 "exclude=GLOB, system-headers, verbose, weak-hooks)", key);
           ok = false;
           continue;
         }
@@ -192,6 +198,8 @@ parse_options (int argc, struct plugin_argument *argv)
         }
       else if (!strcmp (key, "system-headers"))
         system_headers = true;
+      else if (!strcmp (key, "weak-hooks"))
+        weak_hooks = true;
       else
         verbose = true;
     }
@@ -405,7 +413,29 @@ extern_c_function (const char *name, tree type)
   TREE_NOTHROW (decl) = 1;
   /* The hooks never call back into this translation unit. */
   DECL_ATTRIBUTES (decl) = tree_cons (get_identifier ("leaf"), NULL_TREE, NULL_TREE);
+  /* weak-hooks: an object links without the runtime (a build helper linked without LIBS);
+   * every call is guarded by `&hook != 0` (docs/plugins.md, "Linking without the runtime"). */
+  if (weak_hooks)
+    declare_weak (decl);
   return decl;
+}
+
+/* CALL; with weak-hooks, if (&hook != 0) { CALL } as high GIMPLE (see extern_c_function). */
+static void
+add_guarded_call (gimple_seq *seq, tree hook, gimple *call)
+{
+  if (!weak_hooks)
+    {
+      gimple_seq_add_stmt (seq, call);
+      return;
+    }
+  tree yes = create_artificial_label (UNKNOWN_LOCATION);
+  tree no = create_artificial_label (UNKNOWN_LOCATION);
+  gimple_seq_add_stmt (seq, gimple_build_cond (NE_EXPR, build_fold_addr_expr (hook),
+                                               null_pointer_node, yes, no));
+  gimple_seq_add_stmt (seq, gimple_build_label (yes));
+  gimple_seq_add_stmt (seq, call);
+  gimple_seq_add_stmt (seq, gimple_build_label (no));
 }
 
 static tree
@@ -550,6 +580,11 @@ emit_module_constructor (void)
                                build_fold_addr_expr_with_type (start, ptr_type_node),
                                build_fold_addr_expr_with_type (stop, ptr_type_node));
   tree body = NULL_TREE;
+  if (weak_hooks)
+    call = build3 (COND_EXPR, void_type_node,
+                   build2 (NE_EXPR, boolean_type_node, build_fold_addr_expr (register_decl),
+                           null_pointer_node),
+                   call, NULL_TREE);
   append_to_statement_list (call, &body);
 
   /* What cgraph_build_static_cdtor does, with the ABI's name for the function. It stays local
@@ -590,7 +625,8 @@ emit_module_constructor (void)
 
 /* ---- The pass -------------------------------------------------------------------------- */
 
-/* tok = enter(&site); try { BODY } finally { exit(&site, tok); } */
+/* tok = enter(&site); try { BODY } finally { exit(&site, tok); }
+ * weak-hooks: tok = 0; if (&enter) tok = enter(&site); ... finally { if (&exit) exit(...); } */
 static void
 wrap_body (function *fun, tree site)
 {
@@ -605,10 +641,12 @@ wrap_body (function *fun, tree site)
   gimple_set_location (leave, fun->function_end_locus);
 
   gimple_seq cleanup = NULL;
-  gimple_seq_add_stmt (&cleanup, leave);
+  add_guarded_call (&cleanup, exit_decl, leave);
   gtry *tf = gimple_build_try (gimple_body (fndecl), cleanup, GIMPLE_TRY_FINALLY);
   gimple_seq seq = NULL;
-  gimple_seq_add_stmt (&seq, enter);
+  if (weak_hooks)
+    gimple_seq_add_stmt (&seq, gimple_build_assign (tok, build_int_cst (uint64_type_node, 0)));
+  add_guarded_call (&seq, enter_decl, enter);
   gimple_seq_add_stmt (&seq, tf);
   gbind *bind = gimple_build_bind (NULL_TREE, seq, NULL_TREE);
   gimple_seq body = NULL;
@@ -715,7 +753,7 @@ plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
   static struct plugin_info pinfo = {
     "0.1",
     "perfgroup: perf_group(\"name\") attribute and group-aware enter/exit hooks. Options: "
-    "default=GROUP map=FILE exclude=GLOB system-headers verbose",
+    "default=GROUP map=FILE exclude=GLOB system-headers verbose weak-hooks",
   };
   register_callback (plugin_name, PLUGIN_INFO, NULL, &pinfo);
   if (!parse_options (info->argc, info->argv))
