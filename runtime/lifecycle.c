@@ -27,8 +27,8 @@
  *
  *   event              | runtime (this file)          | file (record.c / rec_exec.c)
  *   -------------------+------------------------------+----------------------------------
- *   start-up           | init: thread key, fork       | PERFGROUP_FILE opened (RECORDING)
- *                      | handlers, at_quick_exit      |
+ *   start-up           | init: thread key, fork       | PERFGROUP_OUTPUT made unnamed,
+ *                      | handlers, at_quick_exit      | linked whole (RECORDING)
  *   fork()             | prepare: registry, dead pool | the child's file made at its
  *                      | and recorder locks; child:   | first record (a child that only
  *                      | entries as above             | execs or exits makes none)
