@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "pgreader.h"
+#include "perfgroup/crc32c.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -60,7 +61,8 @@ struct pgr_reader {
     int loaded;
     uint32_t from;                   /* committed bytes of the current chunk skipped (resume) */
     uint64_t skipped;                /* chunks recycled by the writer while we read them */
-    int warned_skipped;
+    uint64_t corrupt;                /* sealed chunks whose CRC-32C did not match: skipped */
+    int warned_skipped, warned_corrupt;
     pgr_resume_fn resume;
     void *resume_ctx;
 
@@ -159,6 +161,12 @@ short_read:
     return -1;
 }
 
+/* Offset of a chunk's first record: in version 1 the header field at 20, from version 2 on
+ * always PGF_CHUNK_HEADER_SIZE (the field is the chunk's CRC-32C). */
+static uint32_t first_record(const pgr_reader *r, const struct pgf_chunk_header *c) {
+    return r->hdr.version == 1 ? c->crc32c : PGF_CHUNK_HEADER_SIZE;
+}
+
 static void scan_chunks(pgr_reader *r) {
     const struct pgf_file_header *h = &r->hdr;
     /* never trust chunk_count for memory: only chunks that start inside the file count */
@@ -198,11 +206,12 @@ static void scan_chunks(pgr_reader *r) {
             fail(r, at + 8, "bad chunk seq 0");
             return;
         }
-        if (c.first_record < PGF_CHUNK_HEADER_SIZE || c.first_record > h->chunk_size) {
-            fail(r, at + 20, "bad first_record %u", c.first_record);
+        uint32_t first = first_record(r, &c);
+        if (first < PGF_CHUNK_HEADER_SIZE || first > h->chunk_size) {
+            fail(r, at + 20, "bad first_record %u", first);
             return;
         }
-        if (c.committed > h->chunk_size - c.first_record) {
+        if (c.committed > h->chunk_size - first) {
             fail(r, at + 24, "committed %u exceeds chunk", c.committed);
             return;
         }
@@ -212,7 +221,7 @@ static void scan_chunks(pgr_reader *r) {
         ci->state = c.state;
         ci->seq = c.seq;
         ci->thread = c.thread;
-        ci->first_record = c.first_record;
+        ci->first_record = first;
         ci->committed = c.committed;
         ci->record_count = c.record_count;
         ci->dropped_before = c.dropped_before;
@@ -269,9 +278,9 @@ pgr_reader *pgr_open(const char *path) {
         fail(r, 0, "bad magic (not a perfgroup recording)");
         return r;
     }
-    if (h->version != PERFGROUP_FORMAT_VERSION) {
-        fail(r, 8, "unsupported format version %u (this reader knows %u)", h->version,
-             PERFGROUP_FORMAT_VERSION);
+    if (h->version < PERFGROUP_FORMAT_VERSION_MIN || h->version > PERFGROUP_FORMAT_VERSION) {
+        fail(r, 8, "unsupported format version %u (this reader knows %u..%u)", h->version,
+             PERFGROUP_FORMAT_VERSION_MIN, PERFGROUP_FORMAT_VERSION);
         return r;
     }
     if (h->header_size != PGF_HEADER_SIZE) {
@@ -332,6 +341,7 @@ const struct pgr_error *pgr_warning(const pgr_reader *r, size_t i) {
 }
 
 uint64_t pgr_chunks_skipped(const pgr_reader *r) { return r->skipped; }
+uint64_t pgr_chunks_corrupt(const pgr_reader *r) { return r->corrupt; }
 
 void pgr_set_resume(pgr_reader *r, pgr_resume_fn fn, void *ctx) {
     r->resume = fn;
@@ -850,8 +860,8 @@ static int load_chunk(pgr_reader *r) {
     if (same < 0)
         return -1;
     if (!same || h.seq != ci->seq || h.kind != ci->kind || h.thread != ci->thread ||
-        h.first_record != ci->first_record || h.committed < ci->committed ||
-        h.committed > r->hdr.chunk_size - h.first_record) {
+        first_record(r, &h) != ci->first_record || h.committed < ci->committed ||
+        h.committed > r->hdr.chunk_size - ci->first_record) {
         r->skipped++;
         return 0;
     }
@@ -890,6 +900,16 @@ static int load_chunk(pgr_reader *r) {
             return 0;
         }
     }
+    /* version 2: a sealed chunk read whole must match its CRC-32C, else it is skipped and
+     * counted (a flipped bit is never believed); WRITING chunks have none yet */
+    if (r->hdr.version >= 2 && h.state == PGF_CSTATE_FULL && !from && !r->cut &&
+        pgf_chunk_crc(&h, r->buf) != h.crc32c) {
+        if (r->corrupt++ < 8)
+            warn(r, chunk_start(r, ci->index), "chunk %u (seq %llu, %s): CRC-32C mismatch, "
+                 "skipped", ci->index, (unsigned long long)ci->seq,
+                 ci->kind == PGF_CHUNK_DEFS ? "definitions" : "data");
+        return 0;
+    }
     r->cur = ci;
     r->buf_off = start;
     r->from = from;
@@ -906,6 +926,11 @@ int pgr_next(pgr_reader *r, struct pgr_record *rec) {
             return -1;
         if (!r->loaded) {
             if (r->next_chunk >= r->nchunks) {
+                if (r->corrupt > 8 && !r->warned_corrupt) {
+                    r->warned_corrupt = 1;
+                    warn(r, 0, "%llu chunk(s) in all failed their CRC-32C: skipped",
+                         (unsigned long long)r->corrupt);
+                }
                 if (r->skipped && !r->warned_skipped) {
                     r->warned_skipped = 1;
                     warn(r, 0, "%llu chunk(s) recycled by the writer while being read: skipped",

@@ -187,6 +187,11 @@ const struct pgr_chunk_info *pgr_chunk(const pgr_reader *r, size_t i);
  * last record, one warning says how many were skipped. */
 uint64_t pgr_chunks_skipped(const pgr_reader *r);
 
+/* Sealed (FULL) chunks of a version-2 file whose CRC-32C did not match their contents: each
+ * is skipped, counted here and warned about with its byte offset (the first 8; then one
+ * warning with the total). Its records are not believed: they are lost like recycled ones. */
+uint64_t pgr_chunks_corrupt(const pgr_reader *r);
+
 /* Follow a live file (perfgroup top, metrics): before the records of each DATA chunk are
  * read, fn returns how many of its committed bytes were read already (by an earlier reader
  * of the same file: the chunk's seq identifies it); the reader starts after them (records

@@ -51,6 +51,7 @@
 #include <msgpack.h>
 
 #include "perfgroup.h"
+#include "perfgroup/crc32c.h"
 
 #define DEFAULT_BUFFER (256ull << 20)
 #define DEFAULT_CHUNK  (64u << 10)
@@ -329,7 +330,7 @@ static void start_chunk(struct writer *w, int32_t idx) {
     c->state = PGF_CSTATE_WRITING;
     c->seq = __atomic_fetch_add(&g.hdr->next_seq, 1, __ATOMIC_RELAXED);
     c->thread = w->is_defs ? PGF_THREAD_DEFS : w->index;
-    c->first_record = PGF_CHUNK_HEADER_SIZE;
+    c->crc32c = 0; /* set when sealed (finish_chunk) */
     c->record_count = 0;
     c->first_tsc = t;
     c->last_tsc = t;
@@ -368,8 +369,14 @@ static void finish_chunk(struct writer *w) {
     if (w->cur < 0)
         return;
     struct pgf_chunk_header *c = w->hot.chunk;
+    /* no record may join the chunk (a signal handler's) once its checksum is taken */
+    __atomic_store_n(&w->hot.end, NULL, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
     settle_last_tsc(w);
     w->records_before += c->record_count;
+    /* sealing: the CRC-32C over the header as sealed and the records (format.h, v2), stored
+     * before the state FULL that makes it binding; off the hot path, once per chunk */
+    c->crc32c = pgf_chunk_crc(c, (const uint8_t *)c + PGF_CHUNK_HEADER_SIZE);
     __atomic_store_n(&c->state, PGF_CSTATE_FULL, __ATOMIC_RELEASE);
     if (!w->is_defs) {
         heap_push(c->seq, (uint32_t)w->cur);
@@ -378,7 +385,6 @@ static void finish_chunk(struct writer *w) {
     w->cur = -1;
     w->hot.chunk = NULL;
     w->hot.pos = w->hot.data = NULL;
-    __atomic_store_n(&w->hot.end, NULL, __ATOMIC_RELAXED);
 }
 
 /* Append one record of len bytes (already encoded) to w's current chunk; room is checked

@@ -15,6 +15,14 @@
  *      in files of earlier writers; readers accept both): header offset 376 `cpu_time`
  *      (PGF_CPU_TIME_*: a group's CPU time measured or estimated) and 380 `tsc_scope`
  *      (PGF_TSC_SCOPE_*: whether counter intervals across CPUs were kept).
+ *   2  a CRC-32C per sealed chunk (issue 15): chunk header offset 20, `first_record` in
+ *      version 1 (always PGF_CHUNK_HEADER_SIZE: records never span chunks), is `crc32c`:
+ *      written when the chunk is sealed (state FULL), before the state; 0 while WRITING.
+ *      It covers the chunk header as sealed (state FULL, crc32c 0) and the `committed`
+ *      bytes of records after it: pgf_chunk_crc() in perfgroup/crc32c.h. A reader checks
+ *      it on every FULL chunk and skips (and counts) a chunk that does not match; a
+ *      WRITING chunk (the one a crash cut) is read unchecked. Readers accept version 1
+ *      (no checksum; first_record at offset 20) and 2.
  *
  * Layout (all integers little-endian; every offset is from the start of the file):
  *
@@ -53,6 +61,10 @@
  *                                     every thread with a DATA chunk keeps its definition,
  *                                     and thread churn never takes the data's share
  *
+ * Sealing (version 2): the writer computes the chunk's CRC-32C (pgf_chunk_crc) once its last
+ * record is in and last_tsc settled, stores it in `crc32c`, then the state FULL with
+ * release ordering. Nothing in a FULL chunk changes afterwards until it is recycled.
+ *
  * Publishing: a writer writes a record's bytes after `committed`, then record_count (and
  * last_tsc, unless the record is an interval), then stores the new `committed` with release
  * ordering. last_tsc is exact when the chunk is FULL: sealing it settles last_tsc from its
@@ -88,7 +100,8 @@
 
 #include <stdint.h>
 
-#define PERFGROUP_FORMAT_VERSION 1u
+#define PERFGROUP_FORMAT_VERSION 2u
+#define PERFGROUP_FORMAT_VERSION_MIN 1u /* the oldest version readers still accept */
 
 #define PGF_MAGIC        "PERFGRP\n"   /* 8 bytes, at offset 0 */
 #define PGF_MAGIC_LEN    8
@@ -155,8 +168,10 @@ struct pgf_chunk_header {
     uint16_t state;          /*  6 PGF_CSTATE_* */
     uint64_t seq;            /*  8 sequence number, > 0, unique, increasing in time of take */
     uint32_t thread;         /* 16 thread index of the owner (PGF_REC_THREAD), ~0u for DEFS */
-    uint32_t first_record;   /* 20 offset of the first whole record from the chunk start
-                              *    (== PGF_CHUNK_HEADER_SIZE: records never span chunks) */
+    uint32_t crc32c;         /* 20 version 2: CRC-32C of the sealed chunk (header as
+                              *    sealed with this field 0, then `committed` bytes of
+                              *    records), 0 while WRITING. Version 1: first_record, the
+                              *    offset of the first record, always PGF_CHUNK_HEADER_SIZE */
     uint32_t committed;      /* 24 bytes of whole records after first_record (release/acquire) */
     uint32_t record_count;   /* 28 records in the chunk */
     uint64_t first_tsc;      /* 32 clock at take */
@@ -252,6 +267,9 @@ _Static_assert(sizeof(struct pgf_file_header) == PGF_HEADER_SIZE, "file header s
 _Static_assert(__builtin_offsetof(struct pgf_file_header, cpu_time) == 376, "cpu_time offset");
 _Static_assert(__builtin_offsetof(struct pgf_file_header, tsc_scope) == 380, "tsc_scope offset");
 _Static_assert(sizeof(struct pgf_chunk_header) == PGF_CHUNK_HEADER_SIZE, "chunk header size");
+_Static_assert(__builtin_offsetof(struct pgf_chunk_header, crc32c) == 20, "crc32c offset");
+_Static_assert(__builtin_offsetof(struct pgf_chunk_header, committed) == 24, "committed offset");
+_Static_assert(__builtin_offsetof(struct pgf_chunk_header, records_before) == 56, "records_before offset");
 #endif
 
 #endif /* PERFGROUP_FORMAT_H */
