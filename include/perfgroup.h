@@ -112,6 +112,12 @@ PERFGROUP_API const struct perfgroup_stats *perfgroup_snapshot_at(const struct p
 /* The group called `name`, or NULL. */
 PERFGROUP_API const struct perfgroup_stats *perfgroup_snapshot_find(const struct perfgroup_snapshot *s,
                                                                     const char *name);
+/* Hook and API calls the runtime refused since the start (or the last reset; a fork child
+ * starts from zero) because it was busy on the calling thread — a signal handler running
+ * instrumented code while the thread was inside the runtime — or because the thread was
+ * being registered or had exited (docs/accounting.md, "Signal handlers"). Their time went
+ * to whatever the thread was running. In a diff: refused in between. */
+PERFGROUP_API uint64_t perfgroup_snapshot_refused(const struct perfgroup_snapshot *s);
 
 /* ---- Alerts ---------------------------------------------------------------------------- */
 struct perfgroup_alert_info {

@@ -22,6 +22,8 @@
 
 PG_HIDDEN _Atomic uint32_t perfgroup__gate = PG_GATE_OFF;
 PG_HIDDEN __thread struct pg_thread *perfgroup__tls __attribute__((tls_model("initial-exec")));
+PG_HIDDEN __thread uint32_t perfgroup__tls_state __attribute__((tls_model("initial-exec")));
+PG_HIDDEN _Atomic uint64_t perfgroup__refused;
 PG_HIDDEN _Atomic uint32_t perfgroup__reset_epoch = 1;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -353,6 +355,7 @@ static struct pg_thread *self(void)
 
 static void event_open(struct pg_thread *t, uint64_t tsc, int kind, const char *name)
 {
+    struct pg_thread *latch = pg_latch_take();
     t->iter++;
     t->event_stamp++;
     t->nexec = 0;
@@ -369,6 +372,7 @@ static void event_open(struct pg_thread *t, uint64_t tsc, int kind, const char *
         t->imp_off = t->off; /* `tsc` has every deschedule before it settled */
         perfgroup__implicit_arm(t, tsc);
     }
+    pg_latch_drop(latch);
 }
 
 /* Totals are written by their thread only, read word by word by snapshots. Release stores
@@ -409,8 +413,7 @@ static void totals_add(struct pg_totals *tot, uint64_t cycles, uint64_t cpu_ns, 
 static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
 {
     uint64_t t0 = pg_clock_now();
-    uint8_t was = t->in_runtime;
-    t->in_runtime = 1;
+    struct pg_thread *latch = pg_latch_take();
     uint32_t epoch = atomic_load_explicit(&perfgroup__reset_epoch, memory_order_relaxed);
     const char *ename = t->event_name ? t->event_name : "(implicit)";
     uint64_t ev_cycles = end_tsc - t->event_begin_tsc;
@@ -489,7 +492,7 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
                                 t->ov_dropped);
         t->ov_commit_ns = t->ov_commits = t->ov_slow = t->ov_resyncs = t->ov_dropped = 0;
     }
-    t->in_runtime = was;
+    pg_latch_drop(latch);
 }
 
 PG_HIDDEN void perfgroup__implicit_begin(struct pg_thread *t, uint64_t tsc)
@@ -557,6 +560,7 @@ PG_HIDDEN void perfgroup__resync(struct pg_thread *t, uint32_t keep, uint64_t ts
 {
     if (keep >= t->depth)
         return;
+    struct pg_thread *latch = pg_latch_take();
     perfgroup__trace_frames(t, keep, t->depth, tsc ? tsc : pg_clock_now());
     for (uint32_t i = keep; i < t->depth; i++) {
         struct pg_frame *f = &t->stack[i];
@@ -568,6 +572,7 @@ PG_HIDDEN void perfgroup__resync(struct pg_thread *t, uint32_t keep, uint64_t ts
     t->ov_resyncs++;
     if (t->event_open == PG_EV_IMPLICIT && t->implicit_frame >= keep)
         perfgroup__implicit_end(t, pg_clock_settled(t));
+    pg_latch_drop(latch);
 }
 
 static void init_once_fn(void)
@@ -759,6 +764,7 @@ int perfgroup_reset(void)
     perfgroup__lock_registry();
     atomic_fetch_add(&perfgroup__reset_epoch, 1);
     perfgroup__dead_clear_locked();
+    atomic_store(&perfgroup__refused, 0);
     perfgroup__unlock_registry();
     return 0;
 }

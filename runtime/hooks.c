@@ -120,15 +120,21 @@ static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func 
 static PG_COLD uint64_t enter_settle(struct pg_thread *t, struct pg_func *fn, uintptr_t sp,
                                      uintptr_t ra, unsigned mask, uint32_t d)
 {
+    struct pg_thread *latch = pg_latch_take();
     uint64_t tsc = perfgroup__cputime_settle(t, pg_clock_now());
-    return push_frame(t, fn, sp, ra, mask, d, tsc, pg_cpu_now());
+    uint64_t token = push_frame(t, fn, sp, ra, mask, d, tsc, pg_cpu_now());
+    pg_latch_drop(latch);
+    return token;
 }
 
 /* Out of the fast path: frames to drop, or an implicit event to begin. */
 static PG_COLD uint64_t enter_prepare(struct pg_thread *t, struct pg_func *fn, uintptr_t sp,
                                       uintptr_t ra)
 {
-    return enter_fast(t, fn, sp, ra, 0);
+    struct pg_thread *latch = pg_latch_take();
+    uint64_t token = enter_fast(t, fn, sp, ra, 0);
+    pg_latch_drop(latch);
+    return token;
 }
 
 /* hot = 1: the exit hook's fast path, no call but the tail call that ends an implicit
@@ -162,22 +168,22 @@ static PG_ALWAYS_INLINE void exit_frame(struct pg_thread *t, uint32_t idx, uint6
 /* First call of a thread or a site, or a group id beyond the thread's table. */
 static PG_COLD uint64_t enter_slow(struct perfgroup_site *site, uintptr_t sp, uintptr_t ra)
 {
-    struct pg_thread *t = perfgroup__tls;
+    struct pg_thread *t = perfgroup__tls; /* NULL: new, busy (latched) or gone: see there */
     if (!t && !(t = perfgroup__thread_slow()))
         return 0;
-    if (t->in_runtime)
-        return 0;
+    struct pg_thread *latch = pg_latch_take();
+    uint64_t token = 0;
     struct pg_func *fn = __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE);
     if (!fn && !(fn = perfgroup__site_resolve(site))) {
         t->ov_dropped++;
-        return 0;
+    } else if (fn->max_gid < t->cap || perfgroup__grow_groups(t, fn->max_gid) == 0) {
+        t->ov_slow++;
+        if (perfgroup__text_on)
+            perfgroup__text_enter(t, fn);
+        token = enter_fast(t, fn, sp, ra, 0);
     }
-    if (fn->max_gid >= t->cap && perfgroup__grow_groups(t, fn->max_gid) != 0)
-        return 0;
-    t->ov_slow++;
-    if (perfgroup__text_on)
-        perfgroup__text_enter(t, fn);
-    return enter_fast(t, fn, sp, ra, 0);
+    pg_latch_drop(latch);
+    return token;
 }
 
 /* An exit that is not the top of the stack, or whose frame was dropped, or off/text, or a
@@ -188,23 +194,28 @@ static PG_COLD void exit_slow(struct perfgroup_site *site, uint64_t token, uint6
     if (tsc == 0)
         tsc = pg_clock_now();
     struct pg_thread *t = perfgroup__tls;
-    if (!t || t->in_runtime)
+    if (!t) {
+        if (token != 0 && perfgroup__tls_state != PG_TLS_NONE)
+            pg_refuse(); /* the runtime is busy on this thread, or it is gone */
         return;
+    }
+    struct pg_thread *latch = pg_latch_take();
     if (perfgroup__text_on) {
         struct pg_func *fn = __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE);
         if (fn)
             perfgroup__text_exit(t, fn);
     }
-    if (token == 0)
-        return;
     uint32_t idx = (uint32_t)token - 1;
-    if (idx >= t->depth || t->stack[idx].gen != (uint16_t)(token >> 32))
-        return; /* our frame was dropped by a resynchronisation: nothing to charge */
-    if (pg_descheduled()) /* after the counter read: settle what fell before it */
-        tsc = perfgroup__cputime_settle(t, tsc);
-    if (idx + 1 != t->depth)
-        perfgroup__resync(t, idx + 1, tsc); /* frames above ours skipped their exits */
-    exit_frame(t, idx, tsc, 0, perfgroup__rec_mode_now() == PGF_MODE_TRACE);
+    /* token 0: nothing to do; a generation mismatch: our frame was dropped by a
+     * resynchronisation, nothing to charge */
+    if (token != 0 && idx < t->depth && t->stack[idx].gen == (uint16_t)(token >> 32)) {
+        if (pg_descheduled()) /* after the counter read: settle what fell before it */
+            tsc = perfgroup__cputime_settle(t, tsc);
+        if (idx + 1 != t->depth)
+            perfgroup__resync(t, idx + 1, tsc); /* frames above ours skipped their exits */
+        exit_frame(t, idx, tsc, 0, perfgroup__rec_mode_now() == PGF_MODE_TRACE);
+    }
+    pg_latch_drop(latch);
 }
 
 

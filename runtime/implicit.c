@@ -147,8 +147,8 @@ static PG_COLD void sampler_start(struct pg_thread *t)
     int expect = SAMPLER_NONE;
     if (!atomic_compare_exchange_strong(&sampler_state, &expect, SAMPLER_RUNNING))
         return;
-    uint8_t was = t->in_runtime;
-    t->in_runtime = 1;
+    (void)t;
+    struct pg_thread *latch = pg_latch_take();
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old); /* the sampler takes no signal of the program */
@@ -164,7 +164,7 @@ static PG_COLD void sampler_start(struct pg_thread *t)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0)
         atomic_store(&sampler_state, SAMPLER_OFF);
-    t->in_runtime = was;
+    pg_latch_drop(latch);
 }
 
 /* ---- the thread's side ------------------------------------------------------------------- */

@@ -151,7 +151,7 @@ struct pg_thread {
     uint32_t depth;             /* frames on the shadow stack */
     uint16_t gen;
     uint8_t event_open;         /* PG_EV_* */
-    uint8_t in_runtime;         /* a runtime slow path is running on this thread */
+    uint8_t pad_;               /* (the re-entrancy latch is perfgroup__tls itself) */
     uint32_t cap;               /* entries in g[] */
     uint32_t event_stamp;
     uint32_t implicit_frame;    /* stack index of the frame that opened the implicit event */
@@ -215,6 +215,42 @@ struct pg_thread {
 
 extern PG_HIDDEN __thread struct pg_thread *perfgroup__tls
     __attribute__((tls_model("initial-exec")));
+
+/*
+ * The per-thread re-entrancy latch (as compiler-rt XRay's RecursionGuard). perfgroup__tls is
+ * the thread's entry only while the runtime is idle on the thread; it is NULL while the
+ * thread is unregistered, being registered, gone (exited), or while the runtime is busy on
+ * it (an event's open or commit, a resync, a chunk switch from a slow path, a first call's
+ * set-up, a nested loop): every hook already branches on it being NULL, so a hook that runs
+ * while the runtime is busy on its thread (a signal handler running instrumented code) goes
+ * to the slow path at no cost to the fast one, and there is refused and counted
+ * (perfgroup__refused) instead of nesting. pg_latch_take() returns what to give
+ * pg_latch_drop(): NULL if the latch was held already, so nested sections nest. One store
+ * each way: a signal sees the thread either idle or busy, never half.
+ */
+enum { PG_TLS_NONE = 0, PG_TLS_BUILDING = 1, PG_TLS_LIVE = 2, PG_TLS_GONE = 3 };
+extern PG_HIDDEN __thread uint32_t perfgroup__tls_state __attribute__((tls_model("initial-exec")));
+extern PG_HIDDEN _Atomic uint64_t perfgroup__refused; /* hook and API calls refused */
+
+static inline __attribute__((always_inline)) struct pg_thread *pg_latch_take(void)
+{
+    struct pg_thread *was = perfgroup__tls;
+    perfgroup__tls = NULL;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    return was;
+}
+
+static inline __attribute__((always_inline)) void pg_latch_drop(struct pg_thread *was)
+{
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    perfgroup__tls = was;
+}
+
+/* A call the latch turns away (busy, being registered, or gone): counted, lock-free. */
+static inline void pg_refuse(void)
+{
+    atomic_fetch_add_explicit(&perfgroup__refused, 1, memory_order_relaxed);
+}
 
 
 /*

@@ -81,8 +81,32 @@ PG_HIDDEN void perfgroup__dead_clear_locked(void)
 /* ---- threads ----------------------------------------------------------------------------- */
 
 static void thread_exit(void *arg);
+static struct pg_thread *thread_build(void);
 
+/*
+ * perfgroup__tls is NULL here: the thread has no entry yet (PG_TLS_NONE: take one), or the
+ * runtime is busy on it (LIVE, latched), or it is being registered (BUILDING: a signal
+ * handler interrupted its registration) or gone (GONE: its entry was released at thread
+ * exit; a signal handler or a later TLS destructor running instrumented code): refused and
+ * counted, never a second entry for one thread, never an allocation in an exiting thread.
+ * The entry is published in perfgroup__tls only once whole (its recorder writer too).
+ */
 PG_HIDDEN struct pg_thread *perfgroup__thread_slow(void)
+{
+    if (perfgroup__tls_state != PG_TLS_NONE) {
+        pg_refuse();
+        return NULL;
+    }
+    perfgroup__tls_state = PG_TLS_BUILDING;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    struct pg_thread *t = thread_build();
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    perfgroup__tls_state = t ? PG_TLS_LIVE : PG_TLS_NONE;
+    pg_latch_drop(t);
+    return t;
+}
+
+static struct pg_thread *thread_build(void)
 {
     perfgroup__init();
     if (perfgroup__disabled())
@@ -110,7 +134,6 @@ PG_HIDDEN struct pg_thread *perfgroup__thread_slow(void)
     t->iter = 1;
     t->depth = 0;
     t->event_open = PG_EV_NONE;
-    t->in_runtime = 0;
     t->nexec = 0;
     t->nest_depth = 0;
     t->pending_alerts = 0;
@@ -129,11 +152,8 @@ PG_HIDDEN struct pg_thread *perfgroup__thread_slow(void)
         atomic_store(&t->state, PG_THREAD_FREE);
         return NULL;
     }
-    perfgroup__tls = t;
     pthread_setspecific(thread_key, t);
-    t->in_runtime = 1;
     t->rec = perfgroup__rec_thread_start(t->index, t->tid, t->name);
-    t->in_runtime = 0;
     return t;
 }
 
@@ -146,6 +166,7 @@ static void thread_exit(void *arg)
     struct pg_thread *t = arg;
     if (!t || perfgroup__tls != t)
         return;
+    struct pg_thread *latch = pg_latch_take();
     uint64_t tsc = pg_clock_settled(t);
     uint32_t cpu = pg_cpu_now();
     perfgroup__trace_frames(t, 0, t->depth, tsc);
@@ -157,8 +178,9 @@ static void thread_exit(void *arg)
     }
     perfgroup__event_close(t, tsc);
     perfgroup__cputime_thread_end(t);
-    perfgroup__alerts_deliver(t);
-    t->in_runtime = 1;
+    pg_latch_drop(latch);
+    perfgroup__alerts_deliver(t); /* user callbacks: not latched */
+    latch = pg_latch_take();
     if (t->rec) {
         perfgroup__rec_overhead(t->rec, t->ov_commit_ns, t->ov_commits, t->ov_slow, t->ov_resyncs,
                                 t->ov_dropped);
@@ -187,9 +209,10 @@ static void thread_exit(void *arg)
         if (blk)
             perfgroup__totals_zero(blk, PG_GROUP_BLOCK);
     }
-    perfgroup__tls = NULL;
+    perfgroup__tls_state = PG_TLS_GONE; /* perfgroup__tls stays NULL: latched for good */
     atomic_store(&t->state, PG_THREAD_FREE);
     pthread_mutex_unlock(&dead_lock);
+    (void)latch;
 }
 
 /* Process exit: the exiting thread's open frames and event are committed, then the
@@ -289,6 +312,7 @@ static void atfork_child(void)
         fork_restart_event(me);
     atomic_fetch_add(&perfgroup__reset_epoch, 1);
     perfgroup__dead_clear_locked();
+    atomic_store(&perfgroup__refused, 0);
     perfgroup__rec_atfork_child(); /* its own file; releases the recorder's lock */
     pthread_mutex_unlock(&dead_lock);
     perfgroup__reg_unlock();

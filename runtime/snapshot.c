@@ -18,6 +18,7 @@
 struct perfgroup_snapshot {
     size_t n;
     struct perfgroup_stats *s;
+    uint64_t refused;
 };
 
 PG_HIDDEN unsigned perfgroup__jank_mask(uint64_t cpu_ns)
@@ -83,6 +84,7 @@ struct perfgroup_snapshot *perfgroup_snapshot_take(void)
         return NULL;
     }
     uint32_t epoch = atomic_load(&perfgroup__reset_epoch);
+    snap->refused = atomic_load_explicit(&perfgroup__refused, memory_order_relaxed);
     perfgroup__lock_registry();
     for (uint32_t gid = 0; gid < n; gid++) {
         const struct pg_totals *d = perfgroup__dead_totals(gid);
@@ -157,7 +159,13 @@ struct perfgroup_snapshot *perfgroup_snapshot_diff(const struct perfgroup_snapsh
     }
     d->n = later->n;
     d->s = s;
+    d->refused = sub(later->refused, earlier->refused);
     return d;
+}
+
+uint64_t perfgroup_snapshot_refused(const struct perfgroup_snapshot *s)
+{
+    return s ? s->refused : 0;
 }
 
 size_t perfgroup_snapshot_count(const struct perfgroup_snapshot *s)

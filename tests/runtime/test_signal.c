@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/runtime/test_signal.c — instrumented signal handlers (issue 19), hand-built sites.
+ *
+ *   alarm   SIGALRM every 50 µs (20 kHz) calls a grouped function while the main thread runs
+ *           N one-call implicit events of another group: the main group's activations and
+ *           events are exactly N (a handler that ran while the runtime was busy on the thread
+ *           never nested into a commit), and the handler's activations plus the refused
+ *           count equal the handler's calls, the truth counted in the handler itself.
+ *   churn   runs `churn_once` 50 times as child processes, each with a 30 s limit: threads
+ *           start and exit while SIGALRM every 50 µs calls a grouped function on whichever
+ *           thread it lands; any crash or hang fails. Run under each recording mode (ctest).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "task.h"
+
+extern char **environ;
+
+SITE(site_main, "main", "work");
+SITE(site_sig, "handler", "on_alarm");
+
+static volatile sig_atomic_t handler_calls;
+static volatile uint64_t sink;
+
+static void grouped(struct perfgroup_site *s)
+{
+    uint64_t tok = __perfgroup_enter(s);
+    for (int i = 0; i < 20; i++)
+        sink += (uint64_t)i;
+    __perfgroup_exit(s, tok);
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    int e = errno;
+    errno = 12345; /* the hooks must keep the handler's errno */
+    grouped(&site_sig);
+    if (errno != 12345)
+        _exit(3);
+    errno = e;
+    handler_calls = handler_calls + 1;
+}
+
+static void timer_on(long usec)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval it = {{0, usec}, {0, usec}};
+    setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static void timer_off(void)
+{
+    struct itimerval it = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &it, NULL);
+    signal(SIGALRM, SIG_IGN);
+}
+
+static int test_alarm(void)
+{
+    const uint64_t n = 200000;
+    grouped(&site_sig); /* the site's first resolution outside the handler */
+    struct perfgroup_snapshot *before = perfgroup_snapshot_take();
+    timer_on(50);
+    for (uint64_t i = 0; i < n; i++)
+        grouped(&site_main); /* no event open: each call is an implicit event of its own */
+    timer_off();
+    struct perfgroup_snapshot *after = perfgroup_snapshot_take();
+    struct perfgroup_snapshot *d = perfgroup_snapshot_diff(after, before);
+    const struct perfgroup_stats *m = stats(d, "main");
+    const struct perfgroup_stats *h = perfgroup_snapshot_find(d, "handler");
+    uint64_t hacts = h ? h->activations : 0, hdisc = h ? h->discarded : 0;
+    uint64_t refused = perfgroup_snapshot_refused(d), calls = (uint64_t)handler_calls;
+    printf("alarm: main %" PRIu64 " acts %" PRIu64 " events; handler %" PRIu64 " acts + %"
+           PRIu64 " discarded + %" PRIu64 " refused of %" PRIu64 " calls\n", m->activations,
+           m->events, hacts, hdisc, refused, calls);
+    /* the interrupted thread's own group: exact, never a nested commit */
+    ASSERT_U64(m->activations, ==, n);
+    ASSERT_U64(m->events, ==, n);
+    ASSERT_U64(m->discarded, ==, 0);
+    /* the handler's: every call an activation, a counted discard (a signal counts as a
+     * deschedule, cputime.c) or refused; a handler interrupting the exit hook's fast path
+     * can still lose the odd one (issue-19-h19.md: not yet exact) */
+    ASSERT(calls > 0);
+    ASSERT_U64(hacts + hdisc + refused, <=, calls);
+    ASSERT_U64((hacts + hdisc + refused) * 100, >=, calls * 98);
+    perfgroup_snapshot_free(d);
+    perfgroup_snapshot_free(after);
+    perfgroup_snapshot_free(before);
+    puts("ok alarm");
+    return 0;
+}
+
+static void *short_thread(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 20; i++)
+        grouped(&site_main);
+    return NULL;
+}
+
+static int test_churn_once(void)
+{
+    timer_on(50);
+    for (int round = 0; round < 60; round++) {
+        pthread_t th[4];
+        for (int i = 0; i < 4; i++)
+            if (pthread_create(&th[i], NULL, short_thread, NULL) != 0)
+                FAIL("pthread_create");
+        grouped(&site_main);
+        for (int i = 0; i < 4; i++)
+            pthread_join(th[i], NULL);
+    }
+    timer_off();
+    return 0;
+}
+
+/* 50 runs of churn_once, each a process of its own with a 30 s limit (a hang fails). */
+static int test_churn(const char *self)
+{
+    for (int run = 0; run < 50; run++) {
+        pid_t pid;
+        char *argv[] = {(char *)self, "churn_once", NULL};
+        if (posix_spawn(&pid, self, NULL, NULL, argv, environ) != 0)
+            FAIL("posix_spawn");
+        int status = 0;
+        int64_t deadline = mono_ns() + 30 * 1000000000LL;
+        while (waitpid(pid, &status, WNOHANG) == 0) {
+            if (mono_ns() > deadline) {
+                kill(pid, SIGKILL);
+                waitpid(pid, &status, 0);
+                FAIL("run %d: hung (killed after 30 s)", run);
+            }
+            sleep_ms(5);
+        }
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            FAIL("run %d: %s %d", run, WIFSIGNALED(status) ? "signal" : "exit status",
+                 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    }
+    puts("ok churn");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *c = argc > 1 ? argv[1] : "";
+    if (!strcmp(c, "alarm"))
+        return test_alarm();
+    if (!strcmp(c, "churn_once"))
+        return test_churn_once();
+    if (!strcmp(c, "churn"))
+        return test_churn(argv[0]);
+    fprintf(stderr, "usage: %s alarm|churn|churn_once\n", argv[0]);
+    return 2;
+}
