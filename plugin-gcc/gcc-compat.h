@@ -3,9 +3,11 @@
  * gcc-compat.h — every GCC header and every GCC-version #if of the perfgroup GCC plugin.
  *
  * perfgroup.cc includes only this file from GCC, so the plugin body reads the same on every
- * supported GCC. Supported: GCC 12 (Debian bookworm, the tested one). Older releases lack
- * pieces the plugin relies on (symtab states of GCC 10+, attribute_spec::exclude); newer ones
- * changed the attribute-table registration, handled below.
+ * supported GCC. Built and tested: GCC 11 and 12 (Debian bookworm's gcc-N-plugin-dev). Written
+ * for, not compiled here: GCC 13 and 14 (from those releases' plugin headers). Older releases
+ * lack pieces the plugin relies on (symtab states of GCC 10+, attribute_spec::exclude, the
+ * `final override` pass methods of GCC 11's pass manager); newer ones changed the
+ * attribute-table registration, handled below.
  */
 #ifndef PERFGROUP_GCC_COMPAT_H
 #define PERFGROUP_GCC_COMPAT_H
@@ -13,8 +15,8 @@
 #include "gcc-plugin.h"
 #include "plugin-version.h"
 
-#if GCCPLUGIN_VERSION_MAJOR < 12
-#error "perfgroup.so needs GCC 12 or newer (built and tested with GCC 12)"
+#if GCCPLUGIN_VERSION_MAJOR < 11
+#error "perfgroup.so needs GCC 11 or newer"
 #endif
 
 #include "tree.h"

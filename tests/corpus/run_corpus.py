@@ -3,7 +3,7 @@
 """run_corpus.py — build one corpus program with a compiler plugin, run it with the runtime's
 text trace on, canonicalise the trace and diff it against the program's expected file.
 
-    run_corpus.py --cc gcc|clang --plugin='-fplugin=…/perfgroup.so' --opt=-O2 \
+    run_corpus.py --cc gcc|gcc-N|clang|clang-N --plugin='-fplugin=…/perfgroup.so' --opt=-O2 \
                   --runtime build/runtime/libperfgroup.so --include include \
                   --workdir build/tests/corpus/gcc.O2.basic  tests/corpus/basic.c
 
@@ -34,6 +34,22 @@ COMPILERS = {
     "gcc": {"c": "gcc", "c++": "g++"},
     "clang": {"c": "clang-14", "c++": "clang++-14"},
 }
+COMPILER_NAME = re.compile(r"^(gcc|clang)(?:-(\d+))?$")  # gcc, gcc-11, clang (= 14), clang-19
+
+
+def compiler(name, lang):
+    """The driver for one language of --cc NAME: gcc-11 -> gcc-11 / g++-11, clang-19 ->
+    clang-19 / clang++-19; the bare family names are the project's default pair."""
+    family, version = COMPILER_NAME.match(name).groups()
+    if not version:
+        return COMPILERS[family][lang]
+    return {"gcc": {"c": "gcc", "c++": "g++"}, "clang": {"c": "clang", "c++": "clang++"}}[family][lang] + "-" + version
+
+
+def compiler_name(name):
+    if not COMPILER_NAME.match(name):
+        raise argparse.ArgumentTypeError(f"{name!r}: expected gcc, gcc-N, clang or clang-N")
+    return name
 DIRECTIVE = re.compile(r"perfgroup-(options|cflags|exit|only):\s*(.*?)\s*(?:\*/)?\s*$")
 
 
@@ -69,23 +85,25 @@ def run(cmd, **kw):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cc", required=True, choices=sorted(COMPILERS))
+    ap.add_argument("--cc", required=True, type=compiler_name, help="gcc, gcc-N, clang, clang-N")
     ap.add_argument("--plugin", required=True, help="plugin flag(s), shell-quoted")
     ap.add_argument("--plugin-arg-prefix", default="-fplugin-arg-perfgroup-")
     ap.add_argument("--opt", required=True, help="-O0, -O2, ...")
     ap.add_argument("--runtime", required=True, help="libperfgroup.so or .a")
     ap.add_argument("--include", action="append", default=[])
+    ap.add_argument("--cflags", default="", help="extra compiler flags, shell-quoted (options matrix)")
     ap.add_argument("--workdir", required=True)
     ap.add_argument("program")
     a = ap.parse_args()
 
     src = os.path.abspath(a.program)
     d = directives(src)
-    if d["only"] and a.cc not in d["only"]:
+    family = COMPILER_NAME.match(a.cc).group(1)
+    if d["only"] and family not in d["only"]:
         print(f"SKIP: {os.path.basename(src)} is for {' '.join(d['only'])} only")
         return 77
     lang = "c++" if src.endswith((".cc", ".cpp", ".cxx")) else "c"
-    cc = COMPILERS[a.cc][lang]
+    cc = compiler(a.cc, lang)
     os.makedirs(a.workdir, exist_ok=True)
     obj = os.path.join(a.workdir, "prog.o")
     exe = os.path.join(a.workdir, "prog")
@@ -98,12 +116,13 @@ def main():
     compile_cmd = ([cc, a.opt, "-g", "-pthread", "-Wall", "-Wextra", "-Werror"]
                    + shlex.split(a.plugin)
                    + [a.plugin_arg_prefix + o for o in d["options"]]
-                   + d["cflags"] + ["-I" + i for i in a.include] + ["-c", src, "-o", obj])
+                   + d["cflags"] + shlex.split(a.cflags) + ["-I" + i for i in a.include] + ["-c", src, "-o", obj])
     if run(compile_cmd).returncode:
         print("FAIL: compile")
         return 1
     rt = os.path.abspath(a.runtime)
-    link_cmd = [cc, a.opt, "-pthread", obj, "-o", exe, rt]
+    link_cmd = [cc, a.opt, "-pthread"] + [f for f in shlex.split(a.cflags) if f.startswith(("-flto", "-fPIE", "-fPIC", "-pie"))] \
+        + [obj, "-o", exe, rt]
     if ".so" in os.path.basename(rt):  # libperfgroup.so or a versioned libperfgroup.so.0.1.0
         link_cmd.append("-Wl,-rpath," + os.path.dirname(rt))
     if run(link_cmd).returncode:
