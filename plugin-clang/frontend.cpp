@@ -33,6 +33,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "llvm-compat.h" /* after clang/LLVM: every version #if */
+
 #include <dlfcn.h>
 #include <fnmatch.h>
 
@@ -139,8 +141,8 @@ struct PerfGroupAttrInfo : public ParsedAttrInfo {
         static constexpr Spelling S[] = {{ParsedAttr::AS_GNU, "perf_group"},
                                          {ParsedAttr::AS_CXX11, "gnu::perf_group"},
                                          {ParsedAttr::AS_CXX11, "perfgroup::group"},
-                                         {ParsedAttr::AS_C2x, "gnu::perf_group"},
-                                         {ParsedAttr::AS_C2x, "perfgroup::group"}};
+                                         {ParsedAttr::PG_AS_C23, "gnu::perf_group"},
+                                         {ParsedAttr::PG_AS_C23, "perfgroup::group"}};
         Spellings = S;
     }
 
@@ -178,7 +180,7 @@ struct PerfGroupAttrInfo : public ParsedAttrInfo {
         const StringLiteral *lit = nullptr;
         if (A.isArgExpr(0) && A.getArgAsExpr(0))
             lit = dyn_cast<StringLiteral>(A.getArgAsExpr(0)->IgnoreParenCasts());
-        if (!lit || !(lit->isAscii() || lit->isUTF8()))
+        if (!lit || !(pgIsOrdinary(lit) || lit->isUTF8()))
             return error("'%0' attribute argument must be a string literal naming a group");
         llvm::StringRef group = lit->getString();
         if (group.empty())
@@ -197,7 +199,7 @@ struct PerfGroupAttrInfo : public ParsedAttrInfo {
 static const AnnotateAttr *ours(const Attr *a)
 {
     auto *an = dyn_cast<AnnotateAttr>(a);
-    if (an && an->getAnnotation().startswith(AnnotationPrefix)) return an;
+    if (an && pgStartsWith(an->getAnnotation(), AnnotationPrefix)) return an;
     return nullptr;
 }
 
@@ -225,13 +227,13 @@ static const AnnotateAttr *ownAnnotation(const FunctionDecl *FD)
  */
 static std::map<const CXXRecordDecl *, unsigned> *LambdaNumbers;
 
-static llvm::Optional<unsigned> lambdaNumber(ASTContext &, const NamedDecl *ND)
+static pg_optional<unsigned> lambdaNumber(ASTContext &, const NamedDecl *ND)
 {
     auto *RD = dyn_cast<CXXRecordDecl>(ND);
     if (!LambdaNumbers || !RD || !RD->isLambda() || RD->getLambdaManglingNumber())
-        return llvm::None;
+        return pg_nullopt;
     auto it = LambdaNumbers->find(RD);
-    if (it == LambdaNumbers->end()) return llvm::None;
+    if (it == LambdaNumbers->end()) return pg_nullopt;
     return it->second;
 }
 
@@ -384,7 +386,7 @@ private:
         if (isa_and_nonnull<CoroutineBodyStmt>(FD->getBody())) return "C++20 coroutine";
         /* The runtime's own functions: instrumenting them would recurse into the hooks. */
         if (FD->getDeclName().isIdentifier() &&
-            (FD->getName().startswith("__perfgroup") || FD->getName().startswith("perfgroup_")))
+            (pgStartsWith(FD->getName(), "__perfgroup") || pgStartsWith(FD->getName(), "perfgroup_")))
             return "perfgroup runtime function";
         return "";
     }
@@ -450,10 +452,10 @@ static void emitTable(CompilerInstance &CI, ASTContext &Ctx, const Table &T)
     std::string text = encodeTable(T);
     QualType elem = Ctx.CharTy.withConst();
     QualType type = Ctx.getConstantArrayType(elem, llvm::APInt(32, text.size() + 1), nullptr,
-                                             ArrayType::Normal, 0);
+                                             PG_ARRAY_SIZE_NORMAL, 0);
     SourceLocation loc;
     StringLiteral *lit =
-        StringLiteral::Create(Ctx, text, StringLiteral::Ascii, false, type, loc);
+        StringLiteral::Create(Ctx, text, PG_STRING_ORDINARY, false, type, loc);
     TranslationUnitDecl *TU = Ctx.getTranslationUnitDecl();
     VarDecl *VD = VarDecl::Create(Ctx, TU, loc, loc, &Ctx.Idents.get(TableGlobal), type, nullptr,
                                   SC_Static);

@@ -103,6 +103,8 @@
 #include "llvm/Transforms/Utils/Local.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
 
+#include "llvm-compat.h" /* after clang/LLVM: every version #if */
+
 #include <map>
 #include <set>
 #include <string>
@@ -167,7 +169,7 @@ static bool takeTable(Module &M, Table &t)
     for (GlobalVariable &gv : M.globals()) {
         if (gv.getSection() != "llvm.metadata" || !gv.hasInitializer()) continue;
         auto *cda = dyn_cast<ConstantDataSequential>(gv.getInitializer());
-        if (cda && cda->isString() && cda->getAsString().startswith(TableMagic)) {
+        if (cda && cda->isString() && pgStartsWith(cda->getAsString(), TableMagic)) {
             found = &gv;
             break;
         }
@@ -193,7 +195,7 @@ static void takeAnnotations(Module &M, std::map<Function *, Want> &out)
         auto *cs = dyn_cast<ConstantStruct>(e);
         if (!cs || cs->getNumOperands() < 4) return true;
         std::string ann = cString(cs->getOperand(1));
-        if (!StringRef(ann).startswith(AnnotationPrefix)) return true;
+        if (!pgStartsWith(StringRef(ann), AnnotationPrefix)) return true;
         if (auto *f = dyn_cast<Function>(cs->getOperand(0)->stripPointerCasts())) {
             Want &w = out[f];
             if (w.attr.empty()) { /* the first is the definition's own attribute */
@@ -220,7 +222,7 @@ class Instrumenter {
 public:
     Instrumenter(Module &M, bool cxx, bool weak) : M(M), Ctx(M.getContext()), Cxx(cxx), Weak(weak)
     {
-        I8Ptr = Type::getInt8PtrTy(Ctx);
+        I8Ptr = pgI8Ptr(Ctx);
         I64 = Type::getInt64Ty(Ctx);
         SiteTy = StructType::getTypeByName(Ctx, "perfgroup_site");
         if (!SiteTy)
@@ -300,7 +302,7 @@ private:
 GlobalVariable *Instrumenter::site(Function &F, const Want &w, StringRef fname)
 {
     unsigned flags = PERFGROUP_SITE_F_CLANG;
-    if (fname.startswith("_Z")) flags |= PERFGROUP_SITE_F_CXX;
+    if (pgStartsWith(fname, "_Z")) flags |= PERFGROUP_SITE_F_CXX;
     if (w.inl || F.hasLinkOnceLinkage() || F.hasWeakLinkage() || F.hasAvailableExternallyLinkage() ||
         F.hasComdat())
         flags |= PERFGROUP_SITE_F_INLINE;
@@ -354,7 +356,7 @@ void Instrumenter::exitsOnUnwind(Function &F, Value *siteArg, Value *tok, const 
     if (F.hasPersonalityFn()) {
         /* Funclet-based EH (Windows) would need cleanuppads: not a target of this project. */
         if (isa<Function>(F.getPersonalityFn()->stripPointerCasts()) &&
-            F.getPersonalityFn()->stripPointerCasts()->getName().startswith("__CxxFrameHandler"))
+            pgStartsWith(F.getPersonalityFn()->stripPointerCasts()->getName(), "__CxxFrameHandler"))
             return;
     } else {
         /* The personality routine of the language: C++, or C built with -fexceptions. */
@@ -416,11 +418,10 @@ void Instrumenter::instrument(Function &F, const Want &w)
     /* The body now calls the runtime: memory-effect attributes clang derived from
      * __attribute__((const/pure)) would be false for the definition. (Call sites keep theirs:
      * CSE of const/pure calls is a documented limit, as with GCC.) */
-    for (Attribute::AttrKind k :
-         {Attribute::ReadNone, Attribute::ReadOnly, Attribute::WriteOnly, Attribute::ArgMemOnly,
-          Attribute::InaccessibleMemOnly, Attribute::InaccessibleMemOrArgMemOnly,
-          Attribute::Speculatable})
-        F.removeFnAttr(k);
+#define PG_REMOVE(kind) F.removeFnAttr(Attribute::kind);
+    PG_FOR_EACH_MEMORY_FN_ATTR(PG_REMOVE)
+#undef PG_REMOVE
+    F.removeFnAttr(Attribute::Speculatable);
     F.addFnAttr("perfgroup-instrumented");
 }
 
@@ -473,9 +474,9 @@ static const char *whySkip(const Function &F, const Want &w)
         return "already instrumented: running the pass twice adds nothing";
     if (F.hasFnAttribute(Attribute::Naked))
         return "naked: no prologue, the body is asm that expects the caller's registers";
-    if (F.hasFnAttribute("coroutine.presplit"))
+    if (pgIsPresplitCoroutine(F))
         return "C++20 coroutine: split into ramp/resume/destroy after this pass, no single exit";
-    if (n.startswith("__perfgroup") || n.startswith("perfgroup_"))
+    if (pgStartsWith(n, "__perfgroup") || pgStartsWith(n, "perfgroup_"))
         return "the runtime's own function: instrumenting it recursed to a crash";
     if (!w.skip.empty())
         return "no_instrument_function or exclude=: the user asked for no hooks";
@@ -496,7 +497,7 @@ static bool runOnModule(Module &M)
     bool cxx = table.cxx, weak = table.weak;
     if (!haveTable)
         for (Function &F : M)
-            if (F.getName().startswith("_Z") || F.getName() == "__gxx_personality_v0") cxx = true;
+            if (pgStartsWith(F.getName(), "_Z") || F.getName() == "__gxx_personality_v0") cxx = true;
 
     std::vector<std::pair<Function *, Want>> work;
     for (Function &F : M) {
@@ -547,7 +548,7 @@ extern "C" __attribute__((visibility("default"))) PassPluginLibraryInfo llvmGetP
                 /* Pipeline start: before inlining, at -O0..-O3 and in -flto/-flto=thin
                  * pre-link pipelines. */
                 PB.registerPipelineStartEPCallback(
-                    [](ModulePassManager &MPM, OptimizationLevel) { MPM.addPass(PerfGroupPass()); });
+                    [](ModulePassManager &MPM, PgOptimizationLevel) { MPM.addPass(PerfGroupPass()); });
                 /* opt -load-pass-plugin=perfgroup-clang.so -passes=perfgroup */
                 PB.registerPipelineParsingCallback(
                     [](StringRef name, ModulePassManager &MPM,

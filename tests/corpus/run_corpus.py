@@ -87,7 +87,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cc", required=True, type=compiler_name, help="gcc, gcc-N, clang, clang-N")
     ap.add_argument("--plugin", required=True, help="plugin flag(s), shell-quoted")
-    ap.add_argument("--plugin-arg-prefix", default="-fplugin-arg-perfgroup-")
+    ap.add_argument("--plugin-arg-prefix", help="default -fplugin-arg-perfgroup-; for clang 13, "
+                    "which has no -fplugin-arg-, '-Xclang -plugin-arg-perfgroup -Xclang '")
     ap.add_argument("--opt", required=True, help="-O0, -O2, ...")
     ap.add_argument("--runtime", required=True, help="libperfgroup.so or .a")
     ap.add_argument("--include", action="append", default=[])
@@ -104,6 +105,9 @@ def main():
         return 77
     lang = "c++" if src.endswith((".cc", ".cpp", ".cxx")) else "c"
     cc = compiler(a.cc, lang)
+    if a.plugin_arg_prefix is None:
+        a.plugin_arg_prefix = ("-Xclang -plugin-arg-perfgroup -Xclang " if a.cc == "clang-13"
+                               else "-fplugin-arg-perfgroup-")
     os.makedirs(a.workdir, exist_ok=True)
     obj = os.path.join(a.workdir, "prog.o")
     exe = os.path.join(a.workdir, "prog")
@@ -115,7 +119,7 @@ def main():
     # Plugin flags at the compile step only (clang warns about -fplugin-arg-* when linking).
     compile_cmd = ([cc, a.opt, "-g", "-pthread", "-Wall", "-Wextra", "-Werror"]
                    + shlex.split(a.plugin)
-                   + [a.plugin_arg_prefix + o for o in d["options"]]
+                   + [t for o in d["options"] for t in shlex.split(a.plugin_arg_prefix + shlex.quote(o))]
                    + d["cflags"] + shlex.split(a.cflags) + ["-I" + i for i in a.include] + ["-c", src, "-o", obj])
     if run(compile_cmd).returncode:
         print("FAIL: compile")
