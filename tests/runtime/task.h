@@ -38,7 +38,7 @@ static inline int64_t thread_cpu_ns(void)
 }
 
 /* Spin for `ns` of this thread's CPU time. */
-static volatile uint64_t burn_sink;
+static _Thread_local volatile uint64_t burn_sink; /* per thread: burn() runs in many */
 static inline void burn(int64_t ns)
 {
     int64_t end = thread_cpu_ns() + ns;
