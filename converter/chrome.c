@@ -346,8 +346,20 @@ int perfgroup__chrome_write(struct pgc_file *files, size_t nfiles, const struct 
         if (files[i].start_realtime_ns < base)
             base = files[i].start_realtime_ns;
     }
-    PGC_LIT(out, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"producer\":\"perfgroup-convert\"},"
-                 "\"traceEvents\":[");
+    /* what the recordings lost (their headers' totals), so the trace never hides it */
+    uint64_t dropped = 0, recycled = 0;
+    for (size_t i = 0; i < nfiles; i++) {
+        dropped += files[i].hdr.records_dropped;
+        recycled += files[i].hdr.chunks_recycled;
+    }
+    PGC_LIT(out, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"producer\":\"perfgroup-convert\"");
+    if (dropped || recycled) {
+        PGC_LIT(out, ",\"recordsDropped\":");
+        perfgroup__out_u64(out, dropped);
+        PGC_LIT(out, ",\"chunksRecycled\":");
+        perfgroup__out_u64(out, recycled);
+    }
+    PGC_LIT(out, "},\"traceEvents\":[");
     int rc = 0;
     for (size_t i = 0; i < nfiles && !rc; i++) {
         C.f = &files[i];

@@ -12,6 +12,8 @@
     hostile_test.py fifo        a FIFO as input: refused at once (exit 2), never blocks
     hostile_test.py sigint      SIGINT / SIGTERM while writing: no OUT.tmp* left, old output intact
     hostile_test.py umask       the output's mode is 0666 & ~umask
+    hostile_test.py dropped     the header's dropped-record total in Gecko meta.misc, Chrome
+                                otherData, the summary (text and JSON)
 
 Environment: PGC_CONVERT (the program), PGC_WORK (a scratch directory).
 """
@@ -198,7 +200,27 @@ def case_umask():
               (mask, oct(mode) if mode is not None else None, want))
 
 
-CASES = {"utf8": case_utf8, "self-output": case_self_output, "enospc": case_enospc,
+def case_dropped():
+    r = gen_pgm.scen_stats()[0]
+    r.records_dropped = 4_385_870
+    src = os.path.join(WORK, "dropped.pgm")
+    with open(src, "wb") as f:
+        f.write(r.build())
+    out = os.path.join(WORK, "dropped.json")
+    p = run([src, "-o", out])
+    misc = json.load(open(out))["meta"]["misc"] if p.returncode == 0 else ""
+    check("4385870 records dropped" in misc, "gecko meta.misc: %r" % misc)
+    p = run([src, "--format", "chrome", "-o", out])
+    other = json.load(open(out))["otherData"] if p.returncode == 0 else {}
+    check(other.get("recordsDropped") == 4_385_870, "chrome otherData: %r" % other)
+    p = run([src, "--summary", "--json"])
+    doc = json.loads(p.stdout) if p.returncode == 0 else {}
+    check(doc.get("processes", [{}])[0].get("records_dropped") == 4_385_870, "summary JSON records_dropped")
+    p = run([src, "--summary"])
+    check(b"4385870 records dropped" in p.stdout, "text summary")
+
+
+CASES = {"dropped": case_dropped, "utf8": case_utf8, "self-output": case_self_output, "enospc": case_enospc,
          "fifo": case_fifo, "sigint": case_sigint, "umask": case_umask}
 
 
@@ -206,6 +228,8 @@ def main(argv):
     if len(argv) != 1 or argv[0] not in CASES:
         sys.stderr.write(__doc__)
         return 1
+    global WORK
+    WORK = os.path.join(WORK, argv[0])  # one directory per case: ctest runs them in parallel
     os.makedirs(WORK, exist_ok=True)
     CASES[argv[0]]()
     print("%d failure(s)" % len(FAILS))
