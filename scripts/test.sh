@@ -2,7 +2,8 @@
 # perfgroup — the README's second command: install what is missing, build everything, run
 # the whole test suite: the main build (both plugins, every test), then the runtime,
 # recording and converter tests again under ASan+UBSan and under TSan, and Lua and zlib with
-# their own test suites fully instrumented (tests/real; libuv is left to `ctest -L real`). Ends with ctest's
+# their own test suites fully instrumented (tests/real; libuv is left to `ctest -L real`), the
+# compiler matrix (scripts/compilers.sh: the corpus with every GCC and Clang). Ends with ctest's
 # summary of the main build. Exit status: non-zero if any test failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,5 +37,11 @@ if ! ctest --test-dir build -L real -R '^real\.(lua|zlib)\.' --output-on-failure
   exit 1
 fi
 grep -E 'tests passed|tests failed' build/ctest-real.log
+echo "== compiler matrix: the corpus at -O0/-O2 with gcc-11, gcc-12, clang-13/14/15/16/19"
+if ! scripts/compilers.sh >build/compilers.log 2>&1; then
+  cat build/compilers.log
+  exit 1
+fi
+tail -1 build/compilers.log
 echo "== main build: every test"
 ctest --test-dir build -j"$jobs" --output-on-failure -LE '^slow$' "$@"
