@@ -153,6 +153,54 @@ static int add_dir(struct pgl_set *s, const char *dir)
     return 0;
 }
 
+/* A mapping's path as /proc/PID/maps shows it, turned into a name that opens the file.
+ * The runtime creates its file with O_TMPFILE and links it into place once written, so the
+ * kernel names the mapping after the unnamed inode, "<dir>/#<ino> (deleted)", for the life of
+ * the process: the file is found again by its inode number in that directory (dev too). A
+ * file really deleted is still readable through /proc/PID/map_files/<range>, the last resort.
+ * Returns 0 with out filled, -1 if neither names the mapped inode. */
+static int resolve_mapped(long pid, const char *range, const char *path, unsigned long long ino,
+                          char *out, size_t outlen)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && (unsigned long long)st.st_ino == ino) {
+        snprintf(out, outlen, "%s", path);
+        return 0;
+    }
+    static const char deleted[] = " (deleted)";
+    size_t n = strlen(path), dn = sizeof(deleted) - 1;
+    if (n > dn && !strcmp(path + n - dn, deleted)) {
+        char dir[4096];
+        const char *slash = strrchr(path, '/');
+        size_t len = slash ? (size_t)(slash - path) : 0;
+        if (len == 0)
+            len = 1; /* "/" */
+        if (len < sizeof(dir)) {
+            memcpy(dir, path, len);
+            dir[len] = '\0';
+            DIR *d = opendir(dir);
+            struct dirent *e;
+            int found = 0;
+            while (d && !found && (e = readdir(d))) {
+                if ((unsigned long long)e->d_ino != ino || e->d_name[0] == '.')
+                    continue;
+                if (snprintf(out, outlen, "%s/%s", len == 1 && dir[0] == '/' ? "" : dir,
+                             e->d_name) < (int)outlen &&
+                    stat(out, &st) == 0 && (unsigned long long)st.st_ino == ino)
+                    found = 1;
+            }
+            if (d)
+                closedir(d);
+            if (found)
+                return 0;
+        }
+    }
+    if (snprintf(out, outlen, "/proc/%ld/map_files/%s", pid, range) < (int)outlen &&
+        stat(out, &st) == 0 && (unsigned long long)st.st_ino == ino)
+        return 0;
+    return -1;
+}
+
 /* The recording a running process maps (MAP_SHARED, read-write), from /proc/PID/maps. */
 static int add_pid(struct pgl_set *s, long pid, char *msg, size_t msglen)
 {
@@ -167,20 +215,23 @@ static int add_pid(struct pgl_set *s, long pid, char *msg, size_t msglen)
     int found = 0;
     while (fgets(line, sizeof(line), m)) {
         /* address perms offset dev inode path */
-        char perms[8];
+        char perms[8], range[64];
         unsigned long long ino;
         int at = 0;
-        if (sscanf(line, "%*s %7s %*s %*s %llu %n", perms, &ino, &at) < 2 || !at || !ino)
+        if (sscanf(line, "%63s %7s %*s %*s %llu %n", range, perms, &ino, &at) < 3 || !at ||
+            !ino)
             continue;
         if (perms[3] != 's' || perms[1] != 'w')
             continue;
-        char *path = line + at;
-        path[strcspn(path, "\n")] = '\0';
-        if (path[0] != '/')
+        char *mapped = line + at;
+        mapped[strcspn(mapped, "\n")] = '\0';
+        if (mapped[0] != '/')
             continue;
+        char path[4096];
         struct stat st;
         struct pgf_file_header h;
-        if (read_header(path, &h, &st) && h.pid == (uint32_t)pid) {
+        if (resolve_mapped(pid, range, mapped, ino, path, sizeof(path)) == 0 &&
+            read_header(path, &h, &st) && h.pid == (uint32_t)pid) {
             if (add_file(s, path, &h, &st) == 0)
                 found = 1;
         }
