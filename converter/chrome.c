@@ -32,6 +32,7 @@ struct chrome {
     struct pgc_clock clk;
     int64_t base_ns;   /* this process's start minus the earliest start */
     int64_t iv;        /* the counters' grid (--interval) */
+    uint64_t max_rows; /* counter rows per group and thread (--max-samples) */
     uint32_t tid;
     const char *thread_name;
     int named_events, named_markers; /* the thread's extra tracks have their thread_name */
@@ -165,7 +166,7 @@ static int begin_thread(void *ctx, uint32_t ti)
         C->kid_hi[d] = INT64_MIN;
     }
     perfgroup__grid_free(&C->grid);
-    if (perfgroup__grid_init(&C->grid, C->f->ngroups, C->iv, counter_row, C))
+    if (perfgroup__grid_init(&C->grid, C->f->ngroups, C->iv, C->max_rows, counter_row, C))
         return -ENOMEM;
     meta_name(C, "thread_name", C->thread_name, C->tid);
     return 0;
@@ -292,6 +293,10 @@ static int end_thread(void *ctx, uint32_t ti)
     struct chrome *C = ctx;
     (void)ti;
     perfgroup__grid_finish(&C->grid);
+    if (C->grid.dropped)
+        fprintf(stderr, "perfgroup-convert: warning: %s: thread %s: CPU counters stopped at "
+                "%" PRIu64 " rows per group (--max-samples); %" PRIu64 " ns of CPU not shown "
+                "in them\n", C->f->path, C->thread_name, C->grid.max_rows, C->grid.dropped);
     for (uint32_t i = 0; i <= C->f->ngroups; i++)
         if (C->pend[i] != INT64_MIN)
             counter_c(C, i, C->pend[i], 0);
@@ -340,6 +345,7 @@ int perfgroup__chrome_write(struct pgc_file *files, size_t nfiles, const struct 
     C.opt = opt;
     C.out = out;
     C.iv = opt->interval_ns > 0 ? opt->interval_ns : 1000000;
+    C.max_rows = opt->max_samples;
     int64_t base = INT64_MAX;
     for (size_t i = 0; i < nfiles; i++) {
         C.records_total += files[i].records_total;

@@ -16,22 +16,30 @@
  * State per group: the open tick (INT64_MIN: none) and its CPU, and the tick of the latest
  * row (INT64_MIN: none). Events of one thread arrive in time order; a tick earlier than the
  * open one (damaged input) is added to the open one.
+ *
+ * Bounded whatever the input claims: a group writes at most max_rows rows (the per-thread
+ * sample budget), and every loop below writes a row per turn or ends, so an event span or a
+ * CPU time of 2^62 ns costs max_rows rows, not 2^42 turns. CPU past the budget is counted in
+ * `dropped`, never shown.
  */
 #include <stdlib.h>
 
 #include "pgconv.h"
 
-int perfgroup__grid_init(struct pgc_grid *g, uint32_t ngroups, int64_t iv, pgc_grid_emit emit,
-                         void *ctx)
+int perfgroup__grid_init(struct pgc_grid *g, uint32_t ngroups, int64_t iv, uint64_t max_rows,
+                         pgc_grid_emit emit, void *ctx)
 {
     g->iv = iv;
+    g->max_rows = max_rows ? max_rows : 100000000;
+    g->dropped = 0;
     g->emit = emit;
     g->ctx = ctx;
     g->n = ngroups;
     g->bucket = malloc((ngroups + 1) * sizeof(*g->bucket));
     g->cpu = calloc(ngroups + 1, sizeof(*g->cpu));
     g->emitted = malloc((ngroups + 1) * sizeof(*g->emitted));
-    if (!g->bucket || !g->cpu || !g->emitted)
+    g->rows = calloc(ngroups + 1, sizeof(*g->rows));
+    if (!g->bucket || !g->cpu || !g->emitted || !g->rows)
         return -1;
     for (uint32_t i = 0; i <= ngroups; i++)
         g->bucket[i] = g->emitted[i] = INT64_MIN;
@@ -43,14 +51,28 @@ void perfgroup__grid_free(struct pgc_grid *g)
     free(g->bucket);
     free(g->cpu);
     free(g->emitted);
+    free(g->rows);
     g->bucket = g->emitted = NULL;
-    g->cpu = NULL;
+    g->cpu = g->rows = NULL;
+}
+
+/* A group out of rows: what it has open is dropped (counted) and it takes nothing more. */
+static int full(const struct pgc_grid *g, uint32_t gi)
+{
+    return g->rows[gi] >= g->max_rows;
 }
 
 static void emit(struct pgc_grid *g, uint32_t gi, int64_t tick, uint64_t count)
 {
+    if (full(g, gi))
+        return;
     g->emit(g->ctx, gi, tick * g->iv, count);
     g->emitted[gi] = tick;
+    if (++g->rows[gi] == g->max_rows && g->bucket[gi] != INT64_MIN) {
+        g->dropped += g->cpu[gi];
+        g->cpu[gi] = 0;
+        g->bucket[gi] = INT64_MIN;
+    }
 }
 
 /* Closes the open tick and any carry before tick k (INT64_MAX: the thread's end). */
@@ -59,8 +81,10 @@ static void close_before(struct pgc_grid *g, uint32_t gi, int64_t k)
     uint64_t iv = (uint64_t)g->iv;
     while (g->bucket[gi] != INT64_MIN && g->bucket[gi] < k) {
         uint64_t c = g->cpu[gi] < iv ? g->cpu[gi] : iv;
-        emit(g, gi, g->bucket[gi] + 1, c);
         g->cpu[gi] -= c;
+        emit(g, gi, g->bucket[gi] + 1, c); /* the last row a group may write drops the rest */
+        if (g->bucket[gi] == INT64_MIN)
+            break;
         if (g->cpu[gi] == 0)
             g->bucket[gi] = INT64_MIN;
         else
@@ -70,6 +94,10 @@ static void close_before(struct pgc_grid *g, uint32_t gi, int64_t k)
 
 static void tick_add(struct pgc_grid *g, uint32_t gi, int64_t k, uint64_t cpu)
 {
+    if (full(g, gi)) {
+        g->dropped += cpu;
+        return;
+    }
     if (g->bucket[gi] != INT64_MIN && k <= g->bucket[gi]) { /* the open tick (or earlier) */
         g->cpu[gi] += cpu;
         return;
@@ -82,6 +110,10 @@ static void tick_add(struct pgc_grid *g, uint32_t gi, int64_t k, uint64_t cpu)
             emit(g, gi, g->emitted[gi] + 1, 0);
         if (g->emitted[gi] != k)
             emit(g, gi, k, 0);
+        if (full(g, gi)) {
+            g->dropped += cpu;
+            return;
+        }
         g->bucket[gi] = k;
     }
     g->cpu[gi] += cpu;
@@ -99,6 +131,10 @@ void perfgroup__grid_add(struct pgc_grid *g, uint32_t gi, int64_t b, int64_t e, 
     int64_t iv = g->iv, k0 = floor_div(b, iv), k1 = e > b ? floor_div(e - 1, iv) : k0;
     uint64_t left = cpu;
     for (int64_t k = k0; k <= k1 && left; k++) {
+        if (full(g, gi)) { /* a span longer than the budget: the rest is not shown */
+            g->dropped += left;
+            return;
+        }
         uint64_t part = left;
         if (k < k1) {
             int64_t lo = k * iv > b ? k * iv : b, hi = (k + 1) * iv < e ? (k + 1) * iv : e;

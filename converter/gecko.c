@@ -928,7 +928,7 @@ static int begin_thread(void *ctx, uint32_t ti)
     t->last_sample_ns = INT64_MIN;
     perfgroup__clock_init(&t->clk, g->f);
     t->acc = calloc(g->f->ngroups + 1, sizeof(*t->acc));
-    int grid_rc = perfgroup__grid_init(&t->grid, g->f->ngroups, g->iv, counter_row, t);
+    int grid_rc = perfgroup__grid_init(&t->grid, g->f->ngroups, g->iv, g->max_samples, counter_row, t);
     t->spill = tmpfile();
     t->sw = malloc(sizeof(*t->sw));
     if (t->sw)
@@ -1003,6 +1003,18 @@ static int end_thread(void *ctx, uint32_t ti)
     int64_t last_row = perfgroup__grid_finish(&t->grid);
     if (last_row > t->last_ns)
         t->last_ns = last_row; /* the range holds every counter row */
+    if (t->grid.dropped) {
+        fprintf(stderr, "perfgroup-convert: warning: %s: thread %s: CPU counters stopped at "
+                "%" PRIu64 " rows per group (--max-samples); %" PRIu64 " ns of CPU not shown "
+                "in them\n", g->f->path, t->th->name, t->grid.max_rows, t->grid.dropped);
+        struct pgc_out pl;
+        pl_begin(&pl, "PerfgroupCut");
+        const char *why = "counter row limit reached (--max-samples): CPU counters incomplete";
+        pl_str(&pl, "reason", why, strlen(why));
+        pl_ms(&pl, "cpu", (int64_t)(t->grid.dropped > INT64_MAX ? INT64_MAX : t->grid.dropped));
+        pl_end(&pl);
+        marker_row(t, intern_str(t, "Counters capped", 15), t->last_ns, 0, 0, CAT_OTHER, &pl);
+    }
     if (t->capped) {
         fprintf(stderr, "perfgroup-convert: warning: %s: thread %s: samples stopped at %" PRIu64
                 " (--max-samples); markers and counters are complete\n", g->f->path, t->th->name,

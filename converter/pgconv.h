@@ -254,10 +254,15 @@ struct pgc_grid {
     int64_t *bucket;   /* per group: the open tick, INT64_MIN: none */
     uint64_t *cpu;     /* its CPU */
     int64_t *emitted;  /* the tick of the latest row, INT64_MIN: none */
+    uint64_t *rows;    /* rows written per group */
+    uint64_t max_rows; /* per group (the per-thread sample budget): the work and output of a
+                        * grid are bounded by it whatever times and CPU an input claims */
+    uint64_t dropped;  /* ns of CPU not shown because a group reached max_rows */
 };
-/* Groups 0..ngroups (one more for callers' own use). Returns 0 or -1 (no memory). */
-int perfgroup__grid_init(struct pgc_grid *g, uint32_t ngroups, int64_t iv, pgc_grid_emit emit,
-                         void *ctx);
+/* Groups 0..ngroups (one more for callers' own use), at most max_rows rows per group (0: the
+ * default, 100 M). Returns 0 or -1 (no memory). */
+int perfgroup__grid_init(struct pgc_grid *g, uint32_t ngroups, int64_t iv, uint64_t max_rows,
+                         pgc_grid_emit emit, void *ctx);
 /* A group used `cpu` ns over [b, e) (ns): spread over the ticks it covers. */
 void perfgroup__grid_add(struct pgc_grid *g, uint32_t group, int64_t b, int64_t e, uint64_t cpu);
 /* The thread's end: writes what is open; returns the latest row's time (INT64_MIN: none). */
