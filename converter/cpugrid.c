@@ -129,6 +129,16 @@ void perfgroup__grid_add(struct pgc_grid *g, uint32_t gi, int64_t b, int64_t e, 
     if (gi > g->n)
         return;
     int64_t iv = g->iv, k0 = floor_div(b, iv), k1 = e > b ? floor_div(e - 1, iv) : k0;
+    if (g->bucket[gi] != INT64_MIN && k0 < g->bucket[gi]) {
+        /* begins before the open tick (damaged input: events of a thread are in time order):
+         * what lies before it goes into it, so that every turn below writes a row */
+        if (k1 <= g->bucket[gi]) {
+            tick_add(g, gi, g->bucket[gi], cpu);
+            return;
+        }
+        k0 = g->bucket[gi];
+        b = k0 * iv;
+    }
     uint64_t left = cpu;
     for (int64_t k = k0; k <= k1 && left; k++) {
         if (full(g, gi)) { /* a span longer than the budget: the rest is not shown */
