@@ -38,12 +38,15 @@ struct chrome {
     int named_events, named_markers; /* the thread's extra tracks have their thread_name */
     /* per group of the file, written once: "CPU <name>" and "cpu_ms <name>" as JSON strings */
     char **cpu_name, **cpu_key;
+    size_t *cpu_key_len;
     struct pgc_grid grid;  /* per-group CPU on the sample grid, as the Gecko counters */
     int64_t *pend;         /* per group: time of the latest row with CPU, INT64_MIN: none */
     /* per depth d: the extent of the intervals at depth d + 1 written since the last one at
      * d (its children: records come innermost first) */
     int64_t kid_lo[256], kid_hi[256];
     int64_t last_ns;
+    char cat[256]; /* an interval slice's category */
+    size_t cat_len;
     uint64_t nevents;
     uint64_t records_done, records_total;
 };
@@ -53,23 +56,27 @@ static void us(struct pgc_out *o, int64_t ns)
     perfgroup__out_fixed(o, ns, 1000);
 }
 
-static void head_tid(struct chrome *C, const char *ph, const char *name, size_t nlen,
-                     const char *cat, uint32_t tid)
+/* `cat`: a literal, or C->cat (an interval's group names, any bytes: escaped). */
+static void head_tid(struct chrome *C, char ph, const char *name, size_t nlen, const char *cat,
+                     uint32_t tid)
 {
     struct pgc_out *o = C->out;
     PGC_SEP(o, C->nevents++, "\n{\"ph\":\"");
-    perfgroup__out_str(o, ph);
+    perfgroup__out_raw(o, &ph, 1);
     PGC_LIT(o, "\",\"name\":");
     perfgroup__out_json_str(o, name, nlen);
     PGC_LIT(o, ",\"cat\":\"");
-    perfgroup__out_json_chars(o, cat, strlen(cat)); /* group names: any bytes */
+    if (cat == C->cat)
+        perfgroup__out_json_chars(o, cat, C->cat_len);
+    else
+        perfgroup__out_str(o, cat);
     PGC_LIT(o, "\",\"pid\":");
     perfgroup__out_u64(o, C->f->pid);
     PGC_LIT(o, ",\"tid\":");
     perfgroup__out_u64(o, tid);
 }
 
-static void head(struct chrome *C, const char *ph, const char *name, size_t nlen, const char *cat)
+static void head(struct chrome *C, char ph, const char *name, size_t nlen, const char *cat)
 {
     head_tid(C, ph, name, nlen, cat, C->tid);
 }
@@ -94,7 +101,7 @@ static void instant(struct chrome *C, int64_t s)
 static void meta_name(struct chrome *C, const char *what, const char *name, uint32_t tid)
 {
     struct pgc_out *o = C->out;
-    head_tid(C, "M", what, strlen(what), "__metadata", tid);
+    head_tid(C, 'M', what, strlen(what), "__metadata", tid);
     PGC_LIT(o, ",\"args\":{\"name\":");
     perfgroup__out_json_str(o, name, strlen(name));
     PGC_LIT(o, "}}");
@@ -128,10 +135,12 @@ static void counter_c(struct chrome *C, uint32_t gi, int64_t ns, double share)
     PGC_LIT(o, ",\"args\":{\"");
     perfgroup__out_u64(o, C->tid);
     PGC_LIT(o, "\":");
-    if (share > 0)
-        perfgroup__out_double(o, share);
-    else
-        PGC_LIT(o, "0");
+    /* nine decimals (the ns of a 1 s tick), without printf's cost */
+    if (!(share > 0))
+        share = 0;
+    else if (share > 1e9)
+        share = 1e9; /* cpugrid.c keeps it <= 1: a bound for the conversion, never reached */
+    perfgroup__out_fixed(o, (int64_t)(share * 1e9 + 0.5), 1000000000);
     PGC_LIT(o, "}}");
 }
 
@@ -190,7 +199,7 @@ static int on_record(void *ctx, const struct pgr_record *r)
         int64_t s = perfgroup__clock_ns(&C->clk, r->u.event.begin_tsc);
         int64_t e = perfgroup__clock_ns(&C->clk, r->u.event.end_tsc);
         uint32_t tid = side_track(C, EVENTS_TID, &C->named_events, "events");
-        head_tid(C, "X", name, strlen(name), "event", tid);
+        head_tid(C, 'X', name, strlen(name), "event", tid);
         span(C, s, e);
         PGC_LIT(o, ",\"args\":{\"cpu_ms\":");
         perfgroup__out_fixed(o, (int64_t)r->u.event.cpu_ns, 1000000);
@@ -201,7 +210,7 @@ static int on_record(void *ctx, const struct pgr_record *r)
             if (gi == UINT32_MAX)
                 continue;
             PGC_LIT(o, ",");
-            perfgroup__out_str(o, C->cpu_key[gi]);
+            perfgroup__out_raw(o, C->cpu_key[gi], C->cpu_key_len[gi]);
             PGC_LIT(o, ":");
             perfgroup__out_fixed(o, (int64_t)r->u.event.groups[i].cpu_ns, 1000000);
         }
@@ -215,15 +224,16 @@ static int on_record(void *ctx, const struct pgr_record *r)
         uint32_t si = perfgroup__site_index(f, r->u.interval.function_id);
         const struct pgc_site *st = si == UINT32_MAX ? NULL : &f->sites[si];
         const char *name = st ? st->display : "(unknown function)";
-        char cat[256] = "perfgroup";
+        char *cat = C->cat;
+        strcpy(cat, "perfgroup");
         size_t cl = 0;
         for (uint32_t b = 0; st && b < st->ngroups && b < 8; b++) {
             if (f->groups[st->groups[b]].kind == PERFGROUP_KIND_FUNCTION)
                 continue; /* its own name again: the slice's name says it */
-            int n = snprintf(cat + cl, sizeof(cat) - cl, "%s%s", cl ? "," : "",
+            int n = snprintf(cat + cl, sizeof(C->cat) - cl, "%s%s", cl ? "," : "",
                              f->groups[st->groups[b]].name);
             if (n > 0)
-                cl += (size_t)n < sizeof(cat) - cl ? (size_t)n : sizeof(cat) - cl - 1;
+                cl += (size_t)n < sizeof(C->cat) - cl ? (size_t)n : sizeof(C->cat) - cl - 1;
         }
         /* the category is a raw string in head(): keep it JSON-safe */
         for (size_t i = 0; i < cl; i++)
@@ -248,7 +258,8 @@ static int on_record(void *ctx, const struct pgr_record *r)
             if (e > C->kid_hi[d - 1])
                 C->kid_hi[d - 1] = e;
         }
-        head(C, "X", name, strlen(name), cat);
+        C->cat_len = cl ? cl : strlen(cat);
+        head(C, 'X', name, strlen(name), cat);
         span(C, s, e);
         if (r->u.interval.group_mask) /* the depth is the nesting; only acquisitions are news */
             PGC_LIT(o, ",\"args\":{\"acquired\":true}");
@@ -262,10 +273,10 @@ static int on_record(void *ctx, const struct pgr_record *r)
         int64_t s = perfgroup__clock_ns(&C->clk, r->u.marker.start_tsc);
         uint32_t tid = side_track(C, MARKERS_TID, &C->named_markers, "markers");
         if (r->u.marker.end_tsc == r->u.marker.start_tsc) {
-            head_tid(C, "i", name, strlen(name), "marker", tid);
+            head_tid(C, 'i', name, strlen(name), "marker", tid);
             instant(C, s);
         } else {
-            head_tid(C, "X", name, strlen(name), "marker", tid);
+            head_tid(C, 'X', name, strlen(name), "marker", tid);
             span(C, s, perfgroup__clock_ns(&C->clk, r->u.marker.end_tsc));
         }
         PGC_LIT(o, ",\"args\":{\"text\":");
@@ -274,7 +285,7 @@ static int on_record(void *ctx, const struct pgr_record *r)
         break;
     }
     case PGF_REC_DROPPED:
-        head(C, "i", "Records dropped", 15, "perfgroup");
+        head(C, 'i', "Records dropped", 15, "perfgroup");
         instant(C, C->last_ns);
         PGC_LIT(o, ",\"args\":{\"records\":");
         perfgroup__out_u64(o, r->u.dropped.records);
@@ -301,7 +312,7 @@ static int end_thread(void *ctx, uint32_t ti)
         if (C->pend[i] != INT64_MIN)
             counter_c(C, i, C->pend[i], 0);
     if (C->f->not_closed) {
-        head(C, "i", "Recording cut", 13, "perfgroup");
+        head(C, 'i', "Recording cut", 13, "perfgroup");
         instant(C, C->last_ns);
         PGC_LIT(C->out, ",\"args\":{\"reason\":\"the program did not close the recording\"}}");
     }
@@ -385,9 +396,11 @@ int perfgroup__chrome_write(struct pgc_file *files, size_t nfiles, const struct 
         C.cpu_name = group_strings(&files[i], "CPU ");
         C.cpu_key = group_strings(&files[i], "cpu_ms ");
         C.pend = malloc((files[i].ngroups + 1) * sizeof(*C.pend));
-        int ok = C.cpu_name && C.cpu_key && C.pend;
+        C.cpu_key_len = malloc((files[i].ngroups + 1) * sizeof(*C.cpu_key_len));
+        int ok = C.cpu_name && C.cpu_key && C.pend && C.cpu_key_len;
         for (uint32_t g = 0; ok && g < files[i].ngroups; g++)
-            ok = C.cpu_name[g] && C.cpu_key[g];
+            if ((ok = C.cpu_name[g] && C.cpu_key[g]))
+                C.cpu_key_len[g] = strlen(C.cpu_key[g]);
         if (!ok && !err->set) {
             err->set = 1;
             snprintf(err->msg, sizeof(err->msg), "%s: byte 0: out of memory", files[i].path);
@@ -396,6 +409,7 @@ int perfgroup__chrome_write(struct pgc_file *files, size_t nfiles, const struct 
         free_strings(C.cpu_name, files[i].ngroups);
         free_strings(C.cpu_key, files[i].ngroups);
         free(C.pend);
+        free(C.cpu_key_len);
         perfgroup__grid_free(&C.grid);
         perfgroup__file_repark(&files[i]);
     }

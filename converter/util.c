@@ -245,21 +245,48 @@ const char *perfgroup__text_safe(char *dst, size_t cap, const char *s)
     return dst;
 }
 
-/* Digits of v into the end of b (size 20); returns the first. 32-bit division when it fits:
- * number formatting is most of the converter's time. */
-static char *digits(char *end, uint64_t v)
+/* Number formatting is most of the converter's time: digits go straight into the output
+ * buffer, two at a time from a table, with 32-bit division once the value fits (a libc
+ * memcpy per number from a scratch buffer cost more than the division). */
+static const char two_digits[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+static unsigned ndigits(uint64_t v)
 {
-    char *p = end;
+    static const uint64_t pow10[20] = {
+        1u, 10u, 100u, 1000u, 10000u, 100000u, 1000000u, 10000000u, 100000000u, 1000000000u,
+        10000000000u, 100000000000u, 1000000000000u, 10000000000000u, 100000000000000u,
+        1000000000000000u, 10000000000000000u, 100000000000000000u, 1000000000000000000u,
+        10000000000000000000u};
+    unsigned t = ((64u - (unsigned)__builtin_clzll(v | 1)) * 1233u) >> 12; /* ~ log10 */
+    return v < pow10[t] ? (t ? t : 1) : t + 1;
+}
+
+/* The digits of v ending at w + n (n >= ndigits(v); the first n - ndigits(v) bytes are left
+ * as they are); returns w + n. */
+static char *put_digits(char *w, uint64_t v, unsigned n)
+{
+    char *p = w + n;
     while (v > UINT32_MAX) {
         *--p = (char)('0' + v % 10);
         v /= 10;
     }
-    uint32_t w = (uint32_t)v;
-    do {
-        *--p = (char)('0' + w % 10);
-        w /= 10;
-    } while (w);
-    return p;
+    uint32_t x = (uint32_t)v;
+    while (x >= 100) {
+        const char *d = two_digits + 2 * (x % 100);
+        x /= 100;
+        *--p = d[1];
+        *--p = d[0];
+    }
+    if (x >= 10) {
+        *--p = two_digits[2 * x + 1];
+        *--p = two_digits[2 * x];
+    } else {
+        *--p = (char)('0' + x);
+    }
+    return w + n;
 }
 
 void perfgroup__out_u64(struct pgc_out *o, uint64_t v)
@@ -268,10 +295,7 @@ void perfgroup__out_u64(struct pgc_out *o, uint64_t v)
         perfgroup__out_flush(o);
     if (o->len + 20 > sizeof(o->buf))
         return; /* a writer used as a fixed buffer (payloads): full */
-    char b[20];
-    char *p = digits(b + 20, v);
-    memcpy(o->buf + o->len, p, (size_t)(b + 20 - p));
-    o->len += (size_t)(b + 20 - p);
+    o->len = (size_t)(put_digits(o->buf + o->len, v, ndigits(v)) - o->buf);
 }
 
 void perfgroup__out_i64(struct pgc_out *o, int64_t v)
@@ -294,25 +318,28 @@ void perfgroup__out_fixed(struct pgc_out *o, int64_t v, int64_t div)
     char *w = o->buf + o->len;
     if (v < 0)
         *w++ = '-';
-    char b[20];
-    char *p = digits(b + 20, a / (uint64_t)div);
-    memcpy(w, p, (size_t)(b + 20 - p));
-    w += b + 20 - p;
-    uint32_t frac = (uint32_t)(a % (uint64_t)div); /* div <= 1e9 */
+    uint64_t q;
+    uint32_t frac; /* div <= 1e9 */
+    unsigned n;    /* the fraction's digits, zeros kept */
+    switch (div) { /* the divisors in use, as constants: a multiplication, not a division */
+    case 1000:
+        q = a / 1000, frac = (uint32_t)(a % 1000), n = 3;
+        break;
+    case 1000000:
+        q = a / 1000000, frac = (uint32_t)(a % 1000000), n = 6;
+        break;
+    default:
+        q = a / (uint64_t)div, frac = (uint32_t)(a % (uint64_t)div);
+        n = ndigits((uint64_t)div) - 1;
+        break;
+    }
+    w = put_digits(w, q, ndigits(q));
     if (frac) {
-        int n = 0;
-        for (uint64_t d = (uint64_t)div; d > 1; d /= 10)
-            n++;
-        char f[10];
-        for (int i = n - 1; i >= 0; i--) {
-            f[i] = (char)('0' + frac % 10);
-            frac /= 10;
-        }
-        while (n > 0 && f[n - 1] == '0')
-            n--;
         *w++ = '.';
-        memcpy(w, f, (size_t)n);
-        w += n;
+        memset(w, '0', n); /* the fraction's leading zeros */
+        w = put_digits(w, frac, n);
+        while (w[-1] == '0') /* and no trailing ones (frac > 0: a digit is not 0) */
+            w--;
     }
     o->len = (size_t)(w - o->buf);
 }
