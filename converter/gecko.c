@@ -134,6 +134,8 @@ struct gthread {
     struct pgc_map level_map;
     /* stats-mode accumulators, one per group of the file, + one for "outside groups" */
     uint64_t *acc;
+    uint64_t cpu_done;       /* stats: CPU of the thread's events before the current one */
+    uint64_t cpu_sampled;    /* stats: the thread's CPU up to its latest sample */
     struct pgc_grid grid;    /* per-group CPU counters */
     /* samples go to a spill file (markers, far more numerous in trace mode, go straight to
      * the output) and are copied in after the markers */
@@ -612,6 +614,22 @@ static uint64_t to_u64(double v)
     return v > 0 ? (v < 1.8e19 ? (uint64_t)v : (uint64_t)1.8e19) : 0;
 }
 
+/* A sample's threadCPUDelta: the thread's CPU between its previous sample and `at`, each
+ * event's measured CPU spread evenly over its span (as the counters spread it). Real CPU, not
+ * one interval per sample: a sample after an idle gap reads low, the deltas add up to the
+ * thread's CPU. */
+static int64_t stats_cpu_delta(struct gthread *t, uint64_t cpu, int64_t b, int64_t span,
+                               int64_t at)
+{
+    double part = span > 0 ? (double)cpu * (double)(at - b) / (double)span : (double)cpu;
+    uint64_t upto = t->cpu_done + to_u64(part);
+    if (upto <= t->cpu_sampled)
+        return 0; /* a nested loop's outer event: its samples follow the inner ones */
+    uint64_t d = upto - t->cpu_sampled;
+    t->cpu_sampled = upto;
+    return d < (uint64_t)INT64_MAX ? (int64_t)d : INT64_MAX;
+}
+
 static void stats_event(struct gthread *t, const struct pgr_record *r, int64_t b, int64_t e,
                         uint32_t name_frame_loc)
 {
@@ -653,8 +671,10 @@ static void stats_event(struct gthread *t, const struct pgr_record *r, int64_t b
     counts[nk] = (uint32_t)krest;
     idx[nk++] = UNKNOWN;
     k_total += krest;
-    if (!k_total)
+    if (!k_total) {
+        t->cpu_done += cpu;
         return;
+    }
     int64_t span = e > b ? e - b : 0;
     uint64_t j = 0;
     for (uint32_t i = 0; i < nk; i++) {
@@ -670,9 +690,10 @@ static void stats_event(struct gthread *t, const struct pgr_record *r, int64_t b
                               label_frame(t, t->f->groups[idx[i]].name, group_cat(t, idx[i])));
         for (uint32_t k = 0; k < counts[i] && !t->capped; k++, j++) {
             int64_t at = b + (int64_t)((double)span * ((double)j + 0.5) / (double)k_total);
-            write_sample(t, st, at, iv);
+            write_sample(t, st, at, stats_cpu_delta(t, cpu, b, span, at));
         }
     }
+    t->cpu_done += cpu;
 }
 
 /* ---- Records ------------------------------------------------------------------------- */
@@ -892,7 +913,7 @@ static void write_thread_head(struct gecko *g, const char *name, const char *pro
     g->nthreads_written++;
 }
 
-/* threadCPUDelta only in stats mode, where each sample is one interval of measured CPU; a
+/* threadCPUDelta only in stats mode, where samples stand for the events' measured CPU; a
  * trace-mode sample has no CPU reading of its own */
 static const char samples_schema[] =
     ",\"samples\":{\"schema\":{\"stack\":0,\"time\":1,\"eventDelay\":2,\"threadCPUDelta\":3},"

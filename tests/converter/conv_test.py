@@ -539,13 +539,13 @@ def compare_chrome(gecko, files):
     print("ok chrome: %d CPU counters integrate to the Gecko counters' sums" % len(cpu_g))
 
 
-def record_trace(argv, base):
-    """Runs argv recording in trace mode to BASE.pgm, converts it to BASE.json and checks it.
-    Returns (pgm, json), json None on failure."""
+def record_trace(argv, base, mode="trace"):
+    """Runs argv recording in trace mode (or `mode`) to BASE.pgm, converts it to BASE.json and
+    checks it. Returns (pgm, json), json None on failure."""
     pgm, gecko = base + ".pgm", base + ".json"
     if os.path.exists(pgm):
         os.unlink(pgm)
-    env = dict(os.environ, PERFGROUP_OUTPUT=pgm, PERFGROUP_MODE="trace", PERFGROUP_BUFFER="16M")
+    env = dict(os.environ, PERFGROUP_OUTPUT=pgm, PERFGROUP_MODE=mode, PERFGROUP_BUFFER="16M")
     p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
     if p.returncode != 0:
         fail("run %s: exit %d: %s" % (argv[0], p.returncode, p.stderr))
@@ -627,6 +627,41 @@ def demo(exe):
         fail("only %d samples in nested keypresses" % n)
     else:
         print("ok %d nested-keypress samples: %s > ..." % (n, " > ".join(chain)))
+    pgm, gecko = record_trace([exe, "20"], os.path.join(d, "demo-stats"), mode="stats")
+    if gecko:
+        check_cpu_delta(gecko, pgm)
+
+
+def check_cpu_delta(gecko, pgm):
+    """Stats mode's threadCPUDelta is the CPU each sample stands for, as the front-end reads it
+    (CPU since the previous sample, its CPU graph's height): never more than the time since
+    the previous sample (the events' CPU spread over their spans), adding up to the thread's
+    CPU — not one interval on every sample, which drew a short event as a 260 % spike."""
+    rc, out, err = run([pgm, "--summary", "--json", "--no-progress"])
+    if rc != 0:
+        fail("summary: exit %d: %s" % (rc, err))
+        return
+    proc = json.loads(out)["processes"][0]
+    cpu = {t["tid"]: t["cpu_ms"] * 1e6 for t in proc["threads"]}
+    slack = (len(proc["groups"]) + 2) * 1e6  # CPU not yet a whole sample at the end
+    for t in json.load(open(gecko))["threads"]:
+        schema, rows = t["samples"]["schema"], t["samples"]["data"]
+        if "threadCPUDelta" not in schema:
+            fail("%s: stats mode has no threadCPUDelta" % t["name"])
+            continue
+        c, tm = schema["threadCPUDelta"], schema["time"]
+        over = [(r[tm], r[c], (r[tm] - p[tm]) * 1e6) for p, r in zip(rows, rows[1:])
+                if r[c] > (r[tm] - p[tm]) * 1e6 * 1.02 + 2000]
+        total, want = sum(r[c] for r in rows), cpu.get(t["tid"], 0)
+        if over:
+            fail("%s: %d samples use more CPU than the time since the previous one, first at "
+                 "%.3f ms: %d ns in %.0f ns" % (t["name"], len(over), *over[0]))
+        elif not want - slack <= total <= want + 1000:
+            fail("%s: threadCPUDelta adds up to %d ns, the thread's CPU is %d ns"
+                 % (t["name"], total, want))
+        else:
+            print("ok %s: %d samples' threadCPUDelta <= 100 %%, %.3f of %.3f ms CPU"
+                  % (t["name"], len(rows), total / 1e6, want / 1e6))
 
 
 def many(sanitized=False):
