@@ -14,19 +14,24 @@
 #   RUNTIME link PerfGroup::perfgroup (SHARED, the default) or PerfGroup::perfgroup_static.
 #   OPTIONS further plugin options, e.g. system-headers or verbose.
 #
-# For each language of the target (C, CXX) the compiler decides the flags:
+# For each language of the target (C, CXX) the compiler decides the flags, with the plugin
+# built for its major version (PerfGroup::gcc_plugin_<N> / PerfGroup::clang_plugin_<N>; none:
+# a configure error naming the compiler and the -DPERFGROUP_GCC= / -DPERFGROUP_LLVM_CONFIG=
+# that builds its plugin):
 #   GCC    -fplugin=<perfgroup.so> -fplugin-arg-perfgroup-<option>...
 #   Clang  -fplugin=<perfgroup-clang.so> -fpass-plugin=<perfgroup-clang.so> -D__PERFGROUP__=1
-#          -fplugin-arg-perfgroup-<option>...
+#          -fplugin-arg-perfgroup-<option>...   (Clang 13: -Xclang -plugin-arg-perfgroup -Xclang
+#          <option>, it has no -fplugin-arg-)
 # They are COMPILE options only: Clang warns about -fplugin-arg-* on a link line (an error
 # under -Werror). -fpass-plugin= and -D__PERFGROUP__=1 are what instrument when clang runs cc1
 # without the plugin's front-end action (-save-temps: the -E run and the .bc -> .o run;
 # .ll/.bc input); in an ordinary compile the plugin adds itself as pass plugin once either way
-# (docs/plugins.md). The plugin must be the one built for the compiler's major version.
+# (docs/plugins.md).
 #
 # Where the plugins and the runtime come from: the PerfGroup:: targets (this build, or
 # find_package(PerfGroup)); else, for a file include()d on its own, the paths in
-# PERFGROUP_GCC_PLUGIN_FILE, PERFGROUP_CLANG_PLUGIN_FILE and PERFGROUP_RUNTIME_FILE.
+# PERFGROUP_GCC_PLUGIN_FILE, PERFGROUP_CLANG_PLUGIN_FILE (versions not checked)
+# and PERFGROUP_RUNTIME_FILE.
 include_guard(GLOBAL)
 
 function(perfgroup_instrument target)
@@ -78,70 +83,76 @@ function(perfgroup_instrument target)
     set(_runtime "${PERFGROUP_RUNTIME_FILE}")
   endif()
 
-  # The flags of each plugin, chosen per source by generator expressions on the compiler that
-  # compiles it; checked here for the languages whose compiler this directory knows (a language
-  # enabled only inside an add_subdirectory()'d perfgroup is not).
+  # Each language's sources get the plugin of the compiler that compiles them, by family and
+  # major version (PerfGroup::gcc_plugin_<N>, PerfGroup::clang_plugin_<N>): a plugin built for
+  # another release does not load (GCC: undefined symbols) or crashes the compiler (Clang), so
+  # a compiler without its plugin is an error here, at configure time.
   set(_flags "")
-  set(_file_gcc_plugin "${PERFGROUP_GCC_PLUGIN_FILE}")
-  set(_file_clang_plugin "${PERFGROUP_CLANG_PLUGIN_FILE}")
-  set(_have "")
-  foreach(_plugin gcc_plugin clang_plugin)
-    if(TARGET PerfGroup::${_plugin})
-      set(_so $<TARGET_FILE:PerfGroup::${_plugin}>)
-    elseif(_file_${_plugin})
-      set(_so "${_file_${_plugin}}")
-    else()
-      continue()
-    endif()
-    list(APPEND _have ${_plugin})
-    set(_f -fplugin=${_so})
-    if(_plugin STREQUAL "clang_plugin")
-      list(APPEND _f -fpass-plugin=${_so} -D__PERFGROUP__=1)
-      set(_id Clang)
-    else()
-      set(_id GNU)
-    endif()
-    foreach(_o IN LISTS _opts)
-      list(APPEND _f -fplugin-arg-perfgroup-${_o})
-    endforeach()
-    list(JOIN _f "$<SEMICOLON>" _f)
-    foreach(_lang C CXX)
-      list(APPEND _flags "$<$<COMPILE_LANG_AND_ID:${_lang},${_id}>:${_f}>")
-    endforeach()
-    # In a build tree the plugin is a target of this build: build it before compiling.
-    if(TARGET PerfGroup::${_plugin})
-      get_target_property(_real PerfGroup::${_plugin} ALIASED_TARGET)
-      if(_real)
-        add_dependencies(${target} ${_real})
-      endif()
-    endif()
-  endforeach()
   get_property(_langs GLOBAL PROPERTY ENABLED_LANGUAGES)
   foreach(_lang IN ITEMS C CXX)
     set(_id "${CMAKE_${_lang}_COMPILER_ID}")
     if(NOT _lang IN_LIST _langs OR _id STREQUAL "")
-      continue()
+      continue()   # not enabled, or enabled only inside an add_subdirectory()'d perfgroup
     endif()
-    string(REGEX MATCH "^[0-9]+" _major "${CMAKE_${_lang}_COMPILER_VERSION}")
+    set(_version "${CMAKE_${_lang}_COMPILER_VERSION}")
+    string(REGEX MATCH "^[0-9]+" _major "${_version}")
     if(_id STREQUAL "GNU")
-      set(_plugin PerfGroup::gcc_plugin)
-      set(_want "${PerfGroup_GCC_MAJOR}")
+      set(_p gcc_plugin)
+      set(_up GCC)
+      set(_name GCC)
+      set(_fam GCC)
+      set(_var PERFGROUP_GCC)
+      set(_val gcc-${_major})
     elseif(_id STREQUAL "Clang")
-      set(_plugin PerfGroup::clang_plugin)
-      set(_want "${PerfGroup_LLVM_MAJOR}")
+      set(_p clang_plugin)
+      set(_up CLANG)
+      set(_name Clang)
+      set(_fam LLVM)
+      set(_var PERFGROUP_LLVM_CONFIG)
+      set(_val llvm-config-${_major})
     else()
       message(FATAL_ERROR "${_where}: perfgroup has no plugin for the ${_lang} compiler "
-                          "${_id} (GCC and Clang only)")
+                          "${_id} ${_version} (GCC and Clang only)")
     endif()
-    string(REPLACE "PerfGroup::" "" _p ${_plugin})
-    if(NOT _p IN_LIST _have)
-      message(FATAL_ERROR "${_where}: the ${_lang} compiler is ${_id}, but this perfgroup was "
-                          "built without ${_plugin}")
+    set(_compiler "${_name} ${_version} (${CMAKE_${_lang}_COMPILER})")
+    if(TARGET PerfGroup::${_p}_${_major})
+      set(_so $<TARGET_FILE:PerfGroup::${_p}_${_major}>)
+      # In a build tree the plugin is built by this build: build it before compiling.
+      get_target_property(_real PerfGroup::${_p}_${_major} ALIASED_TARGET)
+      if(TARGET "${_real}-build")          # a plugin built by another g++ (plugin-gcc/)
+        add_dependencies(${target} ${_real}-build)
+      elseif(_real)
+        get_target_property(_imported ${_real} IMPORTED)
+        if(NOT _imported)
+          add_dependencies(${target} ${_real})
+        endif()
+      endif()
+    elseif(NOT PerfGroup_${_fam}_MAJORS AND PERFGROUP_${_up}_PLUGIN_FILE)
+      set(_so "${PERFGROUP_${_up}_PLUGIN_FILE}")   # a file include()d on its own: unchecked
+    elseif(PerfGroup_${_fam}_MAJORS)
+      list(JOIN PerfGroup_${_fam}_MAJORS ", " _have)
+      message(FATAL_ERROR "${_where}: the ${_lang} compiler is ${_compiler}, but this perfgroup "
+                          "has PerfGroup::${_p} only for ${_name} ${_have}; a plugin of another "
+                          "release does not load into it or crashes it. Build perfgroup for it "
+                          "with -D${_var}=${_val} (plugins for several compilers side by side: "
+                          "a list, \"-D${_var}=${_val};...\"), or compile with ${_name} ${_have}.")
+    else()
+      message(FATAL_ERROR "${_where}: the ${_lang} compiler is ${_compiler}, but this perfgroup "
+                          "was built without PerfGroup::${_p}")
     endif()
-    if(_want AND NOT _major STREQUAL _want)
-      message(FATAL_ERROR "${_where}: ${_plugin} is built for ${_id} ${_want}, the ${_lang} "
-                          "compiler is ${_id} ${CMAKE_${_lang}_COMPILER_VERSION}")
+    set(_f -fplugin=${_so})
+    if(_id STREQUAL "Clang")
+      list(APPEND _f -fpass-plugin=${_so} -D__PERFGROUP__=1)
     endif()
+    foreach(_o IN LISTS _opts)
+      if(_id STREQUAL "Clang" AND _major LESS 14)
+        list(APPEND _f "SHELL:-Xclang -plugin-arg-perfgroup -Xclang \"${_o}\"")  # no -fplugin-arg- before 14
+      else()
+        list(APPEND _f -fplugin-arg-perfgroup-${_o})
+      endif()
+    endforeach()
+    list(JOIN _f "$<SEMICOLON>" _f)
+    list(APPEND _flags "$<$<COMPILE_LANGUAGE:${_lang}>:${_f}>")
   endforeach()
   target_compile_options(${target} PRIVATE ${_flags})
 

@@ -9,8 +9,11 @@
 #   P/LIBDIR/libperfgroup.so*, libperfgroup.a        PerfGroup::perfgroup, ::perfgroup_static
 #   P/include/perfgroup.h, perfgroup/*.h              PerfGroup::headers
 #   P/bin/perfgroup-convert                           PerfGroup::convert
-#   <gcc -print-file-name=plugin>/perfgroup.so        PerfGroup::gcc_plugin (gcc -fplugin=perfgroup)
-#   P/LIBDIR/perfgroup-clang.so                       PerfGroup::clang_plugin
+#   <gcc-N -print-file-name=plugin>/perfgroup.so      PerfGroup::gcc_plugin_N, one per GCC built
+#                                                     (gcc-N -fplugin=perfgroup); the first GCC's
+#                                                     is PerfGroup::gcc_plugin
+#   P/LIBDIR/perfgroup-clang-N.so                     PerfGroup::clang_plugin_N, one per LLVM built
+#   P/LIBDIR/perfgroup-clang.so                       PerfGroup::clang_plugin (the first LLVM's)
 #   P/LIBDIR/cmake/PerfGroup/                         find_package(PerfGroup)
 #   P/LIBDIR/pkgconfig/perfgroup.pc                   pkg-config perfgroup
 include(CMakePackageConfigHelpers)
@@ -22,21 +25,22 @@ endif()
 if(TARGET perfgroup-convert AND NOT TARGET PerfGroup::convert)
   add_executable(PerfGroup::convert ALIAS perfgroup-convert)
 endif()
-# The compiler versions the plugins were built for (perfgroup_instrument() checks them). Cache
-# variables, so a parent project that add_subdirectory()s perfgroup sees them too.
-set(PerfGroup_GCC_MAJOR "" CACHE INTERNAL "GCC major version perfgroup.so is built for")
-set(PerfGroup_LLVM_MAJOR "" CACHE INTERNAL "LLVM major version perfgroup-clang.so is built for")
-if(TARGET perfgroup-gcc)
-  execute_process(COMMAND ${PERFGROUP_GCC} -dumpversion OUTPUT_VARIABLE _v
-                  OUTPUT_STRIP_TRAILING_WHITESPACE)
-  string(REGEX MATCH "^[0-9]+" _v "${_v}")
-  set(PerfGroup_GCC_MAJOR "${_v}" CACHE INTERNAL "GCC major version perfgroup.so is built for")
+# The compiler versions the plugins were built for (perfgroup_instrument() picks and checks by
+# them): PerfGroup_GCC_MAJORS / PerfGroup_LLVM_MAJORS (plugin-gcc/, plugin-clang/: cache
+# variables, so a parent project that add_subdirectory()s perfgroup sees them too) and the
+# first of each, the one PerfGroup::gcc_plugin / PerfGroup::clang_plugin is.
+foreach(_fam GCC LLVM)
+  set(_v "")
+  if(PerfGroup_${_fam}_MAJORS)
+    list(GET PerfGroup_${_fam}_MAJORS 0 _v)
+  endif()
+  set(PerfGroup_${_fam}_MAJOR "${_v}" CACHE INTERNAL "${_fam} major version of the first plugin")
+endforeach()
+if(NOT TARGET perfgroup-gcc)
+  set(PerfGroup_GCC_MAJORS "" CACHE INTERNAL "")
 endif()
-if(TARGET perfgroup-clang)
-  execute_process(COMMAND ${PERFGROUP_LLVM_CONFIG} --version OUTPUT_VARIABLE _v
-                  OUTPUT_STRIP_TRAILING_WHITESPACE)
-  string(REGEX MATCH "^[0-9]+" _v "${_v}")
-  set(PerfGroup_LLVM_MAJOR "${_v}" CACHE INTERNAL "LLVM major version perfgroup-clang.so is built for")
+if(NOT TARGET perfgroup-clang)
+  set(PerfGroup_LLVM_MAJORS "" CACHE INTERNAL "")
 endif()
 include(${CMAKE_CURRENT_LIST_DIR}/PerfGroupInstrument.cmake)
 
@@ -50,13 +54,27 @@ install(EXPORT PerfGroupTargets NAMESPACE PerfGroup:: DESTINATION ${PERFGROUP_CM
 # not built. Relative ones are relative to the install prefix (which may move); the GCC plugin
 # lives in GCC's own directory, an absolute path.
 set(PERFGROUP_PKG_GCC_PLUGIN "")
-set(PERFGROUP_PKG_GCC_PLUGIN_REL "")
+set(PERFGROUP_PKG_CLANG_PLUGIN "")
+# Every plugin by its compiler's major version: "<major>=<path>;..." for PerfGroupConfig.cmake,
+# and the pkg-config variables gcc_plugin_<major> / clang_plugin_<major>.
+set(PERFGROUP_PKG_GCC_PLUGINS "")
+set(PERFGROUP_PKG_CLANG_PLUGINS "")
+set(PERFGROUP_PC_PLUGIN_VARS "")
+foreach(_m IN LISTS PerfGroup_GCC_MAJORS)
+  set(_abs ${PERFGROUP_GCC_${_m}_PLUGIN_DIR}/perfgroup.so)
+  list(APPEND PERFGROUP_PKG_GCC_PLUGINS "${_m}=${_abs}")
+  string(APPEND PERFGROUP_PC_PLUGIN_VARS "gcc_plugin_${_m}=${_abs}\n")
+endforeach()
+foreach(_m IN LISTS PerfGroup_LLVM_MAJORS)
+  list(APPEND PERFGROUP_PKG_CLANG_PLUGINS "${_m}=${CMAKE_INSTALL_LIBDIR}/perfgroup-clang-${_m}.so")
+  string(APPEND PERFGROUP_PC_PLUGIN_VARS
+         "clang_plugin_${_m}=\${prefix}/${CMAKE_INSTALL_LIBDIR}/perfgroup-clang-${_m}.so\n")
+endforeach()
+string(REPLACE ";" " " PERFGROUP_PC_GCC_MAJORS "${PerfGroup_GCC_MAJORS}")
+string(REPLACE ";" " " PERFGROUP_PC_LLVM_MAJORS "${PerfGroup_LLVM_MAJORS}")
 if(TARGET perfgroup-gcc)
   set(PERFGROUP_PKG_GCC_PLUGIN ${PERFGROUP_GCC_PLUGIN_DIR}/perfgroup.so)
-  # The same file seen from the prefix: right for a whole-root copy (a DESTDIR staging).
-  file(RELATIVE_PATH PERFGROUP_PKG_GCC_PLUGIN_REL ${CMAKE_INSTALL_PREFIX} ${PERFGROUP_PKG_GCC_PLUGIN})
 endif()
-set(PERFGROUP_PKG_CLANG_PLUGIN "")
 if(TARGET perfgroup-clang)
   set(PERFGROUP_PKG_CLANG_PLUGIN ${CMAKE_INSTALL_LIBDIR}/perfgroup-clang.so)   # plugin-clang/
 endif()

@@ -8,7 +8,9 @@
 #   scripts/compilers.sh                  # gcc-11 gcc-12 clang-13 clang-14 clang-15 clang-16 clang-19
 #   COMPILERS="gcc-11 clang-19" scripts/compilers.sh
 #
-# Work and plugins go to build-compilers/ (nothing is installed). Exit 0 when every compiler
+# Work and plugins go to build-compilers/ (nothing is installed); the plugins are built the way
+# a user builds them for several compilers at once (-DPERFGROUP_GCC="gcc-11;gcc-12"
+# -DPERFGROUP_LLVM_CONFIG="llvm-config-13;..."). Exit 0 when every compiler
 # passes every program; the summary lists failures as <compiler> <opt> <program>.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,39 +39,38 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 scripts/deps.sh
 
-# The runtime, once (the plugins are built per compiler below).
-cmake -S . -B "$OUT/runtime" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPERFGROUP_GCC_PLUGIN=OFF \
-      -DPERFGROUP_CLANG_PLUGIN=OFF -DPERFGROUP_BENCH=OFF >/dev/null
-cmake --build "$OUT/runtime" -j2 --target perfgroup >/dev/null
-RUNTIME=$OUT/runtime/runtime/libperfgroup.so
-
-# Same flags as plugin-gcc/CMakeLists.txt and plugin-clang/CMakeLists.txt.
-build_plugin() {  # compiler -> path of its plugin
-  local c=$1 v=${1#*-} d=$OUT/$1
-  mkdir -p "$d"
+# The runtime and every plugin in one build: the CMake options a user sets to build plugins for
+# several compilers side by side (plugin-gcc/ and plugin-clang/CMakeLists.txt).
+gccs=(); llvms=()
+for c in $COMPILERS; do
   case $c in
-    gcc-*)
-      g++-"$v" -shared -fPIC -O2 -std=gnu++17 -fno-rtti -fno-exceptions -fvisibility=hidden \
-        -Wall -Wextra -Wno-unused-parameter -Werror -Iinclude -Iplugin-gcc \
-        -I"$(gcc-"$v" -print-file-name=plugin)/include" plugin-gcc/perfgroup.cc -o "$d/perfgroup.so"
-      echo "$d/perfgroup.so" ;;
-    clang-*)
-      local objs=()
-      for f in frontend instrument table; do
-        g++ -c -fPIC -O2 -std=c++17 -fno-exceptions -fvisibility=hidden -fvisibility-inlines-hidden \
-          -Wall -Wextra -Wno-unused-parameter -Wno-nonnull -Werror -Iinclude -Iplugin-clang \
-          -isystem "$(llvm-config-"$v" --includedir)" -D_GNU_SOURCE -D__STDC_CONSTANT_MACROS \
-          -D__STDC_FORMAT_MACROS -D__STDC_LIMIT_MACROS plugin-clang/$f.cpp -o "$d/$f.o"
-        objs+=("$d/$f.o")
-      done
-      g++ -shared -Wl,--allow-shlib-undefined "${objs[@]}" -o "$d/perfgroup-clang.so"
-      echo "$d/perfgroup-clang.so" ;;
+    gcc-*)   gccs+=("$c") ;;
+    clang-*) llvms+=("llvm-config-${c#*-}") ;;
+  esac
+done
+join() { local IFS=';'; echo "$*"; }
+cmake -S . -B "$OUT/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF \
+      -DPERFGROUP_CONVERTER=OFF -DPERFGROUP_BENCH=OFF \
+      -DPERFGROUP_GCC_PLUGIN="$([ ${#gccs[@]} -gt 0 ] && echo ON || echo OFF)" \
+      -DPERFGROUP_GCC="$(join "${gccs[@]}")" \
+      -DPERFGROUP_CLANG_PLUGIN="$([ ${#llvms[@]} -gt 0 ] && echo ON || echo OFF)" \
+      -DPERFGROUP_LLVM_CONFIG="$(join "${llvms[@]}")" >/dev/null
+cmake --build "$OUT/build" -j2 >/dev/null
+RUNTIME=$OUT/build/runtime/libperfgroup.so
+
+plugin_of() {  # compiler -> path of its plugin (the first of each family has the plain name)
+  local c=$1 v=${1#*-}
+  case $c in
+    gcc-*)   if [ "$c" = "${gccs[0]}" ]; then echo "$OUT/build/plugin-gcc/perfgroup.so"
+             else echo "$OUT/build/plugin-gcc/gcc-$v/perfgroup.so"; fi ;;
+    clang-*) if [ "llvm-config-$v" = "${llvms[0]}" ]; then echo "$OUT/build/plugin-clang/perfgroup-clang.so"
+             else echo "$OUT/build/plugin-clang/perfgroup-clang-$v.so"; fi ;;
   esac
 }
 
 fails=(); total=0
 for c in $COMPILERS; do
-  plugin=$(build_plugin "$c")
+  plugin=$(plugin_of "$c")
   n=0
   for src in tests/corpus/*.c tests/corpus/*.cc; do
     for opt in -O0 -O2; do

@@ -11,6 +11,17 @@
                             message naming the argument
     pkgconfig --cc gcc|clang the consumer's sources compiled by hand with
                             `pkg-config --cflags --libs perfgroup` and the plugin path it names
+    compilers               perfgroup built for several compilers at once
+                            (-DPERFGROUP_GCC="gcc-12;gcc-11" -DPERFGROUP_LLVM_CONFIG=
+                            "llvm-config-14;llvm-config-13"), installed into a staging root: each
+                            GCC's plugin in that GCC's plugin directory, perfgroup-clang-<N>.so per
+                            LLVM; the consumer with find_package() under each of the four compilers
+                            (perfgroup_instrument() picks the matching plugin; clang-13 takes its
+                            options as -Xclang -plugin-arg-perfgroup), by hand with the pkg-config
+                            variables gcc_plugin_11 / clang_plugin_13; a compiler without its plugin
+                            (gcc-11, clang-13 against the main build's install) is a configure
+                            error naming the -D option that builds it; a
+                            plugin of another release stops the compile with a clear error
 
 The consumer's targets compile and link with -Werror: a plugin flag leaking to a link step
 (clang warns about -fplugin-arg-*) fails the build. Every
@@ -89,6 +100,8 @@ def case_install(A):
         want.append(f"{stage}{gcc_dir}/perfgroup.so")
     if A.with_clang:
         want.append(f"{p}/{A.libdir}/perfgroup-clang.so")
+        major = sh(["clang-14", "-dumpversion"]).strip().split(".")[0]
+        want.append(f"{p}/{A.libdir}/perfgroup-clang-{major}.so")   # the same, by version
     if A.with_convert:
         want.append(f"{p}/bin/perfgroup-convert")
         want.append(f"{p}/bin/perfgroup")  # perfgroup top / metrics (docs/fleet.md)
@@ -172,6 +185,123 @@ def case_pkgconfig(A):
     check_trace(prog, A.workdir)
 
 
+MULTI_GCC = ("gcc-12", "gcc-11")
+MULTI_LLVM = ("14", "13")
+MULTI_CONSUMERS = [("gcc-11", "g++-11"), ("gcc-12", "g++-12"), ("clang-13", "clang++-13"),
+                   ("clang-14", "clang++-14")]
+
+
+def run(cmd, **kw):
+    """A command that may fail: (exit status, stdout+stderr)."""
+    print("+ " + " ".join(cmd), flush=True)
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+    return r.returncode, r.stdout
+
+
+def case_compilers(A):
+    w = os.path.abspath(A.workdir)
+    build, stage, prefix = f"{w}/perfgroup", f"{w}/stage", "/opt/perfgroup"
+    shutil.rmtree(build, ignore_errors=True)
+    shutil.rmtree(stage, ignore_errors=True)
+    sh(["cmake", "-S", A.source_dir, "-B", build, "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
+        f"-DCMAKE_INSTALL_PREFIX={prefix}", "-DBUILD_TESTING=OFF", "-DPERFGROUP_CONVERTER=OFF",
+        "-DPERFGROUP_BENCH=OFF", "-DPERFGROUP_GCC=" + ";".join(MULTI_GCC),
+        "-DPERFGROUP_LLVM_CONFIG=" + ";".join(f"llvm-config-{v}" for v in MULTI_LLVM)])
+    sh(["cmake", "--build", build, "-j2"])
+    sh(["cmake", "--install", build], env=env_with(DESTDIR=stage))
+    p = stage + prefix
+    want = [f"{p}/{A.libdir}/perfgroup-clang.so"]
+    want += [f"{p}/{A.libdir}/perfgroup-clang-{v}.so" for v in MULTI_LLVM]
+    for gcc in MULTI_GCC:
+        d = sh([gcc, "-print-file-name=plugin"]).strip()
+        want.append(stage + d + "/perfgroup.so")
+    missing = [f for f in want if not os.path.exists(f)]
+    if missing:
+        raise Fail("not installed: " + ", ".join(missing))
+    print(f"ok: one plugin per compiler where it finds it: {want}")
+
+    # find_package(): perfgroup_instrument() picks the plugin of the compiler in use.
+    for cc, cxx in MULTI_CONSUMERS:
+        bdir = f"{w}/consumer-{cc}"
+        shutil.rmtree(bdir, ignore_errors=True)
+        sh(["cmake", "-S", CONSUMER, "-B", bdir, f"-DCMAKE_C_COMPILER={cc}",
+            f"-DCMAKE_PREFIX_PATH={p}"])
+        flags = open(f"{bdir}/CMakeFiles/app.dir/flags.make").read()
+        v = cc.split("-")[1]
+        plugin = (f"{p}/{A.libdir}/perfgroup-clang-{v}.so" if cc.startswith("clang")
+                  else os.path.realpath(stage + sh([cc, "-print-file-name=plugin"]).strip()
+                                        + "/perfgroup.so"))
+        if f"-fplugin={plugin}" not in flags:
+            raise Fail(f"{cc}: the consumer's flags do not load {plugin}:\n{flags}")
+        if cc == "clang-13" and "-Xclang -plugin-arg-perfgroup -Xclang default=app" not in flags:
+            raise Fail(f"clang-13: options not passed as -Xclang -plugin-arg-perfgroup:\n{flags}")
+        sh(["cmake", "--build", bdir, "-j2"])
+        for prog in ("app", "app_static"):
+            check_trace(os.path.join(bdir, prog), A.workdir)
+
+    # pkg-config: the variable of the compiler's major version.
+    e = env_with(PKG_CONFIG_PATH=f"{p}/{A.libdir}/pkgconfig")
+    for cc in ("gcc-11", "clang-13"):
+        fam = "gcc" if cc.startswith("gcc") else "clang"
+        major = sh([cc, "-dumpversion"]).strip().split(".")[0]
+        plugin = sh(["pkg-config", f"--variable={fam}_plugin_{major}", "perfgroup"], env=e).strip()
+        if fam == "gcc":
+            plugin = stage + plugin
+        if not os.path.exists(plugin):
+            raise Fail(f"pkg-config {fam}_plugin_{major}={plugin!r}: no such file")
+        cflags = sh(["pkg-config", "--cflags", "perfgroup"], env=e).split()
+        libs = sh(["pkg-config", "--libs", "perfgroup"], env=e).split()
+
+        def plugin_arg(o):   # clang 13 has no -fplugin-arg-
+            return (["-Xclang", "-plugin-arg-perfgroup", "-Xclang", o] if cc == "clang-13"
+                    else ["-fplugin-arg-perfgroup-" + o])
+        objs = []
+        for src, opts in (("util.c", ["default=util"]),
+                          ("main.c", ["default=app", f"map={CONSUMER}/groups.map"]),
+                          ("parser.c", ["default=app", f"map={CONSUMER}/groups.map"])):
+            obj = f"{w}/{cc}-{src}.o"
+            plugin_args = [a for o in opts for a in plugin_arg(o)]
+            sh([cc, "-O2", "-Werror", *cflags, f"-fplugin={plugin}", *plugin_args, "-c",
+                os.path.join(CONSUMER, src), "-o", obj])
+            objs.append(obj)
+        prog = f"{w}/pc-{cc}"
+        sh([cc, *objs, "-o", prog, *libs, f"-Wl,-rpath,{p}/{A.libdir}"])
+        check_trace(prog, A.workdir)
+    if sh(["pkg-config", "--variable=clang_plugin_15", "perfgroup"], env=e).strip():
+        raise Fail("pkg-config names a plugin for clang 15, which was not built")
+
+    # A compiler without its plugin: a configure-time error that says what to do. The main
+    # build's staged install (packaging.install) has GCC 12's and Clang 14's plugins only.
+    for cc, texts in (("gcc-11", ("the C compiler is GCC 11.", "only for GCC 12",
+                                  "-DPERFGROUP_GCC=gcc-11")),
+                      ("clang-13", ("the C compiler is Clang 13.", "only for Clang 14",
+                                    "-DPERFGROUP_LLVM_CONFIG=llvm-config-13"))):
+        rc, out = run(["cmake", "-S", CONSUMER, "-B", f"{w}/mismatch-{cc}",
+                       f"-DCMAKE_C_COMPILER={cc}", f"-DCMAKE_PREFIX_PATH={stage_prefix(A)}"])
+        flat = " ".join(out.split())
+        for text in texts:
+            if rc == 0 or text not in flat:
+                raise Fail(f"{cc} against GCC 12/Clang 14 plugins: expected a configure error "
+                           f"with {text!r}, got exit {rc}:\n{out}")
+        print(f"ok: {cc} without its plugin: configure error naming {texts[-1]}")
+
+    # A plugin of another release, given by hand: a clear error, never a compiler crash.
+    src = os.path.join(CONSUMER, "util.c")
+    for cc, plugin, text in (
+            ("clang-14", f"{p}/{A.libdir}/perfgroup-clang-13.so",
+             "is perfgroup's plugin for clang 13 and cannot run in clang 14"),
+            ("clang-13", f"{p}/{A.libdir}/perfgroup-clang-14.so",
+             "is perfgroup's plugin for clang 14 and cannot run in clang 13"),
+            ("gcc-11", stage + sh(["gcc-12", "-print-file-name=plugin"]).strip() + "/perfgroup.so",
+             "cannot load plugin")):
+        rc, out = run([cc, f"-I{p}/include", f"-fplugin={plugin}", "-c", src, "-o", f"{w}/x.o"])
+        if rc == 0 or text not in out or "PLEASE submit a bug report" in out or \
+                "internal compiler error" in out:
+            raise Fail(f"{cc} -fplugin={plugin}: expected a clean error {text!r}, got exit "
+                       f"{rc}:\n{out}")
+        print(f"ok: {cc} with another release's plugin: {text}")
+
+
 MISUSE = [  # (arguments after the target, text the configure error must contain)
     ("MAP no-such.map", "MAP file"),
     ("GROUP app RUNTIME DYNAMIC", "RUNTIME must be SHARED or STATIC, not 'DYNAMIC'"),
@@ -202,7 +332,8 @@ def case_misuse(A):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["install", "package", "subdir", "pkgconfig", "misuse"])
+    ap.add_argument("case", choices=["install", "package", "subdir", "pkgconfig", "misuse",
+                                       "compilers"])
     ap.add_argument("--cc", choices=sorted(COMPILERS), default="gcc")
     ap.add_argument("--build-dir", required=True, help="perfgroup's build directory")
     ap.add_argument("--source-dir", required=True, help="perfgroup's source directory")
