@@ -162,6 +162,8 @@ struct gecko {
     struct pgc_file *f;
     uint32_t main_thread;       /* index into f->threads of the GeckoMain thread */
     int main_written;
+    int exec_follows;           /* a later recording of this pid (an exec'd image) */
+    char until_exec[420];       /* then the main thread's name */
     int nthreads_written;
     FILE **cspill;              /* per-thread counter spills */
     uint32_t ncspill;
@@ -966,7 +968,16 @@ static int begin_thread(void *ctx, uint32_t ti)
         g->main_written = 1;
     /* The main thread is named GeckoMain (the front-end attaches counters only to it) and
      * shows under processName: the process's name (process_name()). */
-    write_thread_head(g, is_main ? "GeckoMain" : t->th->name, g->pname, t->th->tid);
+    const char *name = is_main ? "GeckoMain" : t->th->name;
+    if (is_main && g->exec_follows) {
+        /* The front-end shows one process track per pid, with the last GeckoMain of that pid:
+         * a GeckoMain before an exec would be hidden. So this one is a thread of the pid's
+         * track, named for what it is; an empty GeckoMain (end of the process) holds the
+         * counters, which the importer attaches only to a process's GeckoMain. */
+        snprintf(g->until_exec, sizeof(g->until_exec), "%s (until exec)", g->pname);
+        name = g->until_exec;
+    }
+    write_thread_head(g, name, g->pname, t->th->tid);
     t->idle_stack = intern_stack(t, UNKNOWN, label_frame(t, "(outside instrumented functions)", CAT_IDLE));
     perfgroup__out_raw(g->out, markers_schema, sizeof(markers_schema) - 1);
     return 0;
@@ -1463,6 +1474,10 @@ static int write_process(struct gecko *g, struct pgc_file *f, int root)
     }
     g->main_written = 0;
     g->nthreads_written = 0;
+    g->exec_follows = 0;
+    for (size_t i = 0; i < g->nfiles; i++)
+        g->exec_follows |= g->files[i].pid == f->pid &&
+                           g->files[i].start_realtime_ns > f->start_realtime_ns;
     g->group_cpu = calloc(f->ngroups + 1, sizeof(*g->group_cpu));
     if (!g->group_cpu)
         return fail_oom(g);
@@ -1480,7 +1495,7 @@ static int write_process(struct gecko *g, struct pgc_file *f, int root)
             g->t = NULL;
         }
     } else {
-        if (g->nthreads_written == 0)
+        if (g->nthreads_written == 0 || g->exec_follows)
             empty_thread(g);
         PGC_LIT(g->out, "]");
         write_counters(g);

@@ -102,7 +102,30 @@ class Checker:
                     self.err(where, "nested sub-processes are ignored by the importer")
                 self.process(sub, cats, schemas, where, False,
                              sub["meta"]["startTime"] - meta["startTime"])
+        self.hidden_main_threads(p)
         return cats
+
+    def hidden_main_threads(self, p):
+        """The front-end gives each pid one process track, showing the LAST thread named
+        GeckoMain of that pid (src/profile-logic/tracks.ts); other GeckoMain threads are on no
+        track at all. So a GeckoMain with samples or markers must be its pid's last (a fork
+        child's main thread followed by the image it exec'd: the child's must not be
+        GeckoMain)."""
+        procs = [p] + [q for q in p["processes"] if isinstance(q, dict)]
+        last = {}
+        for i, q in enumerate(procs):
+            for j, t in enumerate(q.get("threads") or []):
+                if isinstance(t, dict) and t.get("name") == "GeckoMain":
+                    last[t.get("pid")] = (i, j)
+        for i, q in enumerate(procs):
+            for j, t in enumerate(q.get("threads") or []):
+                if not isinstance(t, dict) or t.get("name") != "GeckoMain":
+                    continue
+                data = [len((t.get(k) or {}).get("data") or []) for k in ("samples", "markers")]
+                if any(data) and last.get(t.get("pid")) != (i, j):
+                    self.err("processes[%d]" % (i - 1) if i else "profile",
+                             "GeckoMain of pid %r with %d samples, %d markers is not its pid's "
+                             "last GeckoMain: the front-end shows it nowhere" % (t.get("pid"), *data))
 
     def marker_schemas(self, ms):
         out = {}

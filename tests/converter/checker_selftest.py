@@ -79,6 +79,9 @@ DEFECTS = {
                                              p["counters"][1]["samples"]["data"].append([5, 0, 1])),
     "CPU counter first row not 0": lambda p: p["counters"][1]["samples"]["data"][0].__setitem__(1, 5),
     "counter rows at one time": lambda p: p["counters"][0]["samples"]["data"][1].__setitem__(0, 0),
+    # a fork child's main thread, then the image it exec'd (same pid) with its own GeckoMain
+    "GeckoMain hidden by a later one": lambda p: p["processes"].append(
+        dict(copy.deepcopy({k: v for k, v in p.items() if k != "processes"}), processes=[])),
 }
 
 

@@ -284,8 +284,10 @@ def fork():
     pids = {t["pid"] for t in p["threads"]}, {t["pid"] for t in sub["threads"]}
     if pids != ({2000}, {2001}):
         fail("fork: pids %r" % (pids,))
+    # the child's main thread is a named thread of pid 2001's track (the exec'd image's
+    # GeckoMain takes the track; an empty GeckoMain holds the child's counters)
     names = sorted(t["name"] for t in sub["threads"])
-    if names != ["GeckoMain", "child-worker"]:
+    if names != ["GeckoMain", "child-worker", "forker (until exec)"]:
         fail("fork: child threads %r" % names)
     if not p.get("counters") or not sub.get("counters"):
         fail("fork: per-group CPU counters missing")
