@@ -208,9 +208,18 @@ int main(int argc, char **argv)
                 snprintf(tmp, n, "%s.tmpXXXXXX", outpath);
                 tmp_path = tmp;
                 catch_signals();
+                /* signals held from the file's creation until the handler knows of it: a
+                 * SIGTERM between the two left the temporary behind */
+                sigset_t all, old;
+                sigfillset(&all);
+                sigprocmask(SIG_BLOCK, &all, &old);
                 int fd = mkstemp(tmp);
-                if (fd >= 0) {
+                if (fd >= 0)
                     tmp_live = 1;
+                int mkstemp_errno = errno;
+                sigprocmask(SIG_SETMASK, &old, NULL);
+                errno = mkstemp_errno;
+                if (fd >= 0) {
                     /* mkstemp makes 0600: give the file the mode open(2) would, the umask's */
                     mode_t mask = umask(0);
                     umask(mask);
@@ -264,13 +273,21 @@ int main(int argc, char **argv)
             status = PGC_EXIT_OUTPUT;
         }
         if (tmp) {
+            sigset_t all, old;
+            sigfillset(&all);
+            sigprocmask(SIG_BLOCK, &all, &old); /* renamed and forgotten together */
+            int rename_errno = 0;
             if (!status && rename(tmp, outpath)) {
-                fprintf(stderr, "perfgroup-convert: %s: cannot rename: %s\n", outpath, strerror(errno));
+                rename_errno = errno;
                 status = PGC_EXIT_OUTPUT;
             }
             if (status)
                 unlink(tmp);
             tmp_live = 0;
+            sigprocmask(SIG_SETMASK, &old, NULL);
+            if (rename_errno)
+                fprintf(stderr, "perfgroup-convert: %s: cannot rename: %s\n", outpath,
+                        strerror(rename_errno));
         }
     }
     if (!status)
