@@ -287,7 +287,7 @@ public:
 
     bool VisitFunctionDecl(FunctionDecl *FD)
     {
-        if (!FD->isThisDeclarationADefinition() || FD->isDependentContext() || FD->isMultiVersion())
+        if (!FD->isThisDeclarationADefinition() || FD->isDependentContext())
             return true;
         if (!Opts.fileGroups() && !anyAnnotation(FD)) return true; /* the common, cheap case */
         decide(FD);

@@ -320,6 +320,16 @@ GlobalVariable *Instrumenter::site(Function &F, const Want &w, StringRef fname)
                                   init, "__perfgroup_site." + fname);
     gv->setSection(PERFGROUP_SITES_SECTION);
     gv->setAlignment(Align(8));
+    /* One site per executable or shared object for a function emitted in every unit that
+     * uses it (inline, template: linkonce/weak in a COMDAT): a hidden linkonce_odr COMDAT of
+     * its own, as the GCC plugin does. Not in the function's group: a unit whose calls were
+     * all inlined keeps the site without the function. */
+    if (F.hasComdat() || F.hasLinkOnceLinkage() || F.hasWeakLinkage()) {
+        gv->setName("__perfgroup_site." + F.getName()); /* the symbol: one per function */
+        gv->setLinkage(GlobalValue::LinkOnceODRLinkage);
+        gv->setVisibility(GlobalValue::HiddenVisibility);
+        gv->setComdat(M.getOrInsertComdat(gv->getName()));
+    }
     /* Keep every site until the linker: the constructor's __start_/__stop_ references need the
      * section to exist, and the runtime wants to know a function even if no call survived. */
     appendToCompilerUsed(M, {gv});
@@ -463,6 +473,21 @@ void Instrumenter::emitModuleConstructor()
     appendToGlobalCtors(M, ctor, 101, ctor);
 }
 
+/* Function multiversioning (target_clones, target("...") versions): CodeGen names each
+ * version <name>.<features>[.<n>] ("sum.avx2.0", "_Z3sumPKii.default.1"), the front end's table
+ * knows <name>. Every version is instrumented as the function itself (same group and name: the
+ * trace does not depend on the CPU); the resolver (<name>.resolver, the ifunc's) never is, as
+ * GCC's plugin does. Returns <name>, or "" for anything else. */
+static std::string multiversionedAs(const Function &F)
+{
+    StringRef n = F.getName();
+    size_t dot = n.find('.');
+    if (dot == StringRef::npos || dot == 0 || !F.hasFnAttribute("target-features") ||
+        pgEndsWith(n, ".resolver") || pgEndsWith(n, ".ifunc"))
+        return "";
+    return n.substr(0, dot).str();
+}
+
 /* Why a function with a group is still left alone; nullptr if it is instrumented. */
 static const char *whySkip(const Function &F, const Want &w)
 {
@@ -504,9 +529,12 @@ static bool runOnModule(Module &M)
         Want w;
         auto row = table.rows.find(F.getName().str());
         auto ann = annotated.find(&F);
+        std::string clone = multiversionedAs(F);
+        if (row == table.rows.end() && !clone.empty()) row = table.rows.find(clone);
         if (row != table.rows.end()) {
             const Row &r = row->second;
             w = Want{r.attr, r.filegroup, r.file, r.line, r.skip, r.display, r.inl};
+            if (w.display.empty() && !clone.empty()) w.display = clone;
         } else if (ann != annotated.end()) {
             w = ann->second;
             if (w.file.empty()) {

@@ -15,6 +15,7 @@
  *   readnone, argmemonly, inaccessiblemem_* -> memory(...)  16  PG_FOR_EACH_MEMORY_FN_ATTR
  *   llvm::Optional -> std::optional (mangle hooks)  16        pg_optional, pg_nullopt
  *   StringRef::startswith -> starts_with            16 (old one removed in 19)  pgStartsWith
+ *   StringRef::endswith -> ends_with                16 (old one removed in 19)  pgEndsWith
  *   ArrayType::Normal -> ArraySizeModifier::Normal  18        PG_ARRAY_SIZE_NORMAL
  *   AttributeCommonInfo::AS_C2x -> AS_C23           18        PG_AS_C23
  *   Type::getInt8PtrTy (opaque pointers)            17 (removed in 18)  pgI8Ptr
@@ -50,6 +51,16 @@ inline bool pgStartsWith(llvm::StringRef s, llvm::StringRef prefix)
     return s.startswith(prefix);
 #else
     return s.starts_with(prefix);
+#endif
+}
+
+/* StringRef suffix test: the same rename as startswith. */
+inline bool pgEndsWith(llvm::StringRef s, llvm::StringRef suffix)
+{
+#if LLVM_VERSION_MAJOR < 16
+    return s.endswith(suffix);
+#else
+    return s.ends_with(suffix);
 #endif
 }
 

@@ -520,8 +520,14 @@ build_site (tree fndecl, const char *attr, const char *file)
   CONSTRUCTOR_APPEND_ELT (v, site_field ("line"),
                           build_int_cst (unsigned_type_node, DECL_SOURCE_LINE (fndecl)));
   CONSTRUCTOR_APPEND_ELT (v, site_field ("groups"), two_strings (attr ? attr : "", file ? file : ""));
+  /* Function multiversioning: a C++ target("avx2") version is named _Z4kindv.avx2; the
+   * site shows every version under the function's own name, as perfgroup-clang does
+   * (target_clones are cloned after this pass and share one site anyway). */
+  const char *shown = fn;
+  if (DECL_FUNCTION_VERSIONED (fndecl) && strchr (fn, '.'))
+    shown = xstrndup (fn, strchr (fn, '.') - fn);
   CONSTRUCTOR_APPEND_ELT (v, site_field ("where"),
-                          two_strings (fn, DECL_SOURCE_FILE (fndecl) ? DECL_SOURCE_FILE (fndecl) : ""));
+                          two_strings (shown, DECL_SOURCE_FILE (fndecl) ? DECL_SOURCE_FILE (fndecl) : ""));
   CONSTRUCTOR_APPEND_ELT (v, site_field ("cache"), null_pointer_node);
   tree init = build_constructor (site_type, v);
   TREE_CONSTANT (init) = 1;
@@ -546,6 +552,10 @@ build_site (tree fndecl, const char *attr, const char *file)
   DECL_USER_ALIGN (var) = 1;
   DECL_INITIAL (var) = init;
   set_decl_section_name (var, PERFGROUP_SITES_SECTION);
+  /* Not deduplicated for a COMDAT function (inline, template): each unit keeps its own site
+   * (perfgroup-clang makes it a hidden COMDAT of its own). GCC refuses a COMDAT and a plain
+   * variable in one named section in a unit ("section type conflict"), and the runtime finds
+   * sites in that one section only. */
   varpool_node::finalize_decl (var);
   return var;
 }

@@ -760,11 +760,16 @@ def corpus(cc, plugin, runtime, include, src):
     obj, exe = os.path.join(d, "prog.o"), os.path.join(d, "prog")
     cmd = ([comp, "-O0", "-g", "-pthread", plugin] + ["-fplugin-arg-perfgroup-" + o for o in dr["options"]]
            + dr["cflags"] + ["-I" + include, "-c", src, "-o", obj])
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode:
-        fail("compile: %s\n%s" % (" ".join(cmd), p.stderr))
-        return
-    p = subprocess.run([comp, "-pthread", obj, "-o", exe, runtime, "-Wl,-rpath," + os.path.dirname(runtime)],
+    objs = [obj]
+    for k, unit in enumerate([src] + dr["sources"]):   # more units: run_corpus.py's sources
+        if k:
+            objs.append(os.path.join(d, "unit%d.o" % k))
+            cmd = cmd[:cmd.index("-c")] + ["-x", lang, "-c", unit, "-o", objs[-1]]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode:
+            fail("compile: %s\n%s" % (" ".join(cmd), p.stderr))
+            return
+    p = subprocess.run([comp, "-pthread", *objs, "-o", exe, runtime, "-Wl,-rpath," + os.path.dirname(runtime)],
                        capture_output=True, text=True)
     if p.returncode:
         fail("link: " + p.stderr)

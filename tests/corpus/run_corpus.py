@@ -12,7 +12,14 @@ Directives, in comments near the top of a program (one per line):
                                                 <plugin-arg-prefix><option>; %S = the program's dir
     perfgroup-cflags: -fexceptions             extra compiler flags
     perfgroup-exit: 3                          expected exit status (default 0)
-    perfgroup-only: gcc                        skip (exit 77) with any other compiler
+    perfgroup-only: gcc clang>=14              skip (exit 77) with any other compiler (family, or
+                                               family>=major version)
+    perfgroup-sources: b.cxx                   more units of the program (in the program's dir;
+                                               not .c/.cc, which are programs), compiled alike
+    perfgroup-sites: clang 4                   with that compiler family, the linked program
+                                               holds exactly 4 sites (its perfgroup_sites
+                                               section: one site per function per executable,
+                                               whatever the units)
 
 Expected trace: <program>.expected, compiler-independent. Only the known-limit programs, whose
 point is that the optimiser changes the trace, may have <program>.O0.expected /
@@ -50,11 +57,12 @@ def compiler_name(name):
     if not COMPILER_NAME.match(name):
         raise argparse.ArgumentTypeError(f"{name!r}: expected gcc, gcc-N, clang or clang-N")
     return name
-DIRECTIVE = re.compile(r"perfgroup-(options|cflags|exit|only):\s*(.*?)\s*(?:\*/)?\s*$")
+LINK_ONLY = ("-pie", "-fuse-ld=")  # --cflags that only the link step gets (clang: unused, -Werror)
+DIRECTIVE = re.compile(r"perfgroup-(options|cflags|exit|only|sources|sites):\s*(.*?)\s*(?:\*/)?\s*$")
 
 
 def directives(src):
-    d = {"options": [], "cflags": [], "exit": 0, "only": None}
+    d = {"options": [], "cflags": [], "exit": 0, "only": None, "sources": [], "sites": None}
     with open(src, encoding="utf-8") as f:
         for line in f:
             m = DIRECTIVE.search(line)
@@ -63,8 +71,14 @@ def directives(src):
             key, value = m.group(1), m.group(2)
             if key in ("options", "cflags"):
                 d[key] += shlex.split(value.replace("%S", os.path.dirname(os.path.abspath(src))))
+            elif key == "sources":
+                d["sources"] += [os.path.join(os.path.dirname(os.path.abspath(src)), f)
+                                 for f in value.split()]
+            elif key == "sites":
+                fam, n = value.split()
+                d["sites"] = (fam, int(n))
             elif key == "exit":
-                d["exit"] = int(value)
+                d[key] = int(value)
             else:
                 d["only"] = value.split()
     return d
@@ -100,7 +114,13 @@ def main():
     src = os.path.abspath(a.program)
     d = directives(src)
     family = COMPILER_NAME.match(a.cc).group(1)
-    if d["only"] and family not in d["only"]:
+    version = int(COMPILER_NAME.match(a.cc).group(2) or subprocess.run(
+        [compiler(a.cc, "c"), "-dumpversion"], capture_output=True, text=True).stdout.split(".")[0])
+
+    def allowed(entry):   # "gcc", "clang" or "clang>=14"
+        fam, _, least = entry.partition(">=")
+        return fam == family and (not least or version >= int(least))
+    if d["only"] and not any(allowed(e) for e in d["only"]):
         print(f"SKIP: {os.path.basename(src)} is for {' '.join(d['only'])} only")
         return 77
     lang = "c++" if src.endswith((".cc", ".cpp", ".cxx")) else "c"
@@ -117,21 +137,37 @@ def main():
             os.unlink(f)
 
     # Plugin flags at the compile step only (clang warns about -fplugin-arg-* when linking).
-    compile_cmd = ([cc, a.opt, "-g", "-pthread", "-Wall", "-Wextra", "-Werror"]
-                   + shlex.split(a.plugin)
-                   + [t for o in d["options"] for t in shlex.split(a.plugin_arg_prefix + shlex.quote(o))]
-                   + d["cflags"] + shlex.split(a.cflags) + ["-I" + i for i in a.include] + ["-c", src, "-o", obj])
-    if run(compile_cmd).returncode:
-        print("FAIL: compile")
-        return 1
+    objs = []
+    for k, unit in enumerate([src] + d["sources"]):
+        o = obj if k == 0 else os.path.join(a.workdir, f"unit{k}.o")
+        compile_cmd = ([cc, a.opt, "-g", "-pthread", "-Wall", "-Wextra", "-Werror"]
+                       + shlex.split(a.plugin)
+                       + [t for op in d["options"] for t in shlex.split(a.plugin_arg_prefix + shlex.quote(op))]
+                       + d["cflags"] + [f for f in shlex.split(a.cflags) if not f.startswith(LINK_ONLY)]
+                       + ["-I" + i for i in a.include]
+                       + (["-x", lang] if k else []) + ["-c", unit, "-o", o])
+        if run(compile_cmd).returncode:
+            print(f"FAIL: compile {os.path.basename(unit)}")
+            return 1
+        objs.append(o)
     rt = os.path.abspath(a.runtime)
-    link_cmd = [cc, a.opt, "-pthread"] + [f for f in shlex.split(a.cflags) if f.startswith(("-flto", "-fPIE", "-fPIC", "-pie"))] \
-        + [obj, "-o", exe, rt]
+    link_cmd = [cc, a.opt, "-pthread"] + [f for f in shlex.split(a.cflags) if f.startswith(("-flto", "-fPIE", "-fPIC", "-pie", "-fuse-ld="))] \
+        + objs + ["-o", exe, rt]
     if ".so" in os.path.basename(rt):  # libperfgroup.so or a versioned libperfgroup.so.0.1.0
         link_cmd.append("-Wl,-rpath," + os.path.dirname(rt))
     if run(link_cmd).returncode:
         print("FAIL: link")
         return 1
+
+    if d["sites"] is not None and d["sites"][0] == family:
+        # Every site is a 32-byte perfgroup_site (include/perfgroup/abi.h) in one section.
+        sections = run(["readelf", "-SW", exe], capture_output=True, text=True).stdout
+        m = re.search(r"\sperfgroup_sites\s+\S+\s+\S+\s+\S+\s+([0-9a-f]+)", sections)
+        n = int(m.group(1), 16) // 32 if m else 0
+        if n != d["sites"][1]:
+            print(f"FAIL: {n} sites in the program's perfgroup_sites section, expected {d['sites'][1]}")
+            print(run(["nm", exe], capture_output=True, text=True).stdout)
+            return 1
 
     env = dict(os.environ, PERFGROUP_TEXT=trace)
     p = run([exe], env=env, timeout=60, capture_output=True, text=True)
