@@ -35,7 +35,10 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-COMPILERS = {"gcc": "gcc-12", "clang": "clang-14"}
+COMPILERS = {"gcc": "gcc-12", "clang": "clang-14",
+             # the oldest and newest of the matrix (scripts/compilers.sh), with --gcc-plugin /
+             # --clang-plugin built for them (-DPERFGROUP_GCC=gcc-11, llvm-config-19)
+             "gcc-11": "gcc-11", "clang-19": "clang-19"}
 # The deb-src apt source the project adds when none is configured: the one of
 # bench/compile-time/lua_compile_time.py, so both use one file.
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench", "compile-time"))
@@ -115,7 +118,8 @@ def variant_flags(T, project, cc, variant, workdir):
     """(compile flags, link flags) for a variant. Plugin flags are compile flags; where a build
     system also puts CFLAGS on link lines clang only warns about them (silenced)."""
     cflags, ldflags = ["-O2", "-g"], []
-    if cc == "clang":
+    family = cc.split("-")[0]
+    if family == "clang":
         cflags.append("-Wno-unused-command-line-argument")
     if variant == "finstr":
         lib = os.path.join(workdir, "cyg", "libcyg_empty.so")
@@ -125,11 +129,11 @@ def variant_flags(T, project, cc, variant, workdir):
         cflags.append("-finstrument-functions")
         ldflags += [lib, f"-Wl,-rpath,{os.path.dirname(lib)}"]
     elif variant in ("default", "map"):
-        so = T.plugin[cc]
+        so = T.plugin[family]
         if not so:
             raise Fail(f"no {cc} plugin built")
         cflags.append(f"-fplugin={so}")
-        if cc == "clang":
+        if family == "clang":
             cflags.append(f"-fpass-plugin={so}")
         cflags.append(f"-fplugin-arg-perfgroup-default={project}")
         if variant == "map":
