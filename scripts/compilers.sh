@@ -71,6 +71,7 @@ plugin_of() {  # compiler -> path of its plugin (the first of each family has th
 fails=(); total=0
 for c in $COMPILERS; do
   plugin=$(plugin_of "$c")
+  mkdir -p "$OUT/$c"
   n=0
   for src in tests/corpus/*.c tests/corpus/*.cc; do
     for opt in -O0 -O2; do
