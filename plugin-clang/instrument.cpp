@@ -93,6 +93,7 @@
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DebugInfoMetadata.h"
 #include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InstIterator.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/Module.h"
@@ -482,10 +483,13 @@ static std::string multiversionedAs(const Function &F)
 {
     StringRef n = F.getName();
     size_t dot = n.find('.');
-    if (dot == StringRef::npos || dot == 0 || !F.hasFnAttribute("target-features") ||
-        pgEndsWith(n, ".resolver") || pgEndsWith(n, ".ifunc"))
+    if (dot == StringRef::npos || dot == 0 || pgEndsWith(n, ".resolver") || pgEndsWith(n, ".ifunc"))
         return "";
-    return n.substr(0, dot).str();
+    /* Only a function whose versions an ifunc resolver chooses (<name>.resolver, every release
+     * 13-19): other dotted names (work.omp_outlined, clang 16+) are not versions of <name>. */
+    std::string base = n.substr(0, dot).str();
+    if (!F.getParent()->getFunction(base + ".resolver")) return "";
+    return base;
 }
 
 /* Why a function with a group is still left alone; nullptr if it is instrumented. */
@@ -508,6 +512,33 @@ static const char *whySkip(const Function &F, const Want &w)
     /* available_externally bodies ARE instrumented: they exist only to be inlined, and an
      * uninstrumented copy would make every inlined call vanish from the trace. */
     return nullptr;
+}
+
+/* OpenMP: clang outlines each `#pragma omp parallel` body into a function (.omp_outlined.)
+ * that __kmpc_fork_call runs on every thread of the team; the front end gives it no group.
+ * To charge the worker threads to the enclosing function's group, each outlined body forked
+ * by an instrumented function is instrumented as that function (its group, its name), as the
+ * GCC plugin does inside the region; nested regions too. On the thread that forked, the pair
+ * nests inside the function's own (re-entry of the same group). */
+static void chargeOmpRegions(std::vector<std::pair<Function *, Want>> &work)
+{
+    std::set<Function *> seen;
+    for (auto &fw : work) seen.insert(fw.first);
+    for (size_t i = 0; i < work.size(); i++) {
+        Function *F = work[i].first;
+        for (Instruction &I : instructions(*F)) {
+            auto *call = dyn_cast<CallBase>(&I);
+            Function *callee = call ? call->getCalledFunction() : nullptr;
+            if (!callee || callee->getName() != "__kmpc_fork_call" || call->arg_size() < 3)
+                continue;
+            auto *body = dyn_cast<Function>(call->getArgOperand(2)->stripPointerCasts());
+            if (!body || body->isDeclaration() || !seen.insert(body).second)
+                continue;
+            Want w = work[i].second;
+            if (w.display.empty()) w.display = F->getName().str();
+            work.emplace_back(body, w);
+        }
+    }
 }
 
 static bool runOnModule(Module &M)
@@ -551,6 +582,7 @@ static bool runOnModule(Module &M)
         if (w.attr.empty() && w.filegroup.empty()) continue; /* annotate("perfgroup:") */
         if (!whySkip(F, w)) work.emplace_back(&F, w);
     }
+    chargeOmpRegions(work);
     if (work.empty()) /* declare no hook in a module that calls none */
         return haveTable || !annotated.empty();
     Instrumenter ins(M, cxx, weak);

@@ -26,6 +26,7 @@
 #include "basic-block.h"
 #include "gimple.h"
 #include "gimple-iterator.h"
+#include "gimple-walk.h"
 #include "gimplify.h"
 #include "tree-iterator.h"
 #include "stringpool.h"

@@ -637,18 +637,26 @@ emit_module_constructor (void)
 
 /* tok = enter(&site); try { BODY } finally { exit(&site, tok); }
  * weak-hooks: tok = 0; if (&enter) tok = enter(&site); ... finally { if (&exit) exit(...); } */
+/* tok = __perfgroup_enter (&site) at IN, and __perfgroup_exit (&site, tok) at OUT. */
+static void
+build_hook_calls (tree site, tree tok, location_t in, location_t out, gcall **enter, gcall **leave)
+{
+  *enter = gimple_build_call (enter_decl, 1, build_fold_addr_expr_with_type (site, ptr_type_node));
+  gimple_call_set_lhs (*enter, tok);
+  gimple_set_location (*enter, in);
+  *leave = gimple_build_call (exit_decl, 2, build_fold_addr_expr_with_type (site, ptr_type_node),
+                              tok);
+  gimple_set_location (*leave, out);
+}
+
 static void
 wrap_body (function *fun, tree site)
 {
   tree fndecl = fun->decl;
   tree tok = create_tmp_var (uint64_type_node, "perfgroup_tok");
-  gcall *enter = gimple_build_call (enter_decl, 1,
-                                    build_fold_addr_expr_with_type (site, ptr_type_node));
-  gimple_call_set_lhs (enter, tok);
-  gimple_set_location (enter, DECL_SOURCE_LOCATION (fndecl));
-  gcall *leave = gimple_build_call (exit_decl, 2,
-                                    build_fold_addr_expr_with_type (site, ptr_type_node), tok);
-  gimple_set_location (leave, fun->function_end_locus);
+  gcall *enter, *leave;
+  build_hook_calls (site, tok, DECL_SOURCE_LOCATION (fndecl), fun->function_end_locus, &enter,
+                    &leave);
 
   gimple_seq cleanup = NULL;
   add_guarded_call (&cleanup, exit_decl, leave);
@@ -662,6 +670,57 @@ wrap_body (function *fun, tree site)
   gimple_seq body = NULL;
   gimple_seq_add_stmt (&body, bind); /* "lower" wants exactly one GIMPLE_BIND */
   gimple_set_body (fndecl, body);
+}
+
+/* OpenMP: the body of each `#pragma omp parallel` becomes a child function (work._omp_fn.0)
+ * that every thread of the team runs; it is compiler-generated, so never instrumented itself.
+ * To charge the worker threads to the enclosing function's group, the region's body gets an
+ * enter/exit pair of the enclosing function's site, inside the region: omplower has run
+ * (this pass is before "lower"), ompexp moves the body, hooks and token with it, into the
+ * child. On the thread that started the region it nests inside the function's own pair
+ * (re-entry of the same group). No exception leaves a region (OpenMP makes it terminate), so
+ * the exit goes before the region's closing GIMPLE_OMP_RETURN. */
+static tree
+find_omp_parallel (gimple_stmt_iterator *gsi, bool *handled, struct walk_stmt_info *wi)
+{
+  if (gimple_code (gsi_stmt (*gsi)) == GIMPLE_OMP_PARALLEL)
+    ((vec<gimple *> *) wi->info)->safe_push (gsi_stmt (*gsi));
+  *handled = false; /* walk into the region too: nested parallels */
+  return NULL_TREE;
+}
+
+static void
+charge_omp_regions (function *fun, tree site)
+{
+  auto_vec<gimple *> regions;
+  struct walk_stmt_info wi;
+  memset (&wi, 0, sizeof wi);
+  wi.info = &regions;
+  walk_gimple_seq (gimple_body (fun->decl), find_omp_parallel, NULL, &wi);
+  unsigned i;
+  gimple *region;
+  FOR_EACH_VEC_ELT (regions, i, region)
+    {
+      gimple_seq *body = gimple_omp_body_ptr (region);
+      while (gimple_seq_singleton_p (*body) && gimple_code (gimple_seq_first_stmt (*body)) == GIMPLE_BIND)
+        body = gimple_bind_body_ptr (as_a<gbind *> (gimple_seq_first_stmt (*body)));
+      gimple *last = gimple_seq_last_stmt (*body);
+      if (!last || gimple_code (last) != GIMPLE_OMP_RETURN)
+        continue; /* not the shape omplower makes: leave it alone */
+      tree tok = create_tmp_var (uint64_type_node, "perfgroup_omp_tok");
+      gcall *enter, *leave;
+      build_hook_calls (site, tok, gimple_location (region), gimple_location (region), &enter,
+                        &leave);
+      gimple_seq pre = NULL, post = NULL;
+      if (weak_hooks)
+        gimple_seq_add_stmt (&pre, gimple_build_assign (tok, build_int_cst (uint64_type_node, 0)));
+      add_guarded_call (&pre, enter_decl, enter);
+      add_guarded_call (&post, exit_decl, leave);
+      gimple_stmt_iterator gsi = gsi_last (*body);
+      gsi_insert_seq_before (&gsi, post, GSI_SAME_STMT);
+      gsi = gsi_start (*body);
+      gsi_insert_seq_before (&gsi, pre, GSI_SAME_STMT);
+    }
 }
 
 static unsigned int
@@ -685,7 +744,9 @@ instrument_function (function *fun)
     inform (DECL_SOURCE_LOCATION (fndecl), "perfgroup: instrumenting %qs (group %qs, file group %qs)",
             asm_name (fndecl), attr ? attr : "", file ? file : "");
   build_abi_trees ();
-  wrap_body (fun, build_site (fndecl, attr, file));
+  tree site = build_site (fndecl, attr, file);
+  charge_omp_regions (fun, site);
+  wrap_body (fun, site);
   emit_module_constructor ();
   return 0;
 }

@@ -769,7 +769,8 @@ def corpus(cc, plugin, runtime, include, src):
         if p.returncode:
             fail("compile: %s\n%s" % (" ".join(cmd), p.stderr))
             return
-    p = subprocess.run([comp, "-pthread", *objs, "-o", exe, runtime, "-Wl,-rpath," + os.path.dirname(runtime)],
+    openmp = [f for f in dr["cflags"] if f.startswith("-fopenmp")]   # the link needs it too
+    p = subprocess.run([comp, "-pthread", *openmp, *objs, "-o", exe, runtime, "-Wl,-rpath," + os.path.dirname(runtime)],
                        capture_output=True, text=True)
     if p.returncode:
         fail("link: " + p.stderr)

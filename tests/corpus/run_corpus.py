@@ -31,6 +31,7 @@ Exit status: 0 match, 1 mismatch or failure (with a diff or the reason), 77 skip
 """
 import argparse
 import difflib
+import glob
 import os
 import re
 import shlex
@@ -151,7 +152,16 @@ def main():
             return 1
         objs.append(o)
     rt = os.path.abspath(a.runtime)
-    link_cmd = [cc, a.opt, "-pthread"] + [f for f in shlex.split(a.cflags) if f.startswith(("-flto", "-fPIE", "-fPIC", "-pie", "-fuse-ld="))] \
+    openmp = [f for f in d["cflags"] if f.startswith("-fopenmp")]
+    if openmp and family == "clang":
+        # Debian's libomp-N-dev packages conflict with one another: link every clang's OpenMP
+        # code against its own libomp if installed, else against the one that is (libomp
+        # keeps its __kmpc_ ABI).
+        libs = sorted(glob.glob(f"/usr/lib/llvm-{version}/lib/libomp.so")) or \
+            sorted(glob.glob("/usr/lib/llvm-*/lib/libomp.so"))
+        if libs:
+            openmp += ["-L" + os.path.dirname(libs[0]), "-Wl,-rpath," + os.path.dirname(libs[0])]
+    link_cmd = [cc, a.opt, "-pthread"] + openmp + [f for f in shlex.split(a.cflags) if f.startswith(("-flto", "-fPIE", "-fPIC", "-pie", "-fuse-ld="))] \
         + objs + ["-o", exe, rt]
     if ".so" in os.path.basename(rt):  # libperfgroup.so or a versioned libperfgroup.so.0.1.0
         link_cmd.append("-Wl,-rpath," + os.path.dirname(rt))
