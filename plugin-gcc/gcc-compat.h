@@ -46,7 +46,12 @@
 #include "debug.h"
 
 /* GCC 14 replaced the NULL-terminated attribute_spec arrays by array slices in a
- * scoped_attribute_specs. Register one attribute under one namespace either way. */
+ * scoped_attribute_specs. Register one attribute under one namespace either way. Checked
+ * against GCC 14's sources (attribs.cc: register_scoped_attributes (const
+ * scoped_attribute_specs &, bool ignored_p = false); c-attribs.cc: tables written
+ * { "ns", { array } } with the same nine attribute_spec fields as GCC 11 and 12). The other
+ * interfaces perfgroup.cc uses (gimple builders, cpp_callbacks::define, debug_hooks->define,
+ * varpool/cgraph, pass_data, walk_gimple_seq) were not re-read from 13/14 headers. */
 #if GCCPLUGIN_VERSION_MAJOR >= 14
 #define PG_REGISTER_SCOPED_ATTRIBUTE(spec_array, ns)                                          \
   do {                                                                                       \
