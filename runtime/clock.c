@@ -30,6 +30,8 @@ PG_HIDDEN uint32_t perfgroup__cpu_mask = ~0u;
 #ifdef PERFGROUP_TESTING
 int64_t perfgroup__test_clock_offset;
 int64_t perfgroup__test_cpu_override = -1;
+struct perfgroup_test_vclock perfgroup__test_vclock;
+void (*perfgroup__test_point)(int point);
 #endif
 
 static _Atomic uint64_t clock_hz;
@@ -183,12 +185,16 @@ PG_HIDDEN void perfgroup__clock_init(void)
 
 PG_HIDDEN uint64_t perfgroup__clock_hz(void)
 {
+#ifdef PERFGROUP_TESTING
+    if (perfgroup__test_vclock.on)
+        return perfgroup__test_vclock.hz;
+#endif
     return atomic_load_explicit(&clock_hz, memory_order_relaxed);
 }
 
 PG_HIDDEN void perfgroup__clock_calibrate(uint64_t ticks, int64_t mono_ns)
 {
-    if (perfgroup__clock_kind == PGF_CLOCK_MONOTONIC)
+    if (perfgroup__clock_kind == PGF_CLOCK_MONOTONIC || PG_TEST_VCLOCK)
         return;
     int64_t dns = mono_ns - cal_mono0;
     if (dns < 50000000 || ticks <= cal_ticks0)

@@ -50,8 +50,29 @@ extern PG_HIDDEN uint32_t perfgroup__cpu_mask;
 extern int64_t perfgroup__test_clock_offset;
 extern int64_t perfgroup__test_cpu_override; /* < 0: none */
 #define PG_TEST_CLOCK_ADJ(v) ((v) + (uint64_t)perfgroup__test_clock_offset)
+/* The virtual clock (tests/runtime/test_model.c): while `on`, the counter reads `tsc`, the
+ * thread's CPU clock `cpu_ns`, the counter runs at `hz` (never recalibrated), the thread is
+ * "descheduled" while `desched` is set (a settling's re-arm clears it) and is measured
+ * whether or not rseq is registered. One thread per process drives it. */
+struct perfgroup_test_vclock {
+    int on, desched;
+    uint64_t tsc, hz;
+    int64_t cpu_ns;
+};
+extern struct perfgroup_test_vclock perfgroup__test_vclock;
+/* Called, if set, at numbered points inside event open, commit, resync and the hooks' and
+ * event API's busy sections: a test raises a signal there. Production builds: nothing. */
+extern void (*perfgroup__test_point)(int point);
+#define PG_TEST_POINT(p)                                                                      \
+    do {                                                                                      \
+        if (perfgroup__test_point)                                                            \
+            perfgroup__test_point(p);                                                         \
+    } while (0)
+#define PG_TEST_VCLOCK (perfgroup__test_vclock.on)
 #else
 #define PG_TEST_CLOCK_ADJ(v) (v)
+#define PG_TEST_POINT(p) ((void)0)
+#define PG_TEST_VCLOCK 0
 #endif
 
 PG_HIDDEN uint64_t perfgroup__clock_slow(void);
@@ -131,6 +152,10 @@ static inline int pg_descheduled_fast(void)
 
 static inline int pg_descheduled(void)
 {
+#ifdef PERFGROUP_TESTING
+    if (perfgroup__test_vclock.on)
+        return perfgroup__test_vclock.desched;
+#endif
 #if defined(__x86_64__) || defined(__aarch64__)
     if (PG_LIKELY(perfgroup__rseq_cs_off >= 0))
         return pg_descheduled_fast();
@@ -140,6 +165,10 @@ static inline int pg_descheduled(void)
 
 static inline uint64_t pg_clock_now(void)
 {
+#ifdef PERFGROUP_TESTING
+    if (perfgroup__test_vclock.on)
+        return perfgroup__test_vclock.tsc;
+#endif
 #if defined(__x86_64__) || defined(__i386__)
     if (PG_LIKELY(perfgroup__clock_kind == PGF_CLOCK_TSC))
         return PG_TEST_CLOCK_ADJ(pg_clock_fast());
@@ -166,6 +195,10 @@ static inline uint32_t pg_cpu_now(void)
 
 static inline int64_t pg_clock_gettime_ns(clockid_t id)
 {
+#ifdef PERFGROUP_TESTING
+    if (perfgroup__test_vclock.on && id == CLOCK_THREAD_CPUTIME_ID)
+        return perfgroup__test_vclock.cpu_ns;
+#endif
     struct timespec ts;
     if (clock_gettime(id, &ts) != 0)
         return 0;

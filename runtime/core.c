@@ -356,6 +356,7 @@ static struct pg_thread *self(void)
 static void event_open(struct pg_thread *t, uint64_t tsc, int kind, const char *name)
 {
     struct pg_thread *latch = pg_latch_take();
+    PG_TEST_POINT(1);
     t->iter++;
     t->event_stamp++;
     t->nexec = 0;
@@ -372,6 +373,7 @@ static void event_open(struct pg_thread *t, uint64_t tsc, int kind, const char *
         t->imp_off = t->off; /* `tsc` has every deschedule before it settled */
         perfgroup__implicit_arm(t, tsc);
     }
+    PG_TEST_POINT(2);
     pg_latch_drop(latch);
 }
 
@@ -414,6 +416,7 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
 {
     uint64_t t0 = pg_clock_now();
     struct pg_thread *latch = pg_latch_take();
+    PG_TEST_POINT(3);
     uint32_t epoch = atomic_load_explicit(&perfgroup__reset_epoch, memory_order_relaxed);
     const char *ename = t->event_name ? t->event_name : "(implicit)";
     uint64_t ev_cycles = end_tsc - t->event_begin_tsc;
@@ -438,6 +441,7 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
         totals_add(top, ev_cycles, cpu_ns, ev_wall, 1, 0);
     else if (top)
         TADD(top->discarded, 1);
+    PG_TEST_POINT(4);
 
     for (uint32_t i = 0; i < t->nexec; i++) {
         uint32_t gid = t->exec[i];
@@ -471,8 +475,10 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
         t->goff[gid] = 0;
         s->acts = 0;
         s->discarded = 0;
+        PG_TEST_POINT(5);
     }
     atomic_store_explicit(&t->seq, seq + 2, memory_order_release);
+    PG_TEST_POINT(6);
 
     if (perfgroup__rec_mode_now() && t->rec) {
         if (t->rec_name_ptr != ename) {
@@ -492,6 +498,7 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
                                 t->ov_dropped);
         t->ov_commit_ns = t->ov_commits = t->ov_slow = t->ov_resyncs = t->ov_dropped = 0;
     }
+    PG_TEST_POINT(7);
     pg_latch_drop(latch);
 }
 
@@ -561,6 +568,7 @@ PG_HIDDEN void perfgroup__resync(struct pg_thread *t, uint32_t keep, uint64_t ts
     if (keep >= t->depth)
         return;
     struct pg_thread *latch = pg_latch_take();
+    PG_TEST_POINT(8);
     perfgroup__trace_frames(t, keep, t->depth, tsc ? tsc : pg_clock_now());
     for (uint32_t i = keep; i < t->depth; i++) {
         struct pg_frame *f = &t->stack[i];

@@ -56,6 +56,12 @@ static inline volatile uint64_t *rseq_cs_slot(void)
 
 static inline void arm(void)
 {
+#ifdef PERFGROUP_TESTING
+    if (perfgroup__test_vclock.on) {
+        perfgroup__test_vclock.desched = 0;
+        return;
+    }
+#endif
     *rseq_cs_slot() = (uint64_t)(uintptr_t)perfgroup__rseq_cs;
 }
 
@@ -137,12 +143,14 @@ PG_HIDDEN void perfgroup__cputime_thread_start(struct pg_thread *t)
         t->measured = *cpu_id >= 0;
     }
 #endif
+    if (PG_TEST_VCLOCK)
+        t->measured = 1;
     perfgroup__cputime_anchor(t);
 }
 
 PG_HIDDEN void perfgroup__cputime_thread_end(struct pg_thread *t)
 {
-    if (t->measured && *rseq_cs_slot() == (uint64_t)(uintptr_t)perfgroup__rseq_cs)
+    if (t->measured && !PG_TEST_VCLOCK && *rseq_cs_slot() == (uint64_t)(uintptr_t)perfgroup__rseq_cs)
         *rseq_cs_slot() = 0;
     t->measured = 0;
 }
@@ -157,7 +165,7 @@ PG_HIDDEN uint64_t perfgroup__cputime_settle(struct pg_thread *t, uint64_t tsc)
 {
     if (!t->measured)
         return tsc;
-    uint64_t was = *rseq_cs_slot();
+    uint64_t was = PG_TEST_VCLOCK ? 0 : *rseq_cs_slot();
     if (PG_UNLIKELY(was != 0 && was != (uint64_t)(uintptr_t)perfgroup__rseq_cs) &&
         perfgroup__ticks_to_ns(tsc - t->m_tsc) < FOREIGN_MIN_NS && (int64_t)(tsc - t->m_tsc) >= 0) {
         arm();

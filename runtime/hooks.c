@@ -172,6 +172,7 @@ static PG_COLD uint64_t enter_slow(struct perfgroup_site *site, uintptr_t sp, ui
     if (!t && !(t = perfgroup__thread_slow()))
         return 0;
     struct pg_thread *latch = pg_latch_take();
+    PG_TEST_POINT(9);
     uint64_t token = 0;
     struct pg_func *fn = __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE);
     if (!fn && !(fn = perfgroup__site_resolve(site))) {
@@ -182,6 +183,7 @@ static PG_COLD uint64_t enter_slow(struct perfgroup_site *site, uintptr_t sp, ui
             perfgroup__text_enter(t, fn);
         token = enter_fast(t, fn, sp, ra, 0);
     }
+    PG_TEST_POINT(10);
     pg_latch_drop(latch);
     return token;
 }
@@ -200,6 +202,7 @@ static PG_COLD void exit_slow(struct perfgroup_site *site, uint64_t token, uint6
         return;
     }
     struct pg_thread *latch = pg_latch_take();
+    PG_TEST_POINT(11);
     if (perfgroup__text_on) {
         struct pg_func *fn = __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE);
         if (fn)
@@ -215,6 +218,7 @@ static PG_COLD void exit_slow(struct perfgroup_site *site, uint64_t token, uint6
             perfgroup__resync(t, idx + 1, tsc); /* frames above ours skipped their exits */
         exit_frame(t, idx, tsc, 0, perfgroup__rec_mode_now() == PGF_MODE_TRACE);
     }
+    PG_TEST_POINT(12);
     pg_latch_drop(latch);
 }
 

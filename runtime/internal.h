@@ -103,11 +103,16 @@ struct pg_totals {
     uint64_t discarded;
 };
 
-/* Fold totals `s` (a struct pg_totals with events > 0) into `d`: a struct pg_totals (the
- * dead-thread pool, core.c) or a struct perfgroup_stats (snapshots, snapshot.c), which
- * share these field names. One definition of how totals combine. */
+/* Fold totals `s` (a struct pg_totals) into `d`: a struct pg_totals (the dead-thread pool,
+ * lifecycle.c) or a struct perfgroup_stats (snapshots, snapshot.c), which share these field
+ * names. One definition of how totals combine. A group whose every measure was discarded
+ * (no event) still brings its `discarded`. */
 #define PG_TOTALS_FOLD(d, s)                                                                  \
     do {                                                                                      \
+        if ((s)->events == 0) {                                                               \
+            (d)->discarded += (s)->discarded;                                                 \
+            break;                                                                            \
+        }                                                                                     \
         if ((s)->max_event_ns > (d)->max_event_ns)                                            \
             (d)->max_event_ns = (s)->max_event_ns;                                            \
         if ((d)->events == 0 || (s)->min_event_ns < (d)->min_event_ns)                        \

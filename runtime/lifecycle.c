@@ -192,7 +192,8 @@ static void thread_exit(void *arg)
         uint32_t n = perfgroup__group_count();
         for (uint32_t gid = 0; gid < n; gid++) {
             struct pg_totals *b = atomic_load(&t->totals[gid / PG_GROUP_BLOCK]);
-            if (!b || b[gid % PG_GROUP_BLOCK].events == 0)
+            if (!b || (b[gid % PG_GROUP_BLOCK].events == 0 &&
+                       b[gid % PG_GROUP_BLOCK].discarded == 0))
                 continue;
             if (!dead_blocks[gid / PG_GROUP_BLOCK])
                 dead_blocks[gid / PG_GROUP_BLOCK] = perfgroup__map(sizeof(struct pg_totals) * PG_GROUP_BLOCK);

@@ -32,8 +32,7 @@ PG_HIDDEN unsigned perfgroup__jank_mask(uint64_t cpu_ns)
 
 static void add_totals(struct perfgroup_stats *st, const struct pg_totals *t)
 {
-    if (t->events != 0)
-        PG_TOTALS_FOLD(st, t);
+    PG_TOTALS_FOLD(st, t);
 }
 
 static int by_name(const void *a, const void *b)
