@@ -532,6 +532,7 @@ static void explicit_end(struct pg_thread *t)
     int64_t cpu = perfgroup__cputime_read(t, &tsc);
     perfgroup__clock_calibrate(tsc, pg_clock_gettime_ns(CLOCK_MONOTONIC));
     perfgroup__implicit_own(t, tsc, cpu);
+    PG_TEST_POINT(18);
     int64_t d = cpu - t->event_begin_cpu_ns;
     commit(t, tsc, d > 0 ? (uint64_t)d : 0);
 }
@@ -622,9 +623,12 @@ int perfgroup_event_begin(const char *name)
     if (t->event_open == PG_EV_EXPLICIT)
         return -EALREADY;
     perfgroup__alerts_deliver(t);
+    struct pg_thread *latch = pg_latch_take(); /* a signal handler's hooks: refused */
     if (t->event_open == PG_EV_IMPLICIT)
         implicit_commit(t, pg_clock_settled(t), 1);
+    PG_TEST_POINT(17);
     event_open(t, pg_clock_now(), PG_EV_EXPLICIT, name ? name : "event");
+    pg_latch_drop(latch);
     return 0;
 }
 
@@ -633,7 +637,9 @@ int perfgroup_event_end(void)
     struct pg_thread *t = perfgroup__tls;
     if (!t || t->event_open != PG_EV_EXPLICIT)
         return -ENOENT;
+    struct pg_thread *latch = pg_latch_take();
     explicit_end(t);
+    pg_latch_drop(latch);
     perfgroup__alerts_deliver(t);
     return 0;
 }
@@ -692,7 +698,9 @@ void perfgroup_nested_loop_begin(void)
     struct pg_thread *t = self();
     if (!t)
         return;
+    struct pg_thread *latch = pg_latch_take(); /* a signal handler's hooks: refused */
     uint64_t tsc = pg_clock_settled(t);
+    PG_TEST_POINT(13);
     if (t->nest_depth < PG_NEST_MAX) {
         struct pg_nest *n = &t->nest[t->nest_depth];
         n->name = t->event_name;
@@ -704,11 +712,13 @@ void perfgroup_nested_loop_begin(void)
     t->nest_depth++;
     if (t->event_open != PG_EV_NONE) {
         bank_frames(t, t->depth, t->iter, tsc);
+        PG_TEST_POINT(14);
         t->event_flags |= PGF_EVENT_F_NESTED;
         perfgroup__event_close(t, tsc); /* the outer event up to here; commit() bumps the iteration */
     } else {
         t->iter++;           /* every running stopwatch becomes stale */
     }
+    pg_latch_drop(latch);
 }
 
 void perfgroup_nested_loop_end(void)
@@ -716,8 +726,10 @@ void perfgroup_nested_loop_end(void)
     struct pg_thread *t = perfgroup__tls;
     if (!t || t->nest_depth == 0)
         return;
+    struct pg_thread *latch = pg_latch_take();
     uint64_t tsc = pg_clock_settled(t);
     perfgroup__event_close(t, tsc); /* an inner event left open */
+    PG_TEST_POINT(15);
     t->nest_depth--;
     t->iter++;           /* what the nested loop started is stale too */
     if (t->nest_depth < PG_NEST_MAX) {
@@ -733,11 +745,13 @@ void perfgroup_nested_loop_end(void)
             if (n->open == PG_EV_IMPLICIT)
                 t->implicit_frame = n->implicit_frame;
             split_frames(t, n->depth, t->event_begin_tsc);
+            PG_TEST_POINT(16);
             restart_frames(t, n->depth, n->iter, t->event_begin_tsc);
         } else {
             split_frames(t, n->depth, tsc);
         }
     }
+    pg_latch_drop(latch);
     perfgroup__alerts_deliver(t);
 }
 
