@@ -61,12 +61,13 @@ class Totals:
 class Frame:
     def __init__(self, level, groups, tsc, it):
         self.level, self.groups, self.tsc, self.iter = level, groups, tsc, it
+        self.cpu_id = 0
 
 
 class Model:
     """One thread's accounting as docs/accounting.md states it (measured CPU time)."""
 
-    def __init__(self, hz):
+    def __init__(self, hz, percpu):
         self.hz = hz
         self.k = hz // 10 ** 9           # ticks per ns
         self.tsc, self.cpu = 1000000 * self.k, 1000  # what the driver starts from
@@ -79,6 +80,10 @@ class Model:
         self.begin_tsc = self.begin_cpu = 0
         self.off = 0                     # off-CPU ticks settled, for implicit events
         self.pending = 0                 # off-CPU ticks not yet settled (no hook since)
+        self.desched = False             # rseq_cs cleared: the next hook settles
+        self.percpu = percpu             # the same-CPU check applies (PERFGROUP_TSC=cpu)
+        self.cpu_id = 0                  # the CPU the thread runs on
+        self.m_cpu_id = 0                # the CPU at the last reading
         self.imp_off = 0
         self.ev = {}                     # group -> [recent, acts, discarded, off]
         self.nest = []
@@ -104,34 +109,51 @@ class Model:
         # descheduled: the next reading settles it
         self.tsc += ns * self.k
         self.pending += ns * self.k
+        self.desched = self.desched or ns > 0
 
     def settle(self):
-        """A reading of the CPU clock after a deschedule: the off-CPU time since the last
-        one goes to the thread's total and to the groups of every stopwatch of the current
-        iteration on the shadow stack (those live across it) for the event."""
-        if not self.pending:
-            return
+        """A hook or a cold path that finds the thread descheduled reads the CPU clock."""
+        if self.desched:
+            self.cpu_read()
+
+    def cpu_read(self):
+        """A reading of the CPU clock (re-arms): the off-CPU time since the last one goes to
+        the thread's total and to the groups of every stopwatch of the current iteration
+        on the shadow stack (those live across it) for the event — nothing to them where
+        the same-CPU check applies and the thread is on another CPU than at that reading."""
+        self.desched = False
         self.off += self.pending
-        for f in self.stack:
-            if f.groups and f.iter == self.iter:
-                for g in f.groups:
-                    self.ev.setdefault(g, [0, 0, 0, 0])[3] += self.pending
+        moved = self.percpu and self.cpu_id != self.m_cpu_id
+        if self.percpu:
+            self.m_cpu_id = self.cpu_id
+        if self.pending and not moved:
+            for f in self.stack:
+                if f.groups and f.iter == self.iter:
+                    for g in f.groups:
+                        self.ev.setdefault(g, [0, 0, 0, 0])[3] += self.pending
         self.pending = 0
+
+    def ok(self, f, delta):
+        """A stopwatch is kept unless its counter went backwards or, where the same-CPU
+        check applies, it ends on another CPU than it started on."""
+        return delta >= 0 and not (self.percpu and f.cpu_id != self.cpu_id)
 
     # ---- events ---------------------------------------------------------------------------
     def open(self, kind):
         self.iter += 1
         self.ev = {}
         self.event = kind
+        if kind == "explicit":
+            self.cpu_read()
         self.begin_tsc = self.tsc
         self.begin_cpu = self.cpu
         self.imp_off = self.off
 
-    def charge(self, g, delta, finished):
+    def charge(self, g, delta, ok, finished):
         s = self.ev.setdefault(g, [0, 0, 0, 0])
         if finished:
             self.running[g] = 0
-        if delta >= 0:
+        if ok:
             s[0] += delta
             s[1] += finished
         else:
@@ -165,6 +187,7 @@ class Model:
         self.commit(self.ns(0 if wall <= 0 or on <= 0 else min(on, wall)))
 
     def explicit_commit(self):
+        self.cpu_read()
         self.commit(max(0, self.cpu - self.begin_cpu))
 
     def close(self):
@@ -205,6 +228,7 @@ class Model:
             self.running[g] = self.iter
         self.settle()
         f = Frame(level, mine, self.tsc, self.iter)
+        f.cpu_id = self.cpu_id
         self.stack.append(f)
         return f
 
@@ -216,7 +240,7 @@ class Model:
         self.resync(idx + 1)
         if f.iter == self.iter:
             for g in f.groups:
-                self.charge(g, self.tsc - f.tsc, 1)
+                self.charge(g, self.tsc - f.tsc, self.ok(f, self.tsc - f.tsc), 1)
         del self.stack[idx:]
         if self.event == "implicit" and idx == self.implicit_frame:
             self.implicit_commit()
@@ -242,7 +266,7 @@ class Model:
             for f in self.stack:  # charged up to here, no activation yet
                 if f.groups and f.iter == self.iter:
                     for g in f.groups:
-                        self.charge(g, self.tsc - f.tsc, 0)
+                        self.charge(g, self.tsc - f.tsc, self.ok(f, self.tsc - f.tsc), 0)
             self.close()
         else:
             self.iter += 1
@@ -255,12 +279,14 @@ class Model:
         kind, imp, depth, it = self.nest.pop()
         self.iter += 1
         if kind is not None:
+            if kind == "implicit":
+                self.cpu_read()  # outside the hooks: a real begin
             self.open(kind)
             if kind == "implicit":
                 self.implicit_frame = imp
             for f in self.stack[:depth]:
                 if f.groups and f.iter == it:
-                    f.iter, f.tsc = self.iter, self.tsc
+                    f.iter, f.tsc, f.cpu_id = self.iter, self.tsc, self.cpu_id
                     for g in f.groups:
                         self.running[g] = self.iter
 
@@ -270,7 +296,9 @@ class Model:
         c, tokens = copy.deepcopy((self, tokens))
         c.totals, c.refused = {}, 0
         for f in c.stack:
-            f.tsc = c.tsc
+            f.tsc, f.cpu_id = c.tsc, c.cpu_id
+        c.m_cpu_id = c.cpu_id
+        c.desched = False
         c.ev = {}
         c.pending = 0  # the child's CPU clock is read anew at the fork
         if c.event is not None:
@@ -279,6 +307,7 @@ class Model:
 
     def handler(self, a, b):
         """A signal while the runtime is idle: two grouped functions, measured as any code."""
+        self.desched = True  # a signal delivery clears rseq_cs
         t0 = self.enter(HANDLER_LEVEL, "h0")
         self.run(a)
         t1 = self.enter(HANDLER_LEVEL + 1, "h1")
@@ -296,7 +325,7 @@ class Model:
 def generate(rng):
     """A random schedule the driver can perform (a longjmp only to a live setjmp)."""
     hz = rng.choice([1, 2, 3]) * 10 ** 9
-    ops = [("H", hz)]
+    ops = [("H", hz, rng.choice([0, 1]))]
     if rng.random() < 0.3:
         ops.append(("A",))
     stack = []          # real frames: nest depth at their entry
@@ -308,7 +337,7 @@ def generate(rng):
     big = rng.random() < 0.2
     for _ in range(n):
         level = len(stack)
-        choices = ["E", "E", "R", "R", "S", "B", "N", "J", "G", "P", "D"]
+        choices = ["E", "E", "R", "R", "S", "B", "N", "J", "G", "P", "D", "C"]
         if stack and stack[-1] == len(nest):
             choices += ["X", "X", "X"]
         if len(nest) < 4:
@@ -351,6 +380,8 @@ def generate(rng):
         elif c == "M":
             ops.append(("M",))
             nest.pop()
+        elif c == "C":
+            ops.append(("C", rng.choice([0, 1])))
         elif c == "J":
             ops.append(("J",))
             jmps[level] = len(nest)
@@ -369,7 +400,7 @@ def generate(rng):
     return ops
 
 
-def simulate(ops):
+def simulate(ops, percpu):
     """What the model expects the driver to print: [(path, snapshot, point_refusals)]."""
     out = []
 
@@ -398,6 +429,8 @@ def simulate(ops):
                 m.nested_begin()
             elif c == "M":
                 m.nested_end()
+            elif c == "C":
+                m.cpu_id = o[1]
             elif c == "J":
                 pass
             elif c == "K":
@@ -411,7 +444,7 @@ def simulate(ops):
                 path += "p"
         out.append((path, m.snapshot()))
 
-    go(Model(ops[0][1]), [], "p", 1)
+    go(Model(ops[0][1], percpu), [], "p", 1)
     return out
 
 
@@ -433,7 +466,9 @@ def parse(text):
     procs = []
     for line in text.splitlines():
         w = line.split()
-        if w[0] == "proc":
+        if w[0] == "mask":
+            procs.append(["mask", int(w[1])])
+        elif w[0] == "proc":
             procs.append([w[1], {}, 0, 0])
         elif w[0] == "g":
             procs[-1][1][w[1]] = [int(x) for x in w[2:]]
@@ -449,12 +484,18 @@ COLS = Totals.FIELDS + ["jank%d" % i for i in range(JANK)] + ["discarded"]
 
 def compare(ops, driver):
     """None if the runtime agrees with the model, else a description of the difference."""
+    env = dict(os.environ, PERFGROUP_SAMPLE_MS="0")
+    env.pop("PERFGROUP_TSC", None)
+    if len(ops[0]) > 2 and ops[0][2] == 1:
+        env["PERFGROUP_TSC"] = "cpu"  # the same-CPU check
     r = subprocess.run([driver], input=render(ops), capture_output=True, text=True,
-                       timeout=60, env=dict(os.environ, PERFGROUP_SAMPLE_MS="0"))
+                       timeout=60, env=env)
     if r.returncode != 0:
         return "driver failed (%d): %s" % (r.returncode, r.stderr.strip()[-2000:])
     got = parse(r.stdout)
-    want = simulate(ops)
+    if not got or got[0][0] != "mask":
+        return "driver printed no mask line"
+    want = simulate(ops, got.pop(0)[1] == 1)
     if [g[0] for g in got] != [w[0] for w in want]:
         return "processes differ: %s vs model %s" % ([g[0] for g in got], [w[0] for w in want])
     diffs = []
@@ -519,7 +560,7 @@ def main():
         ops = generate(random.Random(seed))
         if show:
             sys.stdout.write(render(ops))
-            print(simulate(ops))
+            print(simulate(ops, len(ops[0]) > 2 and ops[0][2] == 1))
         err = compare(ops, driver)
         if err:
             if not err.startswith("driver failed"):

@@ -7,7 +7,10 @@
  * share the virtual clock).
  *
  * A schedule is one operation per line (read from stdin):
- *   H hz            the counter's frequency (first line)
+ *   H hz [percpu]   the counter's frequency (first line; percpu: model.py sets
+ *                   PERFGROUP_TSC=cpu); the driver prints "mask 1" if the same-CPU
+ *                   check applies
+ *   C id            the thread is now on CPU `id` (the seam's CPU override)
  *   A group         perfgroup_group_activate
  *   E f             enter function f (a real, deeper C frame: run_frame recurses)
  *   X               exit the innermost function entered by E
@@ -78,7 +81,8 @@ static void on_signal(int sig)
 {
     (void)sig;
     int saved = errno;
-    perfgroup__test_vclock.desched = 1; /* a signal delivery clears rseq_cs */
+    if (!in_handler) /* a signal delivery clears rseq_cs; at a point: no effect wanted */
+        perfgroup__test_vclock.desched = 1;
     uint64_t t0 = __perfgroup_enter(&h0);
     advance(sig_a, 1);
     uint64_t t1 = __perfgroup_enter(&h1);
@@ -197,6 +201,7 @@ static __attribute__((noinline)) void interp(int level)
             break;
         }
         case 'A': perfgroup_group_activate("f5"); break;
+        case 'C': perfgroup__test_cpu_override = o.a; break;
         default: FAIL("bad op %c", o.c);
         }
         point_armed = 0;
@@ -245,6 +250,7 @@ int main(void)
      * allocates (issue 19, h19's part; TSan reports it). */
     perfgroup_thread_name("model");
     perfgroup__test_point = on_point;
+    printf("mask %u\n", perfgroup__cpu_mask != 0); /* the same-CPU check applies */
     interp(0);
     return 0;
 }
