@@ -714,6 +714,50 @@ static uint32_t hash_str(const char *s) {
     return h;
 }
 
+/*
+ * Memory the recorder takes while a thread may be in a signal handler (a hook there can be a
+ * thread's first, or commit an event with a new name): never malloc, which may hold its lock
+ * in the interrupted code. Under g.mu: a bump arena of anonymous pages (zeroed, never given
+ * back: strings and writers live as long as the process) and a free list of writers.
+ */
+static char *arena_cur, *arena_end;
+static struct writer *writers_free;
+
+static void *rec_map(size_t size) {
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void *rec_alloc(size_t size) {
+    size = (size + 15) & ~(size_t)15;
+    if ((size_t)(arena_end - arena_cur) < size) {
+        size_t chunk = size > (64u << 10) ? size : (64u << 10);
+        char *p = rec_map(chunk);
+        if (!p)
+            return NULL;
+        arena_cur = p;
+        arena_end = p + chunk;
+    }
+    void *p = arena_cur;
+    arena_cur += size;
+    return p;
+}
+
+static struct writer *writer_alloc(void) {
+    struct writer *w = writers_free;
+    if (w) {
+        writers_free = w->next;
+        memset(w, 0, sizeof *w);
+        return w;
+    }
+    return rec_alloc(sizeof *w);
+}
+
+static void writer_free(struct writer *w) {
+    w->next = writers_free;
+    writers_free = w;
+}
+
 uint32_t perfgroup__rec_string(const char *text) {
     if (!text)
         text = "";
@@ -722,7 +766,7 @@ uint32_t perfgroup__rec_string(const char *text) {
         return 0;
     if (g.str_count * 2 >= g.str_cap) {
         uint32_t nc = g.str_cap ? g.str_cap * 2 : 64;
-        struct str_ent *ns = calloc(nc, sizeof *ns);
+        struct str_ent *ns = rec_map(nc * sizeof *ns); /* zeroed; no malloc here */
         if (!ns)
             goto out;
         for (uint32_t i = 0; i < g.str_cap; i++)
@@ -732,7 +776,8 @@ uint32_t perfgroup__rec_string(const char *text) {
                     j = (j + 1) & (nc - 1);
                 ns[j] = g.strs[i];
             }
-        free(g.strs);
+        if (g.strs)
+            munmap(g.strs, g.str_cap * sizeof *g.strs);
         g.strs = ns;
         g.str_cap = nc;
     }
@@ -742,9 +787,10 @@ uint32_t perfgroup__rec_string(const char *text) {
             id = g.strs[j].id;
             goto out;
         }
-    char *copy = strndup(text, MAX_TEXT);
+    char *copy = rec_alloc(strnlen(text, MAX_TEXT) + 1);
     if (!copy)
         goto out;
+    memcpy(copy, text, strnlen(text, MAX_TEXT)); /* rec_alloc's memory is zeroed */
     id = ++g.str_count;
     g.strs[j] = (struct str_ent){ copy, id, h };
     {
@@ -1368,23 +1414,23 @@ struct perfgroup_rec_thread *perfgroup__rec_thread_start(uint32_t thread_index, 
                                                          const char *name) {
     /* out of memory: a writer that never attaches, so the hot path needs no NULL check */
     static struct writer dead = { .dead = 1, .cur = -1, .reserved = -1, .last_full = -1 };
-    struct writer *w = calloc(1, sizeof *w);
-    if (!w)
+    char kname[16] = "";
+    if (!name || !name[0])
+        kernel_name(kname); /* named before its first hook (pthread_setname_np) */
+    if (lock())
         return &dead.hot;
+    struct writer *w = writer_alloc();
+    if (!w) {
+        unlock();
+        return &dead.hot;
+    }
     w->index = thread_index;
     w->tid = tid;
     w->cur = w->reserved = w->last_full = -1;
     snprintf(w->name, sizeof w->name, "%s", name ? name : "");
     w->name_explicit = w->name[0] != 0;
-    if (!w->name_explicit) { /* named before its first hook (pthread_setname_np) */
-        char n[16];
-        kernel_name(n);
-        snprintf(w->name, sizeof w->name, "%s", n);
-    }
-    if (lock()) {
-        free(w);
-        return &dead.hot;
-    }
+    if (!w->name_explicit)
+        snprintf(w->name, sizeof w->name, "%s", kname);
     w->next = g.live;
     if (g.live)
         g.live->prev = w;
@@ -1441,10 +1487,10 @@ void perfgroup__rec_thread_end(struct perfgroup_rec_thread *hw, uint64_t tsc) {
         g.live = w->next;
     if (w->next)
         w->next->prev = w->prev;
+    writer_free(w);
     unlock();
     if (tls_writer == w)
         tls_writer = NULL;
-    free(w);
     errno = saved;
 }
 
