@@ -33,6 +33,7 @@ struct chrome {
     int64_t base_ns;   /* this process's start minus the earliest start */
     int64_t iv;        /* the counters' grid (--interval) */
     uint64_t max_rows; /* counter rows per group and thread (--max-samples) */
+    int corrupt_said;  /* the file's CRC-failed chunk count written */
     uint32_t tid;
     const char *thread_name;
     int named_events, named_markers; /* the thread's extra tracks have their thread_name */
@@ -311,6 +312,14 @@ static int end_thread(void *ctx, uint32_t ti)
     for (uint32_t i = 0; i <= C->f->ngroups; i++)
         if (C->pend[i] != INT64_MIN)
             counter_c(C, i, C->pend[i], 0);
+    if (C->f->chunks_corrupt && !C->corrupt_said) { /* once per file, on the thread it ends */
+        C->corrupt_said = 1;
+        head(C, 'i', "Chunks corrupt", 14, "perfgroup");
+        instant(C, C->last_ns);
+        PGC_LIT(C->out, ",\"args\":{\"chunks\":");
+        perfgroup__out_u64(C->out, C->f->chunks_corrupt);
+        PGC_LIT(C->out, ",\"reason\":\"sealed chunks whose CRC-32C did not match: skipped\"}}");
+    }
     if (C->f->not_closed) {
         head(C, 'i', "Recording cut", 13, "perfgroup");
         instant(C, C->last_ns);
@@ -393,6 +402,7 @@ int perfgroup__chrome_write(struct pgc_file *files, size_t nfiles, const struct 
             rc = -1;
             break;
         }
+        C.corrupt_said = 0;
         C.cpu_name = group_strings(&files[i], "CPU ");
         C.cpu_key = group_strings(&files[i], "cpu_ms ");
         C.pend = malloc((files[i].ngroups + 1) * sizeof(*C.pend));

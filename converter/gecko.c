@@ -1309,12 +1309,15 @@ static void write_meta(struct gecko *g, struct pgc_file *f, int root, int64_t lo
     PGC_LIT(o, ",\"stackwalk\":0,\"debug\":0,\"gcpoison\":0,\"asyncstack\":0,"
                "\"presymbolicated\":true,\"platform\":\"Linux\",\"oscpu\":\"Linux\","
                "\"abi\":\"perfgroup\",\"misc\":");
-    char misc[192];
+    char misc[256];
     int mn = snprintf(misc, sizeof(misc), "perfgroup %s mode, pid %u",
                       f->mode == PGF_MODE_TRACE ? "trace" : "stats", f->pid);
     if (f->hdr.records_dropped && mn > 0 && (size_t)mn < sizeof(misc)) /* the header's total */
-        snprintf(misc + mn, sizeof(misc) - (size_t)mn, ", %" PRIu64 " records dropped (%" PRIu64
-                 " chunks recycled)", f->hdr.records_dropped, f->hdr.chunks_recycled);
+        mn += snprintf(misc + mn, sizeof(misc) - (size_t)mn, ", %" PRIu64 " records dropped (%"
+                       PRIu64 " chunks recycled)", f->hdr.records_dropped, f->hdr.chunks_recycled);
+    if (f->chunks_corrupt && mn > 0 && (size_t)mn < sizeof(misc)) /* what the reader skipped */
+        snprintf(misc + mn, sizeof(misc) - (size_t)mn, ", %" PRIu64 " chunks failed their "
+                 "CRC-32C (skipped)", f->chunks_corrupt);
     perfgroup__out_json_str(o, misc, strlen(misc));
     PGC_LIT(o, ",\"sampleUnits\":{\"time\":\"ms\",\"eventDelay\":\"ms\",\"threadCPUDelta\":\"ns\"},"
                "\"startTimeAsClockMonotonicNanosecondsSinceBoot\":");

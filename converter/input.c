@@ -386,6 +386,7 @@ int perfgroup__file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, v
         if ((rc = cb->record(ctx, &rec)))
             return rc;
     }
+    f->chunks_corrupt = pgr_chunks_corrupt(f->r); /* known before the last thread ends */
     if (cur >= 0) {
         uint32_t idx;
         perfgroup__map_get(&f->thread_ids, (uint32_t)cur, &idx);

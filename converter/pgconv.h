@@ -139,6 +139,7 @@ struct pgc_file {
     struct pgc_string *strings; uint32_t nstrings; struct pgc_map string_ids;
     /* facts from the chunk index */
     uint64_t records_total;    /* records in data chunks */
+    uint64_t chunks_corrupt;   /* sealed chunks skipped for a CRC-32C mismatch (once streamed) */
     int not_closed;            /* header.state != CLOSED */
     /* the first data record, read while looking for the end of the definitions */
     struct pgr_record pending;

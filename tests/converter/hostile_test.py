@@ -211,6 +211,22 @@ def case_umask():
               (mask, oct(mode) if mode is not None else None, want))
 
 
+def case_corrupt():
+    """A real recording (format v2) with a flipped bit in a sealed chunk: skipped, and the
+    count is in Gecko's meta.misc and a Chrome instant, with the reader's warning."""
+    src = os.path.join(WORK, "corrupt.pgm")
+    subprocess.run([os.environ["PGC_TEST_READER"], "corrupt", src], check=True)
+    out = os.path.join(WORK, "corrupt.json")
+    p = run([src, "-o", out])
+    misc = json.load(open(out))["meta"]["misc"] if p.returncode == 0 else ""
+    check("1 chunks failed their CRC-32C (skipped)" in misc, "gecko meta.misc: %r" % misc)
+    check(b"CRC-32C mismatch" in p.stderr, "gecko stderr: %r" % p.stderr[-300:])
+    p = run([src, "--format", "chrome", "-o", out])
+    ev = json.load(open(out))["traceEvents"] if p.returncode == 0 else []
+    said = [e for e in ev if e.get("name") == "Chunks corrupt"]
+    check(len(said) == 1 and said[0]["args"]["chunks"] == 1, "chrome: %r" % said)
+
+
 def case_dropped():
     r = gen_pgm.scen_stats()[0]
     r.records_dropped = 4_385_870
@@ -231,7 +247,7 @@ def case_dropped():
     check(b"4385870 records dropped" in p.stdout, "text summary")
 
 
-CASES = {"dropped": case_dropped, "utf8": case_utf8, "self-output": case_self_output, "enospc": case_enospc,
+CASES = {"dropped": case_dropped, "corrupt": case_corrupt, "utf8": case_utf8, "self-output": case_self_output, "enospc": case_enospc,
          "fifo": case_fifo, "sigint": case_sigint, "umask": case_umask}
 
 

@@ -354,6 +354,22 @@ static int test_pgdump(const char *pgdump) {
     return 0;
 }
 
+/* corrupt OUT: the good recording with one bit flipped in the records of its first sealed
+ * data chunk, written to OUT (for the converter's tests: the chunk must be skipped, counted
+ * and reported in every output). */
+static int test_corrupt(const char *out) {
+    uint64_t co = chunk_off(find_chunk(PGF_CHUNK_DATA));
+    struct pgf_chunk_header h;
+    memcpy(&h, img + co, sizeof h);
+    CHECK_EQ(h.state, PGF_CSTATE_FULL);
+    img[co + 64 + h.committed / 2] ^= 0x10;
+    FILE *f = fopen(out, "wb");
+    CHECK(f != NULL);
+    CHECK_EQ(fwrite(img, 1, img_len, f), img_len);
+    CHECK_EQ(fclose(f), 0);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2)
         return 2;
@@ -363,6 +379,8 @@ int main(int argc, char **argv) {
         rc = test_errors();
     else if (!strcmp(argv[1], "fuzz"))
         rc = test_fuzz(argc > 2 ? atoi(argv[2]) : 2000);
+    else if (!strcmp(argv[1], "corrupt") && argc > 2)
+        rc = test_corrupt(argv[2]);
     else if (!strcmp(argv[1], "pgdump") && argc > 2)
         rc = test_pgdump(argv[2]);
     if (rc == 0) {
