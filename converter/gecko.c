@@ -122,6 +122,7 @@ struct gthread {
     /* samples */
     uint64_t nsamples;
     int capped;              /* hit opt->max_samples: no more samples for this thread */
+    int is_main;             /* the process's GeckoMain (or its "until exec" thread) */
     int64_t last_sample_ns;
     int64_t next_tick;       /* trace: first tick not yet written */
     int ticks_started;
@@ -966,6 +967,7 @@ static int begin_thread(void *ctx, uint32_t ti)
     int is_main = !g->main_written && (ti == g->main_thread || g->main_thread == UNKNOWN);
     if (is_main)
         g->main_written = 1;
+    t->is_main = is_main;
     /* The main thread is named GeckoMain (the front-end attaches counters only to it) and
      * shows under processName: the process's name (process_name()). */
     const char *name = is_main ? "GeckoMain" : t->th->name;
@@ -1057,6 +1059,18 @@ static int end_thread(void *ctx, uint32_t ti)
         pl_str(&pl, "reason", why, strlen(why));
         pl_end(&pl);
         marker_row(t, intern_str(t, "Samples capped", 14), t->last_sample_ns, 0, 0, CAT_OTHER, &pl);
+    }
+    if (t->is_main && g->f->hdr.records_dropped) {
+        /* the header's totals as a process-level marker: the Records dropped markers that
+         * carried the losses may have been recycled themselves */
+        struct pgc_out pl;
+        pl_begin(&pl, "PerfgroupDropped");
+        pl_u64(&pl, "records", g->f->hdr.records_dropped);
+        pl_u64(&pl, "bytes", 0);
+        pl_u64(&pl, "chunks", g->f->hdr.chunks_recycled);
+        pl_end(&pl);
+        marker_row(t, intern_str(t, "Records dropped (process total)", 31), t->last_ns, 0, 0,
+                   CAT_OTHER, &pl);
     }
     if (g->f->not_closed) {
         struct pgc_out pl;

@@ -235,8 +235,22 @@ def case_dropped():
         f.write(r.build())
     out = os.path.join(WORK, "dropped.json")
     p = run([src, "-o", out])
-    misc = json.load(open(out))["meta"]["misc"] if p.returncode == 0 else ""
+    prof = json.load(open(out)) if p.returncode == 0 else {"meta": {"misc": ""}, "threads": []}
+    misc = prof["meta"]["misc"]
     check("4385870 records dropped" in misc, "gecko meta.misc: %r" % misc)
+    # and a process-level marker on GeckoMain with the header's totals
+    found = []
+    for th in prof["threads"]:
+        m = th.get("markers", {})
+        names = th.get("stringTable") or th.get("stringArray") or []
+        for row in m.get("data", []):
+            d = row[-1] if row else None
+            if isinstance(d, dict) and d.get("type") == "PerfgroupDropped" and \
+                    d.get("records") == 4_385_870:
+                found.append((th.get("name"), names[row[0]] if isinstance(row[0], int)
+                              and row[0] < len(names) else row[0]))
+    check(len(found) == 1 and found[0][0] == "GeckoMain",
+          "gecko process-level dropped marker: %r" % found)
     p = run([src, "--format", "chrome", "-o", out])
     other = json.load(open(out))["otherData"] if p.returncode == 0 else {}
     check(other.get("recordsDropped") == 4_385_870, "chrome otherData: %r" % other)
