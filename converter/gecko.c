@@ -24,6 +24,8 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 #include "perfgroup.h"
 #include "pgconv.h"
@@ -166,7 +168,9 @@ struct gecko {
     int exec_follows;           /* a later recording of this pid (an exec'd image) */
     char until_exec[420];       /* then the main thread's name */
     int nthreads_written;
-    FILE **cspill;              /* per-thread counter spills */
+    FILE *cspill;               /* the process's counter rows, a segment per thread: one file
+                                 * whatever the number of threads (file descriptors) */
+    struct cseg *cseg;          /* per thread: its rows' [start, end) in cspill */
     uint32_t ncspill;
     uint64_t *group_cpu;        /* per group of f: total CPU, to pick counter groups */
     /* meta.profilingStartTime/EndTime: what the process's threads covered (ns since its
@@ -700,10 +704,18 @@ static void stats_event(struct gthread *t, const struct pgr_record *r, int64_t b
 }
 
 /* ---- Records ------------------------------------------------------------------------- */
+struct crec { int64_t ns; uint32_t group, pad; uint64_t count; };
+/* A thread's counter rows in the process's spill file, read back through a small buffer. */
+struct cseg {
+    off_t start, end, pos;
+    uint32_t n, i;
+    struct crec buf[32];
+};
+
 static void counter_spill(struct gthread *t, int64_t ns, uint32_t group, uint64_t count)
 {
-    FILE *s = t->g->cspill[t->g->ncspill - 1];
-    struct { int64_t ns; uint32_t group, pad; uint64_t count; } rec = {ns, group, 0, count};
+    FILE *s = t->g->cspill;
+    struct crec rec = {ns, group, 0, count};
     if (s && fwrite(&rec, sizeof(rec), 1, s) != 1 && !t->g->out->err)
         t->g->out->err = errno ? errno : EIO;
 }
@@ -957,13 +969,15 @@ static int begin_thread(void *ctx, uint32_t ti)
     t->sw = malloc(sizeof(*t->sw));
     if (t->sw)
         perfgroup__out_init(t->sw, t->spill);
-    FILE **ns = realloc(g->cspill, (g->ncspill + 1) * sizeof(*ns));
+    struct cseg *ns = realloc(g->cseg, (g->ncspill + 1) * sizeof(*ns));
+    if (ns)
+        g->cseg = ns;
     if (!t->acc || grid_rc || !t->spill || !t->sw || !ns)
         return fail_oom(g);
-    g->cspill = ns;
-    g->cspill[g->ncspill++] = tmpfile();
-    if (!g->cspill[g->ncspill - 1])
+    if (!g->cspill && !(g->cspill = tmpfile()))
         return fail_oom(g);
+    struct cseg *seg = &g->cseg[g->ncspill++];
+    seg->start = seg->end = ftello(g->cspill); /* end: at the thread's end */
     int is_main = !g->main_written && (ti == g->main_thread || g->main_thread == UNKNOWN);
     if (is_main)
         g->main_written = 1;
@@ -1035,6 +1049,7 @@ static int end_thread(void *ctx, uint32_t ti)
             user_marker(t, &g->lazy[i].rec);
     flush_runs(t); /* outermost intervals that never closed (cut recording): write anyway */
     int64_t last_row = perfgroup__grid_finish(&t->grid);
+    g->cseg[g->ncspill - 1].end = ftello(g->cspill);
     if (last_row > t->last_ns)
         t->last_ns = last_row; /* the range holds every counter row */
     if (t->grid.dropped) {
@@ -1154,7 +1169,34 @@ static void empty_thread(struct gecko *g)
 }
 
 /* ---- Counters ------------------------------------------------------------------------ */
-struct crec { int64_t ns; uint32_t group, pad; uint64_t count; };
+
+/* The segment's next row of group gi: 1, or 0 at its end (or a read error, kept in out). */
+static int cseg_next(struct gecko *g, struct cseg *s, uint32_t gi, struct crec *r)
+{
+    for (;;) {
+        if (s->i == s->n) {
+            off_t left = s->end - s->pos;
+            size_t want = sizeof(s->buf);
+            if (left < (off_t)want)
+                want = (size_t)left;
+            want -= want % sizeof(struct crec);
+            if (want == 0)
+                return 0;
+            ssize_t got = pread(fileno(g->cspill), s->buf, want, s->pos);
+            if (got < (ssize_t)sizeof(struct crec)) {
+                if (!g->out->err)
+                    g->out->err = got < 0 ? errno : EIO;
+                return 0;
+            }
+            s->pos += got - got % (ssize_t)sizeof(struct crec);
+            s->n = (uint32_t)(got / (ssize_t)sizeof(struct crec));
+            s->i = 0;
+        }
+        *r = s->buf[s->i++];
+        if (r->group == gi)
+            return 1;
+    }
+}
 
 static void write_counters(struct gecko *g)
 {
@@ -1178,7 +1220,9 @@ static void write_counters(struct gecko *g)
     uint32_t nc = g->ncspill;
     struct crec *head = calloc(nc ? nc : 1, sizeof(*head));
     int *live = calloc(nc ? nc : 1, sizeof(*live));
-    for (uint32_t k = 0; k < nchosen && head && live; k++) {
+    if (g->cspill && fflush(g->cspill) && !o->err)
+        o->err = errno ? errno : EIO;
+    for (uint32_t k = 0; k < nchosen && head && live && g->cspill; k++) {
         uint32_t gi = chosen[k];
         PGC_SEP(o, k, "\n{\"name\":");
         char name[300];
@@ -1191,16 +1235,9 @@ static void write_counters(struct gecko *g)
         PGC_LIT(o, ",\"samples\":{\"schema\":{\"time\":0,\"count\":1,\"number\":2},\"data\":[");
         /* k-way merge by time over the thread spills, this group only */
         for (uint32_t i = 0; i < nc; i++) {
-            live[i] = 0;
-            if (!g->cspill[i])
-                continue;
-            fflush(g->cspill[i]);
-            rewind(g->cspill[i]);
-            while (fread(&head[i], sizeof(head[i]), 1, g->cspill[i]) == 1)
-                if (head[i].group == gi) {
-                    live[i] = 1;
-                    break;
-                }
+            g->cseg[i].pos = g->cseg[i].start;
+            g->cseg[i].n = g->cseg[i].i = 0;
+            live[i] = cseg_next(g, &g->cseg[i], gi, &head[i]);
         }
         /* rows of several threads at one time become one row (their sum): a second row at
          * the same time would be a rate over no time */
@@ -1227,12 +1264,7 @@ static void write_counters(struct gecko *g)
             if (last == INT64_MIN)
                 last = head[m].ns;
             sum += head[m].count; /* a row earlier than `last` (damaged input) joins it */
-            live[m] = 0;
-            while (fread(&head[m], sizeof(head[m]), 1, g->cspill[m]) == 1)
-                if (head[m].group == gi) {
-                    live[m] = 1;
-                    break;
-                }
+            live[m] = cseg_next(g, &g->cseg[m], gi, &head[m]);
         }
         PGC_LIT(o, "]}}");
     }
@@ -1522,11 +1554,11 @@ static int write_process(struct gecko *g, struct pgc_file *f, int root)
         g->glo = g->plo + off;
     if (root || g->phi + off > g->ghi)
         g->ghi = g->phi + off;
-    for (uint32_t i = 0; i < g->ncspill; i++)
-        if (g->cspill[i])
-            fclose(g->cspill[i]);
-    free(g->cspill);
+    if (g->cspill)
+        fclose(g->cspill);
+    free(g->cseg);
     g->cspill = NULL;
+    g->cseg = NULL;
     g->ncspill = 0;
     free(g->group_cpu);
     g->group_cpu = NULL;

@@ -227,6 +227,41 @@ def case_corrupt():
     check(len(said) == 1 and said[0]["args"]["chunks"] == 1, "chrome: %r" % said)
 
 
+def case_threads():
+    """5000 threads convert with 256 file descriptors: the converter's spill files do not
+    grow with the number of threads (Gecko, Chrome, summary)."""
+    import resource
+    r = gen_pgm.Recording(program="many-threads", mode=gen_pgm.STATS)
+    gen_pgm.common_defs(r)
+    n = 5000
+    for i in range(n):
+        r.thread(i, 10000 + i, "w%d" % i)
+        b = i * 1000
+        r.event(i, 1, b, b + 3 * gen_pgm.MS, 2 * gen_pgm.MS, [(2 + i % 3, 3 * gen_pgm.MS, 2 * gen_pgm.MS, 1)])
+        r.thread_end(i, b + 4 * gen_pgm.MS)
+    src = os.path.join(WORK, "threads.pgm")
+    with open(src, "wb") as f:
+        f.write(r.build())
+
+    def low_fds():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+    out = os.path.join(WORK, "threads.json")
+    for fmt, count in (("gecko", lambda d: len(d["threads"])),
+                       ("chrome", lambda d: len({e["tid"] for e in d["traceEvents"]
+                                                 if e.get("name") == "thread_name"})),
+                       ("summary", None)):
+        args = [CONVERT, src, "-o", out] + {"gecko": [], "chrome": ["--format", "chrome"],
+                                            "summary": ["--summary", "--json"]}[fmt]
+        p = subprocess.run(args, capture_output=True, timeout=120, preexec_fn=low_fds)
+        got = None
+        if p.returncode == 0:
+            d = json.load(open(out))
+            got = count(d) if count else len(d["processes"][0]["threads"])
+        check(p.returncode == 0 and got is not None and got >= n,
+              "%s at ulimit -n 256: exit %d, %s threads, %s" % (fmt, p.returncode, got,
+                                                              p.stderr[-200:]))
+
+
 def case_dropped():
     r = gen_pgm.scen_stats()[0]
     r.records_dropped = 4_385_870
@@ -261,7 +296,7 @@ def case_dropped():
     check(b"4385870 records dropped" in p.stdout, "text summary")
 
 
-CASES = {"dropped": case_dropped, "corrupt": case_corrupt, "utf8": case_utf8, "self-output": case_self_output, "enospc": case_enospc,
+CASES = {"dropped": case_dropped, "corrupt": case_corrupt, "threads": case_threads, "utf8": case_utf8, "self-output": case_self_output, "enospc": case_enospc,
          "fifo": case_fifo, "sigint": case_sigint, "umask": case_umask}
 
 
