@@ -65,6 +65,12 @@ struct pgr_reader {
     int warned_skipped, warned_corrupt;
     pgr_resume_fn resume;
     void *resume_ctx;
+    /* a recording still being written, up to PGR_SNAPSHOT_MAX of chunks: every chunk copied
+     * in one read at open (snap), then each chunk's seq read again (snap_seq); read_at serves
+     * the chunk area from the copy (see take_snapshot) */
+    uint8_t *snap;
+    uint64_t snap_len;
+    uint64_t *snap_seq;
 
     /* arrays of the current record */
     struct pgr_str *args; size_t args_cap;
@@ -102,6 +108,12 @@ static void warn(pgr_reader *r, uint64_t off, const char *fmt, ...) {
  * -1 on error (sticky error set). */
 static long read_at(pgr_reader *r, void *dst, size_t len, uint64_t off) {
     size_t got = 0;
+    uint64_t base = r->hdr.chunks_offset;
+    if (r->snap && off >= base && off - base <= r->snap_len) {
+        uint64_t n = r->snap_len - (off - base) < len ? r->snap_len - (off - base) : len;
+        memcpy(dst, r->snap + (off - base), (size_t)n);
+        return (long)n;
+    }
     while (got < len) {
         ssize_t n = pread(r->fd, (char *)dst + got, len - got, (off_t)(off + got));
         if (n < 0) {
@@ -167,6 +179,70 @@ static uint32_t first_record(const pgr_reader *r, const struct pgf_chunk_header 
     return r->hdr.version == 1 ? c->crc32c : PGF_CHUNK_HEADER_SIZE;
 }
 
+/* A recording still being written recycles its data chunks as fast as the program fills
+ * them: a small buffer (1 MiB of 4 KiB chunks) under a busy program goes round in about a
+ * millisecond, faster than a chunk-by-chunk read (three reads of each header and one of its
+ * records) gets through it: every chunk found at the scan had been recycled by the time its
+ * records were read, and a conversion of the live file showed nothing. So a live file of at
+ * most PGR_SNAPSHOT_MAX bytes of chunks is copied whole in one read first (the kernel copies
+ * it in ascending order: a chunk's header before its records), then once more, for each
+ * chunk's magic and seq: a chunk whose seq did not change kept its records across the copy (a
+ * writer clears magic before it touches a chunk it takes again, and sets a new seq), any
+ * other is skipped and counted as recycled. What the reader gets is the buffer as it was
+ * during that one read, which takes a fraction of a millisecond. */
+#define PGR_SNAPSHOT_MAX (64u << 20)
+static void take_snapshot(pgr_reader *r) {
+    const struct pgf_file_header *h = &r->hdr;
+    if (h->state == PGF_STATE_CLOSED || r->file_size <= h->chunks_offset)
+        return;
+    uint64_t len = r->file_size - h->chunks_offset;
+    uint64_t want = (uint64_t)h->chunk_count * h->chunk_size;
+    if (len > want)
+        len = want;
+    if (len > PGR_SNAPSHOT_MAX)
+        return;
+    uint32_t n = (uint32_t)(len / h->chunk_size) + 1;
+    uint8_t *snap = malloc(len ? len : 1);
+    uint64_t *seq = calloc(n, sizeof *seq);
+    if (!snap || !seq) { /* no memory: read chunk by chunk as before */
+        free(snap);
+        free(seq);
+        return;
+    }
+    uint8_t *again = malloc(len ? len : 1);
+    /* touch both copies first: a page fault per 4 KiB page of a fresh buffer during the read
+     * made one read of 1 MiB take 3 ms here instead of 0.05 ms */
+    memset(snap, 0, (size_t)len);
+    if (again)
+        memset(again, 0, (size_t)len);
+    long got = again ? read_at(r, snap, (size_t)len, h->chunks_offset) : -1;
+    if (got < 0) {
+        free(again);
+        free(snap);
+        free(seq);
+        return;
+    }
+    READ_FENCE();
+    /* the second look in one read as well (one read of the same length: as long as the
+     * first, so a chunk's two looks are that far apart), kept only for the headers */
+    long got2 = read_at(r, again, (size_t)got, h->chunks_offset);
+    if (got2 < 0) {
+        free(again);
+        free(snap);
+        free(seq);
+        return;
+    }
+    for (uint32_t i = 0; i < n && (uint64_t)(i + 1) * h->chunk_size <= (uint64_t)got2; i++) {
+        struct pgf_chunk_header c;
+        memcpy(&c, again + (uint64_t)i * h->chunk_size, sizeof c);
+        seq[i] = c.magic == PGF_CHUNK_MAGIC ? c.seq : 0;
+    }
+    free(again);
+    r->snap = snap;
+    r->snap_len = (uint64_t)got;
+    r->snap_seq = seq;
+}
+
 static void scan_chunks(pgr_reader *r) {
     const struct pgf_file_header *h = &r->hdr;
     /* never trust chunk_count for memory: only chunks that start inside the file count */
@@ -190,6 +266,10 @@ static void scan_chunks(pgr_reader *r) {
             return;
         if (c.magic == 0 || (!whole && c.magic == PGF_CHUNK_MAGIC))
             continue; /* free, reserved, or being taken or recycled right now */
+        if (r->snap && c.magic == PGF_CHUNK_MAGIC && r->snap_seq[i] != c.seq) {
+            r->skipped++; /* recycled while the snapshot was taken */
+            continue;
+        }
         if (c.magic != PGF_CHUNK_MAGIC) {
             fail(r, at, "bad chunk magic");
             return;
@@ -307,6 +387,7 @@ pgr_reader *pgr_open(const char *path) {
     if (r->file_size < want)
         warn(r, r->file_size, "file cut short: %llu of %llu bytes",
              (unsigned long long)r->file_size, (unsigned long long)want);
+    take_snapshot(r);
     scan_chunks(r);
     if (!r->has_error) {
         r->buf = malloc(h->chunk_size);
@@ -322,6 +403,8 @@ void pgr_close(pgr_reader *r) {
     if (r->fd >= 0)
         close(r->fd);
     free(r->chunks);
+    free(r->snap);
+    free(r->snap_seq);
     free(r->buf);
     free(r->args);
     free(r->ids);
