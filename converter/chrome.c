@@ -34,6 +34,8 @@ struct chrome {
     int64_t iv;        /* the counters' grid (--interval) */
     uint64_t max_rows; /* counter rows per group and thread (--max-samples) */
     int corrupt_said;  /* the file's CRC-failed chunk count written */
+    int clipped_said;  /* the file's clipped record count written */
+    uint64_t rows_left; /* counter rows for the whole output (perfgroup__row_budget) */
     uint32_t tid;
     const char *thread_name;
     int named_events, named_markers; /* the thread's extra tracks have their thread_name */
@@ -178,6 +180,7 @@ static int begin_thread(void *ctx, uint32_t ti)
     perfgroup__grid_free(&C->grid);
     if (perfgroup__grid_init(&C->grid, C->f->ngroups, C->iv, C->max_rows, counter_row, C))
         return -ENOMEM;
+    C->grid.budget = &C->rows_left;
     meta_name(C, "thread_name", C->thread_name, C->tid);
     return 0;
 }
@@ -307,8 +310,9 @@ static int end_thread(void *ctx, uint32_t ti)
     perfgroup__grid_finish(&C->grid);
     if (C->grid.dropped)
         fprintf(stderr, "perfgroup-convert: warning: %s: thread %s: CPU counters stopped at "
-                "%" PRIu64 " rows per group (--max-samples); %" PRIu64 " ns of CPU not shown "
-                "in them\n", C->f->path, C->thread_name, C->grid.max_rows, C->grid.dropped);
+                "%" PRIu64 " rows per group (--max-samples) or at the output's bound; %" PRIu64
+                " ns of CPU not shown in them\n", C->f->path, C->thread_name, C->grid.max_rows,
+                C->grid.dropped);
     for (uint32_t i = 0; i <= C->f->ngroups; i++)
         if (C->pend[i] != INT64_MIN)
             counter_c(C, i, C->pend[i], 0);
@@ -319,6 +323,17 @@ static int end_thread(void *ctx, uint32_t ti)
         PGC_LIT(C->out, ",\"args\":{\"chunks\":");
         perfgroup__out_u64(C->out, C->f->chunks_corrupt);
         PGC_LIT(C->out, ",\"reason\":\"sealed chunks whose CRC-32C did not match: skipped\"}}");
+    }
+    if (C->f->clipped && C->f->streamed && !C->clipped_said) { /* once, at the file's end */
+        C->clipped_said = 1;
+        head(C, 'i', "Records clipped", 15, "perfgroup");
+        instant(C, C->last_ns);
+        PGC_LIT(C->out, ",\"args\":{\"records\":");
+        perfgroup__out_u64(C->out, C->f->clipped);
+        PGC_LIT(C->out, ",\"first_offset\":");
+        perfgroup__out_u64(C->out, C->f->clipped_offset);
+        PGC_LIT(C->out, ",\"reason\":\"record times beyond the file's own clocks (damaged): "
+                        "clipped to them\"}}");
     }
     if (C->f->not_closed) {
         head(C, 'i', "Recording cut", 13, "perfgroup");
@@ -366,6 +381,7 @@ int perfgroup__chrome_write(struct pgc_file *files, size_t nfiles, const struct 
     C.out = out;
     C.iv = opt->interval_ns > 0 ? opt->interval_ns : 1000000;
     C.max_rows = opt->max_samples;
+    C.rows_left = perfgroup__row_budget(files, nfiles, opt);
     int64_t base = INT64_MAX;
     for (size_t i = 0; i < nfiles; i++) {
         C.records_total += files[i].records_total;
@@ -402,7 +418,7 @@ int perfgroup__chrome_write(struct pgc_file *files, size_t nfiles, const struct 
             rc = -1;
             break;
         }
-        C.corrupt_said = 0;
+        C.corrupt_said = C.clipped_said = 0;
         C.cpu_name = group_strings(&files[i], "CPU ");
         C.cpu_key = group_strings(&files[i], "cpu_ms ");
         C.pend = malloc((files[i].ngroups + 1) * sizeof(*C.pend));

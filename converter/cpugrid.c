@@ -18,7 +18,8 @@
  * open one (damaged input) is added to the open one.
  *
  * Bounded whatever the input claims: a group writes at most max_rows rows (the per-thread
- * sample budget), and every loop below writes a row per turn or ends, so an event span or a
+ * sample budget), every grid of an output together at most *budget (PGC_ROWS_BASE +
+ * PGC_ROWS_PER_BYTE * input bytes), and every loop below writes a row per turn or ends, so an event span or a
  * CPU time of 2^62 ns costs max_rows rows, not 2^42 turns. CPU past the budget is counted in
  * `dropped`, never shown.
  */
@@ -32,6 +33,7 @@ int perfgroup__grid_init(struct pgc_grid *g, uint32_t ngroups, int64_t iv, uint6
     g->iv = iv;
     g->max_rows = max_rows ? max_rows : 100000000;
     g->dropped = 0;
+    g->budget = NULL;
     g->emit = emit;
     g->ctx = ctx;
     g->n = ngroups;
@@ -59,7 +61,7 @@ void perfgroup__grid_free(struct pgc_grid *g)
 /* A group out of rows: what it has open is dropped (counted) and it takes nothing more. */
 static int full(const struct pgc_grid *g, uint32_t gi)
 {
-    return g->rows[gi] >= g->max_rows;
+    return g->rows[gi] >= g->max_rows || (g->budget && !*g->budget);
 }
 
 static void emit(struct pgc_grid *g, uint32_t gi, int64_t tick, uint64_t count)
@@ -68,7 +70,10 @@ static void emit(struct pgc_grid *g, uint32_t gi, int64_t tick, uint64_t count)
         return;
     g->emit(g->ctx, gi, tick * g->iv, count);
     g->emitted[gi] = tick;
-    if (++g->rows[gi] == g->max_rows && g->bucket[gi] != INT64_MIN) {
+    g->rows[gi]++;
+    if (g->budget)
+        --*g->budget;
+    if (full(g, gi) && g->bucket[gi] != INT64_MIN) {
         g->dropped += g->cpu[gi];
         g->cpu[gi] = 0;
         g->bucket[gi] = INT64_MIN;

@@ -124,6 +124,7 @@ struct gthread {
     /* samples */
     uint64_t nsamples;
     int capped;              /* hit opt->max_samples: no more samples for this thread */
+    uint64_t quota;          /* its share of the output's samples (gecko.threads_left) */
     int is_main;             /* the process's GeckoMain (or its "until exec" thread) */
     int64_t last_sample_ns;
     int64_t next_tick;       /* trace: first tick not yet written */
@@ -160,6 +161,11 @@ struct gecko {
     struct cats cats;
     int64_t iv;                 /* sample interval, ns */
     uint64_t max_samples;       /* per thread */
+    uint64_t samples_left;      /* for the whole output (perfgroup__row_budget) */
+    uint64_t threads_left;      /* threads not begun yet, over every input: each thread may
+                                 * take samples_left / threads_left (what a thread leaves
+                                 * goes to the next), so no thread is left without samples */
+    uint64_t rows_left;         /* counter rows, the same */
     int64_t max_span_ns;        /* max_samples * iv: longer spans are damaged input */
     /* current process */
     struct pgc_file *f;
@@ -341,10 +347,11 @@ static void out_ms(struct pgc_out *o, int64_t ns)
 static void write_sample(struct gthread *t, uint32_t stack, int64_t ns, int64_t cpu_delta_ns)
 {
     struct pgc_out *o = t->sw;
-    if (t->nsamples >= t->g->max_samples) {
+    if (t->nsamples >= t->g->max_samples || t->nsamples >= t->quota) {
         t->capped = 1;
         return;
     }
+    t->g->samples_left--;
     if (ns < t->last_sample_ns)
         ns = t->last_sample_ns; /* sample times never go back */
     t->last_sample_ns = ns;
@@ -962,9 +969,13 @@ static int begin_thread(void *ctx, uint32_t ti)
     t->f = g->f;
     t->th = &g->f->threads[ti];
     t->last_sample_ns = INT64_MIN;
+    t->quota = g->samples_left / (g->threads_left > 1 ? g->threads_left : 1);
+    if (g->threads_left > 1)
+        g->threads_left--;
     perfgroup__clock_init(&t->clk, g->f);
     t->acc = calloc(g->f->ngroups + 1, sizeof(*t->acc));
     int grid_rc = perfgroup__grid_init(&t->grid, g->f->ngroups, g->iv, g->max_samples, counter_row, t);
+    t->grid.budget = &g->rows_left;
     t->spill = tmpfile();
     t->sw = malloc(sizeof(*t->sw));
     if (t->sw)
@@ -1054,11 +1065,13 @@ static int end_thread(void *ctx, uint32_t ti)
         t->last_ns = last_row; /* the range holds every counter row */
     if (t->grid.dropped) {
         fprintf(stderr, "perfgroup-convert: warning: %s: thread %s: CPU counters stopped at "
-                "%" PRIu64 " rows per group (--max-samples); %" PRIu64 " ns of CPU not shown "
-                "in them\n", g->f->path, t->th->name, t->grid.max_rows, t->grid.dropped);
+                "%" PRIu64 " rows per group (--max-samples) or at the output's bound; %" PRIu64
+                " ns of CPU not shown in them\n", g->f->path, t->th->name, t->grid.max_rows,
+                t->grid.dropped);
         struct pgc_out pl;
         pl_begin(&pl, "PerfgroupCut");
-        const char *why = "counter row limit reached (--max-samples): CPU counters incomplete";
+        const char *why = "counter row limit reached (--max-samples, or the output's bound of "
+                          "2^20 + 8 per input byte): CPU counters incomplete";
         pl_str(&pl, "reason", why, strlen(why));
         pl_ms(&pl, "cpu", (int64_t)(t->grid.dropped > INT64_MAX ? INT64_MAX : t->grid.dropped));
         pl_end(&pl);
@@ -1066,11 +1079,14 @@ static int end_thread(void *ctx, uint32_t ti)
     }
     if (t->capped) {
         fprintf(stderr, "perfgroup-convert: warning: %s: thread %s: samples stopped at %" PRIu64
-                " (--max-samples); markers and counters are complete\n", g->f->path, t->th->name,
-                t->nsamples);
+                " (--max-samples %" PRIu64 " per thread, or the output's bound: 2^20 + 8 per "
+                "input byte in all; --max-samples N lifts the bound, --interval a coarser grid "
+                "needs fewer); markers are complete\n", g->f->path, t->th->name, t->nsamples,
+                g->max_samples);
         struct pgc_out pl;
         pl_begin(&pl, "PerfgroupCut");
-        const char *why = "sample limit reached (--max-samples): no samples after this point";
+        const char *why = "sample limit reached (--max-samples, or the output's bound of 2^20 + "
+                          "8 per input byte): no samples after this point";
         pl_str(&pl, "reason", why, strlen(why));
         pl_end(&pl);
         marker_row(t, intern_str(t, "Samples capped", 14), t->last_sample_ns, 0, 0, CAT_OTHER, &pl);
@@ -1355,15 +1371,18 @@ static void write_meta(struct gecko *g, struct pgc_file *f, int root, int64_t lo
     PGC_LIT(o, ",\"stackwalk\":0,\"debug\":0,\"gcpoison\":0,\"asyncstack\":0,"
                "\"presymbolicated\":true,\"platform\":\"Linux\",\"oscpu\":\"Linux\","
                "\"abi\":\"perfgroup\",\"misc\":");
-    char misc[256];
+    char misc[400];
     int mn = snprintf(misc, sizeof(misc), "perfgroup %s mode, pid %u",
                       f->mode == PGF_MODE_TRACE ? "trace" : "stats", f->pid);
     if (f->hdr.records_dropped && mn > 0 && (size_t)mn < sizeof(misc)) /* the header's total */
         mn += snprintf(misc + mn, sizeof(misc) - (size_t)mn, ", %" PRIu64 " records dropped (%"
                        PRIu64 " chunks recycled)", f->hdr.records_dropped, f->hdr.chunks_recycled);
     if (f->chunks_corrupt && mn > 0 && (size_t)mn < sizeof(misc)) /* what the reader skipped */
-        snprintf(misc + mn, sizeof(misc) - (size_t)mn, ", %" PRIu64 " chunks failed their "
-                 "CRC-32C (skipped)", f->chunks_corrupt);
+        mn += snprintf(misc + mn, sizeof(misc) - (size_t)mn, ", %" PRIu64 " chunks failed their "
+                       "CRC-32C (skipped)", f->chunks_corrupt);
+    if (f->clipped && mn > 0 && (size_t)mn < sizeof(misc)) /* perfgroup__file_stream */
+        snprintf(misc + mn, sizeof(misc) - (size_t)mn, ", %" PRIu64 " record times beyond the "
+                 "file's clocks clipped (first at byte %" PRIu64 ")", f->clipped, f->clipped_offset);
     perfgroup__out_json_str(o, misc, strlen(misc));
     PGC_LIT(o, ",\"sampleUnits\":{\"time\":\"ms\",\"eventDelay\":\"ms\",\"threadCPUDelta\":\"ns\"},"
                "\"startTimeAsClockMonotonicNanosecondsSinceBoot\":");
@@ -1597,6 +1616,9 @@ int perfgroup__gecko_write(struct pgc_file *files, size_t nfiles, const struct p
     g.iv = opt->interval_ns > 0 ? opt->interval_ns : 1000000;
     g.max_samples = opt->max_samples ? opt->max_samples : 100000000;
     g.max_span_ns = (int64_t)g.max_samples * g.iv;
+    g.samples_left = g.rows_left = perfgroup__row_budget(files, nfiles, opt);
+    for (size_t i = 0; i < nfiles; i++)
+        g.threads_left += files[i].threads_total;
     for (size_t i = 0; i < nfiles; i++)
         g.records_total += files[i].records_total;
     int rc;

@@ -225,6 +225,172 @@ static int ensure_thread(struct pgc_file *f, uint32_t index, struct pgc_error *e
     return (int)f->nthreads++;
 }
 
+/* ---- Plausibility against the file's own clocks --------------------------------------
+ *
+ * A record's times come from the clock the header names; the file itself says when that
+ * clock could have been read: not before the recording started (header start_tsc), and not
+ * after its chunk was sealed (a FULL chunk's last_tsc: sealing settles it from its records,
+ * format version 2) or, for a chunk still being written, after the latest clock the file
+ * holds anywhere (header end_tsc at a clean close, every chunk's first and last clock). A
+ * time beyond its chunk's ceiling (+ 10 ms of slack) is clipped to the ceiling and counted:
+ * one flipped bit in a duration, or a crafted 2^62-tick interval, then spans at most what the
+ * recording spans, and the outputs that grow with time (samples, counter rows) stay bounded
+ * by the file's clocks. A time before the start is moved to the start without being counted:
+ * a fork child's frames and events inherited from its parent began before its recording did.
+ * A PGF_REC_CLOCK whose monotonic time contradicts the header's clock by more than 1 s + 5 %
+ * is ignored (it would remap every later time) and an event's CPU is at most its wall time;
+ * both counted with the clipped times. A live file (perfgroup top, metrics) is read while it
+ * grows: only sealed chunks have a ceiling there. */
+static uint64_t clip_hz(const struct pgc_file *f)
+{
+    uint64_t hz = f->hdr.clock == PGF_CLOCK_MONOTONIC || !f->tsc_hz ? 1000000000u : f->tsc_hz;
+    return hz < 1000000u ? 1000000u : hz > 1000000000000u ? 1000000000000u : hz;
+}
+
+static void clip_init(struct pgc_file *f, int following)
+{
+    uint64_t hi = f->hdr.end_tsc > f->start_tsc ? f->hdr.end_tsc : f->start_tsc;
+    int clocks = f->hdr.end_tsc != 0;
+    for (size_t i = 0; i < pgr_chunk_count(f->r); i++) {
+        const struct pgr_chunk_info *c = pgr_chunk(f->r, i);
+        clocks |= c->first_tsc || c->last_tsc;
+        if (c->first_tsc > hi)
+            hi = c->first_tsc;
+        if (c->last_tsc > hi)
+            hi = c->last_tsc;
+    }
+    f->clip_lo = f->start_tsc;
+    f->clip_slack = clip_hz(f) / 100;
+    /* a file with no clock in its header or chunk headers (a hand-made one) has no ceiling:
+     * the outputs' own budget (docs/converter.md, "Bounds") is what limits it */
+    f->clip_hi = !clocks || hi > UINT64_MAX - f->clip_slack ? UINT64_MAX : hi + f->clip_slack;
+    f->following = following;
+    f->clip_cursor = 0;
+    f->clip_seq = 0;
+    f->clip_ceiling = f->clip_hi;
+}
+
+/* The ceiling of the chunk holding r: the reader streams chunks in pgr_chunk order. */
+static uint64_t clip_ceiling(struct pgc_file *f, const struct pgr_record *r)
+{
+    if (r->chunk_seq == f->clip_seq && f->clip_seq)
+        return f->clip_ceiling;
+    size_t n = pgr_chunk_count(f->r);
+    while (f->clip_cursor < n && pgr_chunk(f->r, f->clip_cursor)->seq != r->chunk_seq)
+        f->clip_cursor++;
+    if (f->clip_cursor == n) { /* not in order (cannot happen): search from the start */
+        for (f->clip_cursor = 0; f->clip_cursor < n; f->clip_cursor++)
+            if (pgr_chunk(f->r, f->clip_cursor)->seq == r->chunk_seq)
+                break;
+    }
+    uint64_t ceil = f->following ? UINT64_MAX : f->clip_hi;
+    if (f->clip_cursor < n) {
+        const struct pgr_chunk_info *c = pgr_chunk(f->r, f->clip_cursor);
+        if (c->state == PGF_CSTATE_FULL && f->hdr.version >= 2 && c->last_tsc &&
+            c->last_tsc >= f->clip_lo)
+            ceil = c->last_tsc > UINT64_MAX - f->clip_slack ? UINT64_MAX : c->last_tsc + f->clip_slack;
+        if (!f->following && ceil > f->clip_hi)
+            ceil = f->clip_hi;
+    }
+    f->clip_seq = r->chunk_seq;
+    f->clip_ceiling = ceil;
+    return ceil;
+}
+
+static void clip_count(struct pgc_file *f, const struct pgr_record *r)
+{
+    if (!f->clipped++)
+        f->clipped_offset = r->offset;
+}
+
+/* [*b, *e] into [lo, ceil]: 1 if the end had to come down (damage), 0 otherwise */
+static int clip_span(const struct pgc_file *f, uint64_t ceil, uint64_t *b, uint64_t *e)
+{
+    int hurt = 0;
+    if (*e < *b)
+        *e = *b;
+    if (*b < f->clip_lo)
+        *b = f->clip_lo;
+    if (*e < f->clip_lo)
+        *e = f->clip_lo;
+    if (*e > ceil) {
+        *e = ceil;
+        hurt = 1;
+    }
+    if (*b > *e)
+        *b = *e;
+    return hurt;
+}
+
+static void clip_record(struct pgc_file *f, struct pgr_record *r)
+{
+    uint64_t ceil, b, e;
+    switch (r->kind) {
+    case PGF_REC_INTERVAL:
+        ceil = clip_ceiling(f, r);
+        b = r->u.interval.start_tsc;
+        e = r->u.interval.duration > UINT64_MAX - b ? UINT64_MAX : b + r->u.interval.duration;
+        if (clip_span(f, ceil, &b, &e))
+            clip_count(f, r);
+        r->u.interval.start_tsc = b;
+        r->u.interval.duration = e - b;
+        break;
+    case PGF_REC_EVENT: {
+        ceil = clip_ceiling(f, r);
+        b = r->u.event.begin_tsc, e = r->u.event.end_tsc;
+        int hurt = clip_span(f, ceil, &b, &e);
+        r->u.event.begin_tsc = b, r->u.event.end_tsc = e;
+        /* CPU within wall: 1 % + 100 us of rounding allowed, then clamped and counted */
+        uint64_t hz = clip_hz(f);
+        double wall = (double)(e - b) * 1e9 / (double)hz;
+        if ((double)r->u.event.cpu_ns > wall) {
+            if ((double)r->u.event.cpu_ns > wall * 1.01 + 100000.0)
+                hurt = 1;
+            r->u.event.cpu_ns = wall > 0 ? (uint64_t)wall : 0;
+        }
+        if (hurt)
+            clip_count(f, r);
+        break;
+    }
+    case PGF_REC_MARKER:
+        ceil = clip_ceiling(f, r);
+        b = r->u.marker.start_tsc, e = r->u.marker.end_tsc;
+        if (clip_span(f, ceil, &b, &e))
+            clip_count(f, r);
+        r->u.marker.start_tsc = b, r->u.marker.end_tsc = e;
+        break;
+    case PGF_REC_THREAD_END:
+        ceil = clip_ceiling(f, r);
+        b = e = r->u.thread_end.end_tsc;
+        if (clip_span(f, ceil, &b, &e))
+            clip_count(f, r);
+        r->u.thread_end.end_tsc = e;
+        break;
+    case PGF_REC_CLOCK:
+        ceil = clip_ceiling(f, r);
+        b = e = r->u.clock.tsc;
+        if (clip_span(f, ceil, &b, &e))
+            clip_count(f, r);
+        if (e != r->u.clock.tsc) /* outside the file's clocks: no mapping from it */
+            r->u.clock.monotonic_ns = 0;
+        r->u.clock.tsc = e;
+        if (f->hdr.clock != PGF_CLOCK_MONOTONIC && f->tsc_hz && r->u.clock.monotonic_ns) {
+            double since = (double)(e - f->clip_lo) * 1e9 / (double)f->tsc_hz;
+            double want = (double)f->start_monotonic_ns + since;
+            double off = (double)r->u.clock.monotonic_ns - want;
+            if (off < 0)
+                off = -off;
+            if (off > 1e9 + 0.05 * since) {
+                r->u.clock.monotonic_ns = 0; /* perfgroup__clock_update ignores it */
+                clip_count(f, r);
+            }
+        }
+        break;
+    default:
+        break;
+    }
+}
+
 int perfgroup__file_open(struct pgc_file *f, const char *path, struct pgc_error *err)
 {
     return perfgroup__file_follow(f, path, NULL, NULL, err);
@@ -261,12 +427,15 @@ int perfgroup__file_follow(struct pgc_file *f, const char *path, pgr_resume_fn r
         if (c->kind == PGF_CHUNK_DATA)
             f->records_total += c->record_count;
     }
+    clip_init(f, resume != NULL);
     /* A file shorter than its header says: a clean (closed) file must be whole, and the
      * definitions must be whole in any file; a cut data chunk of an unclosed recording is
      * what a crash leaves, and converts with a warning. */
     struct stat st;
     uint64_t want = f->hdr.chunks_offset + (uint64_t)f->hdr.chunk_count * f->hdr.chunk_size;
-    if (stat(path, &st) == 0 && (uint64_t)st.st_size < want) {
+    int have_st = stat(path, &st) == 0;
+    f->size = have_st ? (uint64_t)st.st_size : want;
+    if (have_st && (uint64_t)st.st_size < want) {
         int defs_cut = 0;
         for (size_t i = 0; i < pgr_chunk_count(f->r); i++) {
             const struct pgr_chunk_info *c = pgr_chunk(f->r, i);
@@ -298,6 +467,7 @@ int perfgroup__file_follow(struct pgc_file *f, const char *path, pgr_resume_fn r
     }
     if (rc < 0)
         return reader_err(f, err);
+    f->threads_total = f->nthreads;
     /* group ids are small in practice: a direct table for the per-event lookups */
     f->group_direct = malloc(PGC_DIRECT_IDS * sizeof(*f->group_direct));
     if (!f->group_direct)
@@ -345,6 +515,11 @@ void perfgroup__file_warnings(const struct pgc_file *f)
         fputs(f->warn, stderr);
     else if (f->r)
         warnings_to(f, stderr);
+    if (f->clipped)
+        fprintf(stderr, "perfgroup-convert: warning: %s: byte %" PRIu64 ": %" PRIu64 " record "
+                "time(s) beyond the file's own clocks clipped (an event's CPU above its wall "
+                "time, a clock record against the header's clock): damaged records, the first "
+                "here\n", f->path, f->clipped_offset, f->clipped);
 }
 
 int perfgroup__file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, void *ctx,
@@ -383,10 +558,12 @@ int perfgroup__file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, v
             if ((rc = cb->begin_thread(ctx, (uint32_t)t)))
                 return rc;
         }
+        clip_record(f, &rec);
         if ((rc = cb->record(ctx, &rec)))
             return rc;
     }
     f->chunks_corrupt = pgr_chunks_corrupt(f->r); /* known before the last thread ends */
+    f->streamed = 1;
     if (cur >= 0) {
         uint32_t idx;
         perfgroup__map_get(&f->thread_ids, (uint32_t)cur, &idx);
@@ -394,6 +571,19 @@ int perfgroup__file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, v
             return rc;
     }
     return 0;
+}
+
+uint64_t perfgroup__row_budget(const struct pgc_file *files, size_t nfiles,
+                               const struct pgc_options *opt)
+{
+    if (opt->max_samples)
+        return UINT64_MAX; /* asked for: the per-thread limit only */
+    uint64_t n = 0;
+    for (size_t i = 0; i < nfiles; i++)
+        n += files[i].size;
+    if (n > (UINT64_MAX - PGC_ROWS_BASE) / PGC_ROWS_PER_BYTE)
+        return UINT64_MAX;
+    return PGC_ROWS_BASE + PGC_ROWS_PER_BYTE * n;
 }
 
 uint32_t perfgroup__group_index(const struct pgc_file *f, uint32_t id)
@@ -447,6 +637,8 @@ int perfgroup__file_park(struct pgc_file *f)
     uint64_t records_total = f->records_total;
     memset(f, 0, sizeof(*f));
     f->path = path;
+    f->size = k.size;
+    f->threads_total = k.threads_total;
     f->program = program;
     f->hdr = hdr;
     f->pid = k.pid;
@@ -458,6 +650,9 @@ int perfgroup__file_park(struct pgc_file *f)
     f->mode = k.mode;
     f->records_total = records_total;
     f->not_closed = k.not_closed;
+    f->chunks_corrupt = k.chunks_corrupt;
+    f->clipped = k.clipped;
+    f->clipped_offset = k.clipped_offset;
     f->warn = warn;
     f->parked = 1;
     return 0;

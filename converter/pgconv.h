@@ -121,6 +121,7 @@ struct pgc_string {
 
 struct pgc_file {
     const char *path;
+    uint64_t size;             /* bytes, as opened (the output bound's N) */
     pgr_reader *r;
     struct pgf_file_header hdr;
     /* the process (PGF_REC_PROCESS, or the file header when it is missing) */
@@ -139,7 +140,19 @@ struct pgc_file {
     struct pgc_string *strings; uint32_t nstrings; struct pgc_map string_ids;
     /* facts from the chunk index */
     uint64_t records_total;    /* records in data chunks */
+    uint32_t threads_total;    /* thread definitions (kept when parked) */
     uint64_t chunks_corrupt;   /* sealed chunks skipped for a CRC-32C mismatch (once streamed) */
+    /* plausibility against the file's own clocks (perfgroup__file_stream): every record time
+     * lies in [clip_lo, the ceiling of its chunk]; a time beyond its ceiling is clipped to it
+     * (a duration no clock of the file covers), a PGF_REC_CLOCK that contradicts the header's
+     * clock is ignored, an event's CPU is at most its wall time: each counted here, the first
+     * one's byte offset kept (once streamed) */
+    uint64_t clip_lo, clip_hi, clip_slack; /* clip_hi: for chunks still being written */
+    uint64_t clipped, clipped_offset;
+    int following;             /* a live file: chunks still being written have no ceiling */
+    int streamed;              /* every record streamed: the counts above are final */
+    size_t clip_cursor;        /* stream: index of the current chunk (pgr_chunk) */
+    uint64_t clip_seq, clip_ceiling;
     int not_closed;            /* header.state != CLOSED */
     /* the first data record, read while looking for the end of the definitions */
     struct pgr_record pending;
@@ -192,6 +205,17 @@ const char *perfgroup__string(const struct pgc_file *f, uint32_t id);
 char *perfgroup__demangle(const char *name);
 
 /* ---- Conversion ---------------------------------------------------------------------- */
+/* The output bound (docs/converter.md, "Bounds"): whatever an input claims, the rows that
+ * grow with time — Gecko samples, and counter rows (Gecko counters, Chrome "C" events) —
+ * number at most PGC_ROWS_BASE + PGC_ROWS_PER_BYTE * N each over the whole output, for
+ * inputs of N bytes in all; everything else grows with records or definitions. Given
+ * explicitly, --max-samples replaces it (a per-thread limit only). */
+#define PGC_ROWS_BASE (1u << 20)
+#define PGC_ROWS_PER_BYTE 8u
+struct pgc_options;
+uint64_t perfgroup__row_budget(const struct pgc_file *files, size_t nfiles,
+                               const struct pgc_options *opt);
+
 struct pgc_options {
     int64_t interval_ns;    /* sample interval (default 1 ms) */
     uint64_t max_samples;   /* per thread (default 100 M: 27 h at 1 ms); 0 = default */
@@ -258,6 +282,7 @@ struct pgc_grid {
     uint64_t *rows;    /* rows written per group */
     uint64_t max_rows; /* per group (the per-thread sample budget): the work and output of a
                         * grid are bounded by it whatever times and CPU an input claims */
+    uint64_t *budget;  /* rows left for the whole output (shared by every grid), or NULL */
     uint64_t dropped;  /* ns of CPU not shown because a group reached max_rows */
 };
 /* Groups 0..ngroups (one more for callers' own use), at most max_rows rows per group (0: the

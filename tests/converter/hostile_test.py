@@ -14,8 +14,13 @@
     hostile_test.py umask       the output's mode is 0666 & ~umask
     hostile_test.py dropped     the header's dropped-record total in Gecko meta.misc, Chrome
                                 otherData, the summary (text and JSON)
+    hostile_test.py flips       >= 1000 single-bit flips of a real recording (PGC_FLIPS), each
+                                to every output: bounded time and size, sealed chunks detected
+    hostile_test.py clip        a believed 2^62-tick interval: clipped to its chunk's clock
+    hostile_test.py bound       a file with no clocks and 2^62-tick intervals: the output bound
 
-Environment: PGC_CONVERT (the program), PGC_WORK (a scratch directory).
+Environment: PGC_CONVERT (the program), PGC_WORK (a scratch directory), PGC_APP (the demo
+event loop built with the GCC plugin: flips, clip), PGC_FLIP_SEED (replay a campaign).
 """
 import glob
 import json
@@ -296,7 +301,256 @@ def case_dropped():
     check(b"4385870 records dropped" in p.stdout, "text summary")
 
 
-CASES = {"dropped": case_dropped, "corrupt": case_corrupt, "threads": case_threads, "utf8": case_utf8, "self-output": case_self_output, "enospc": case_enospc,
+# ---- Files damaged or crafted against the output bound --------------------------------
+CHUNK_MAGIC = 0x4B434750
+FULL = 2
+HEADER = 4096
+
+
+def crc32c(data, crc=0):
+    """CRC-32C (Castagnoli, reflected), as perfgroup/crc32c.h"""
+    if not hasattr(crc32c, "table"):
+        t = []
+        for i in range(256):
+            c = i
+            for _ in range(8):
+                c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+            t.append(c)
+        crc32c.table = t
+    t = crc32c.table
+    crc ^= 0xFFFFFFFF
+    for b in data:
+        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def chunks_of(img):
+    """(offset, state, committed) of every used chunk of a recording image"""
+    import struct
+    csize, count = struct.unpack_from("<II", img, 16)
+    out = []
+    for i in range(count):
+        off = HEADER + i * csize
+        if off + 64 > len(img):
+            break
+        magic, kind, state, seq, thread, crc, committed = struct.unpack_from("<IHHQIII", img, off)
+        if magic == CHUNK_MAGIC:
+            out.append((off, state, committed))
+    return out
+
+
+def chunk_crc(img, off, committed):
+    import struct
+    h = bytearray(img[off:off + 64])
+    struct.pack_into("<I", h, 20, 0)
+    return crc32c(bytes(h) + bytes(img[off + 64:off + 64 + committed]))
+
+
+def real_recording(name, mode="trace"):
+    """The demo event loop (built with the GCC plugin) recorded into a small buffer: sealed
+    chunks, recycled ones, every record kind the runtime writes in that mode."""
+    app = os.environ.get("PGC_APP")
+    if not app:
+        print("SKIPPED: no PGC_APP (a build without the GCC plugin)")
+        sys.exit(77)
+    path = os.path.join(WORK, name)
+    env = dict(os.environ, PERFGROUP_OUTPUT=path, PERFGROUP_MODE=mode,
+               PERFGROUP_BUFFER="128K", PERFGROUP_CHUNK="4K")
+    subprocess.run([app], env=env, check=True, stdout=subprocess.DEVNULL, timeout=120)
+    return path
+
+
+FORMATS = (("gecko", []), ("chrome", ["--format", "chrome"]), ("summary", ["--summary", "--json"]))
+
+
+def child_cpu():
+    import resource
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def case_flips():
+    """The bit-flip campaign: >= 1000 single-bit flips of a real recording (format v2), each
+    converted to Gecko, Chrome and the JSON summary. Every run ends (exit 0, or 2 with one
+    line naming the file and a byte offset), within 5 s, with no output over 10x the input
+    + 1 MiB; every flip inside a sealed chunk (its header or committed records) is detected:
+    the chunk skipped for its CRC-32C (warning) or the file refused (exit 2)."""
+    import random
+    import concurrent.futures as cf
+    src = real_recording("flips-src.pgm")
+    img = open(src, "rb").read()
+    sealed = [(o, c) for o, st, c in chunks_of(img) if st == FULL]
+    check(len(sealed) >= 8, "the recording has %d sealed chunks" % len(sealed))
+    # the Python CRC agrees with the writer's: the campaign's notion of 'sealed' is right
+    bad = [o for o, c in sealed if chunk_crc(img, o, c) != int.from_bytes(img[o + 20:o + 24], "little")]
+    check(not bad, "CRC-32C of every sealed chunk as written: mismatches at %r" % bad[:4])
+    seed = int(os.environ.get("PGC_FLIP_SEED", str(int(time.time()))))
+    print("seed %d (PGC_FLIP_SEED to replay); input %d bytes, %d sealed chunks" %
+          (seed, len(img), len(sealed)))
+    rng = random.Random(seed)
+    n = int(os.environ.get("PGC_FLIPS", "1000"))
+    limit = 10 * len(img) + (1 << 20)
+    # half the flips in sealed chunks' checked bytes, half anywhere in the file
+    flips = []
+    for i in range(n):
+        if i % 2 == 0:
+            o, c = rng.choice(sealed)
+            pos = o + rng.randrange(64 + c)
+        else:
+            pos = rng.randrange(len(img))
+        flips.append((pos, rng.randrange(8)))
+
+    def one(i):
+        pos, bit = flips[i]
+        d = os.path.join(WORK, "f%d" % (i % 4))
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, "in.pgm")
+        b = bytearray(img)
+        b[pos] ^= 1 << bit
+        with open(path, "wb") as f:
+            f.write(b)
+        in_sealed = any(o <= pos < o + 64 + c for o, c in sealed)
+        res = []
+        for fmt, args in FORMATS:
+            out = os.path.join(d, "out." + fmt)
+            t0 = time.monotonic()
+            try:
+                p = subprocess.run([CONVERT, path, "-o", out] + args, capture_output=True,
+                                   timeout=5)
+            except subprocess.TimeoutExpired:
+                res.append((fmt, "timeout", 0, b""))
+                continue
+            size = os.path.getsize(out) if p.returncode == 0 and os.path.exists(out) else 0
+            res.append((fmt, p.returncode, size, p.stderr, time.monotonic() - t0))
+        return pos, bit, in_sealed, res
+
+    worst = [0, 0.0]
+    undetected = []
+    problems = []
+    with cf.ThreadPoolExecutor(max_workers=4) as ex:
+        for pos, bit, in_sealed, res in ex.map(one, range(n)):
+            detected = False
+            for r in res:
+                fmt, rc = r[0], r[1]
+                if rc == "timeout":
+                    problems.append("flip %d.%d %s: over 5 s" % (pos, bit, fmt))
+                    continue
+                size, err, secs = r[2], r[3], r[4]
+                worst[0] = max(worst[0], size)
+                worst[1] = max(worst[1], secs)
+                if rc not in (0, 2):
+                    problems.append("flip %d.%d %s: exit %d %r" % (pos, bit, fmt, rc, err[-200:]))
+                if rc == 2 and not (err.count(b"\n") == 1 and b": byte " in err):
+                    problems.append("flip %d.%d %s: bad input not one line: %r" % (pos, bit, fmt, err[-300:]))
+                if size > limit:
+                    problems.append("flip %d.%d %s: %d bytes of output (limit %d)" %
+                                    (pos, bit, fmt, size, limit))
+                if rc == 2 or b"CRC-32C mismatch" in err:
+                    detected = True
+            if in_sealed and not detected:
+                undetected.append("%d.%d" % (pos, bit))
+    print("largest output %d bytes (limit %d), slowest conversion %.2f s" % (worst[0], limit, worst[1]))
+    check(not problems, "%d flips x 3 outputs: %d problems %r" % (n, len(problems), problems[:5]))
+    check(not undetected, "flips in sealed chunks not detected: %d %r" % (len(undetected), undetected[:8]))
+
+
+def craft_huge_interval(img):
+    """The first interval record of the first sealed data chunk with a 2^62-tick duration,
+    the chunk's CRC-32C recomputed: a file that passes every check the reader has."""
+    import struct
+    b = bytearray(img)
+    for off, st, committed in chunks_of(img):
+        if st != FULL or struct.unpack_from("<H", img, off + 4)[0] != 1:  # DATA
+            continue
+        recs = img[off + 64:off + 64 + committed]
+        i = 0
+        while True:
+            i = recs.find(b"\x96\x12\xce", i)
+            if i < 0 or i + 29 > len(recs):
+                break
+            if recs[i + 7] == 0xCC and recs[i + 9] == 0xCC and recs[i + 11] == 0xCF and recs[i + 20] == 0xCF:
+                struct.pack_into(">Q", b, off + 64 + i + 21, 1 << 62)
+                struct.pack_into("<I", b, off + 20, chunk_crc(b, off, committed))
+                return bytes(b), off + 64 + i
+            i += 1
+    return None, None
+
+
+def case_clip():
+    """A real recording in which one interval lasts 2^62 ticks, CRC-32C recomputed so the
+    reader believes it: clipped to its chunk's clock (counted, with its byte offset, in the
+    warning, Gecko meta.misc, a Chrome instant), converted in under 1 s of CPU, to about the
+    size of the undamaged file's output."""
+    src = real_recording("clip-src.pgm")
+    img = open(src, "rb").read()
+    bad, at = craft_huge_interval(img)
+    check(bad is not None, "an interval record in a sealed chunk to damage")
+    if bad is None:
+        return
+    path = os.path.join(WORK, "clip.pgm")
+    with open(path, "wb") as f:
+        f.write(bad)
+    for fmt, args in FORMATS:
+        good_out, out = os.path.join(WORK, "good." + fmt), os.path.join(WORK, "clip." + fmt)
+        run([src, "-o", good_out] + args)
+        c0 = child_cpu()
+        p = run([path, "-o", out] + args, timeout=60)
+        cpu = child_cpu() - c0
+        size, good = os.path.getsize(out) if p.returncode == 0 else -1, os.path.getsize(good_out)
+        print("%s: %d bytes (undamaged %d), %.3f s CPU" % (fmt, size, good, cpu))
+        check(p.returncode == 0 and size <= 2 * good + 65536, "%s: exit %d, output %d bytes vs %d" %
+              (fmt, p.returncode, size, good))
+        check(cpu < 1.0, "%s: %.2f s of CPU for a 2^62-tick interval (want < 1 s)" % (fmt, cpu))
+        want = (": byte %d: 1 record time(s) beyond the file's own clocks clipped" % at).encode()
+        check(want in p.stderr, "%s: the warning names the record: %r" % (fmt, p.stderr[-400:]))
+        if fmt == "gecko" and p.returncode == 0:
+            misc = json.load(open(out))["meta"]["misc"]
+            check("1 record times beyond the file's clocks clipped (first at byte %d)" % at in misc,
+                  "gecko meta.misc: %r" % misc)
+        if fmt == "chrome" and p.returncode == 0:
+            ev = [e for e in json.load(open(out))["traceEvents"] if e.get("name") == "Records clipped"]
+            check(len(ev) == 1 and ev[0]["args"]["records"] == 1 and ev[0]["args"]["first_offset"] == at,
+                  "chrome instant: %r" % ev)
+
+
+def case_bound():
+    """A crafted file with no clock to clip against (header and chunk clocks zero: a format-v1
+    file made by hand) and a 2^62-tick interval on each of 8 threads: the outputs that grow
+    with time stop at the documented bound — samples and counter rows at most 2^20 + 8 per
+    input byte each — with a warning and a marker, in under 1 s of CPU."""
+    r = gen_pgm.Recording(program="crafted", mode=gen_pgm.TRACE)
+    gen_pgm.common_defs(r)
+    for t in range(8):
+        r.thread(t, 100 + t, "t%d" % t)
+        r.data[t].append(gen_pgm.interval(10, 1, 0, r.tsc(0), 1 << 62))
+    path = os.path.join(WORK, "bound.pgm")
+    with open(path, "wb") as f:
+        f.write(r.build())
+    n = os.path.getsize(path)
+    rows = (1 << 20) + 8 * n
+    for fmt, args in FORMATS:
+        out = os.path.join(WORK, "bound." + fmt)
+        c0 = child_cpu()
+        p = run([path, "-o", out] + args, timeout=60)
+        cpu = child_cpu() - c0
+        size = os.path.getsize(out) if p.returncode == 0 else -1
+        print("%s: %d bytes from %d, %.3f s CPU" % (fmt, size, n, cpu))
+        check(p.returncode == 0, "%s: exit %d %r" % (fmt, p.returncode, p.stderr[-300:]))
+        check(cpu < 1.0, "%s: %.2f s of CPU (want < 1 s)" % (fmt, cpu))
+        # c.N + k: a row is at most ~64 bytes of JSON
+        check(size <= 2 * 64 * rows + 1024 * n + (1 << 20), "%s: %d bytes over c.N + k" % (fmt, size))
+        if fmt == "gecko" and p.returncode == 0:
+            d = json.load(open(out))
+            samples = sum(len(th["samples"]["data"]) for th in d["threads"])
+            crows = sum(len(c["samples"]["data"]) for c in d.get("counters", []))
+            check(samples <= rows and crows <= rows, "samples %d, counter rows %d (bound %d)" %
+                  (samples, crows, rows))
+            check(samples >= rows // 2, "the bound is what stopped it: %d samples" % samples)
+            check(b"the output's bound" in p.stderr, "gecko warns: %r" % p.stderr[-300:])
+
+
+CASES = {"flips": case_flips, "clip": case_clip, "bound": case_bound,
+         "dropped": case_dropped, "corrupt": case_corrupt, "threads": case_threads, "utf8": case_utf8, "self-output": case_self_output, "enospc": case_enospc,
          "fifo": case_fifo, "sigint": case_sigint, "umask": case_umask}
 
 
