@@ -354,6 +354,16 @@ static int test_pgdump(const char *pgdump) {
     return 0;
 }
 
+/* good OUT: the good recording as the writer left it (format version 2, sealed chunks): the
+ * seed tests/converter/fuzz/seeds/v2-sealed.seed was made with it. */
+static int test_good(const char *out) {
+    FILE *f = fopen(out, "wb");
+    CHECK(f != NULL);
+    CHECK_EQ(fwrite(img, 1, img_len, f), img_len);
+    CHECK_EQ(fclose(f), 0);
+    return 0;
+}
+
 /* corrupt OUT: the good recording with one bit flipped in the records of its first sealed
  * data chunk, written to OUT (for the converter's tests: the chunk must be skipped, counted
  * and reported in every output). */
@@ -379,6 +389,8 @@ int main(int argc, char **argv) {
         rc = test_errors();
     else if (!strcmp(argv[1], "fuzz"))
         rc = test_fuzz(argc > 2 ? atoi(argv[2]) : 2000);
+    else if (!strcmp(argv[1], "good") && argc > 2)
+        rc = test_good(argv[2]);
     else if (!strcmp(argv[1], "corrupt") && argc > 2)
         rc = test_corrupt(argv[2]);
     else if (!strcmp(argv[1], "pgdump") && argc > 2)

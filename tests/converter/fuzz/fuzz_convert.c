@@ -3,8 +3,12 @@
  * fuzz_convert.c — libFuzzer target for the reader and the converter together: the input is
  * a recording file; it is opened (pgreader validation + definitions) and, when valid, written
  * as a Gecko profile, a summary (text and JSON), a Chrome trace, and (twice over, as two
- * processes) a Gecko profile again, to /dev/null. Built with
- * clang -fsanitize=fuzzer,address,undefined; any crash, leak or UB report is a finding.
+ * processes) a Gecko profile again, into a sink that counts the bytes. Built with
+ * clang -fsanitize=fuzzer,address,undefined; any crash, leak or UB report is a finding, and
+ * so is an output over the documented bound (docs/converter.md, "Bounds"): the options are
+ * the production defaults (max_samples 0: the per-thread default and the output bound), so
+ * the fuzzer finds blow-ups, not only crashes. Run it with -timeout=10: a slow input is a
+ * finding too.
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -16,7 +20,24 @@
 
 #include "pgconv.h"
 
-static FILE *devnull;
+static FILE *sink;
+static uint64_t sink_bytes;
+
+static ssize_t count_write(void *c, const char *buf, size_t n)
+{
+    (void)c;
+    (void)buf;
+    sink_bytes += n;
+    return (ssize_t)n;
+}
+
+/* c.N + k for inputs of N bytes: every row that grows with time (samples, counter rows) at
+ * most PGC_ROWS_BASE + PGC_ROWS_PER_BYTE * N of each kind, at most 64 bytes of JSON each; a
+ * record (>= 2 bytes) makes at most one marker or trace event (< 1 KiB); 1 MiB of tables. */
+static uint64_t bound(uint64_t n)
+{
+    return 2 * 64 * ((uint64_t)PGC_ROWS_BASE + PGC_ROWS_PER_BYTE * n) + 512 * n + (1u << 20);
+}
 
 /* which: 0 Gecko, 1 summary, 2 summary JSON, 3 Chrome, 4 Gecko of two copies (the
  * multi-process path: root choice, sub-processes, shared categories) */
@@ -24,7 +45,7 @@ static void convert(const char *path, int which)
 {
     struct pgc_error err = {0};
     struct pgc_file f[2];
-    struct pgc_options opt = {.interval_ns = 1000000, .max_samples = 20000, .progress = 0,
+    struct pgc_options opt = {.interval_ns = 1000000, .max_samples = 0, .progress = 0,
                               .summary_json = which == 2};
     size_t n = which == 4 ? 2 : 1, opened = 0;
     int rc = 0;
@@ -34,13 +55,24 @@ static void convert(const char *path, int which)
     if (rc == 0) {
         struct pgc_out *o = malloc(sizeof(*o));
         if (o) {
-            perfgroup__out_init(o, devnull);
+            sink_bytes = 0;
+            perfgroup__out_init(o, sink);
             if (which == 0 || which == 4)
                 perfgroup__gecko_write(f, n, &opt, o, &err);
             else if (which == 3)
                 perfgroup__chrome_write(f, n, &opt, o, &err);
             else
                 perfgroup__summary_write(f, n, &opt, o, &err);
+            fflush(sink);
+            uint64_t in = 0;
+            for (size_t i = 0; i < n; i++)
+                in += f[i].size;
+            if (sink_bytes > bound(in)) {
+                fprintf(stderr, "fuzz_convert: output %llu bytes from %llu bytes of input "
+                        "(output %d): over the bound %llu\n", (unsigned long long)sink_bytes,
+                        (unsigned long long)in, which, (unsigned long long)bound(in));
+                abort();
+            }
             free(o);
         }
     }
@@ -50,8 +82,12 @@ static void convert(const char *path, int which)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (!devnull)
-        devnull = fopen("/dev/null", "w");
+    if (!sink) {
+        cookie_io_functions_t io = {.write = count_write};
+        sink = fopencookie(NULL, "w", io);
+        if (!sink)
+            return 0;
+    }
     int fd = memfd_create("pgm", 0);
     if (fd < 0)
         return 0;
