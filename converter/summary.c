@@ -381,16 +381,37 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
         }
         rc = perfgroup__file_stream(f, &cb, &S, err);
         /* the process as a whole (all its threads) */
+        /* what the file's damage cost, known once it is read (chunks_corrupt, clipped) */
         if (opt->summary_json) {
-            PGC_LIT(out, "],");
+            PGC_LIT(out, "],\"chunks_corrupt\":");
+            perfgroup__out_u64(out, f->chunks_corrupt);
+            PGC_LIT(out, ",\"records_clipped\":");
+            perfgroup__out_u64(out, f->clipped);
+            PGC_LIT(out, ",\"records_clipped_first_offset\":");
+            perfgroup__out_u64(out, f->clipped_offset);
+            PGC_LIT(out, ",");
             json_totals(&S, S.proc, f->ngroups, S.proc_cpu, S.proc_events);
             PGC_LIT(out, "}");
-        } else if (!rc && S.nthreads_out > 1) {
-            char title[600], prog[256];
-            snprintf(title, sizeof(title), "%s (pid %u), all %d threads",
-                     perfgroup__text_safe(prog, sizeof(prog), f->program), f->pid,
-                     S.nthreads_out);
-            text_table(&S, title, S.proc, f->ngroups, S.proc_cpu, S.proc_events);
+        } else if (!rc) {
+            if (S.nthreads_out > 1) {
+                char title[600], prog[256];
+                snprintf(title, sizeof(title), "%s (pid %u), all %d threads",
+                         perfgroup__text_safe(prog, sizeof(prog), f->program), f->pid,
+                         S.nthreads_out);
+                text_table(&S, title, S.proc, f->ngroups, S.proc_cpu, S.proc_events);
+            }
+            char b[300];
+            if (f->chunks_corrupt) {
+                snprintf(b, sizeof(b), "damaged: %" PRIu64 " sealed chunk(s) failed their "
+                         "CRC-32C: skipped, their records not counted above\n", f->chunks_corrupt);
+                perfgroup__out_str(out, b);
+            }
+            if (f->clipped) {
+                snprintf(b, sizeof(b), "damaged: %" PRIu64 " record time(s) beyond the file's "
+                         "clocks clipped (first at byte %" PRIu64 ")\n", f->clipped,
+                         f->clipped_offset);
+                perfgroup__out_str(out, b);
+            }
         }
         free(S.rows);
         free(S.proc);

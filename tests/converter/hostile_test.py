@@ -230,6 +230,11 @@ def case_corrupt():
     ev = json.load(open(out))["traceEvents"] if p.returncode == 0 else []
     said = [e for e in ev if e.get("name") == "Chunks corrupt"]
     check(len(said) == 1 and said[0]["args"]["chunks"] == 1, "chrome: %r" % said)
+    p = run([src, "--summary", "--json"])
+    pr = json.loads(p.stdout)["processes"][0] if p.returncode == 0 else {}
+    check(pr.get("chunks_corrupt") == 1, "summary JSON chunks_corrupt: %r" % pr.get("chunks_corrupt"))
+    p = run([src, "--summary"])
+    check(b"damaged: 1 sealed chunk(s) failed their CRC-32C" in p.stdout, "text summary: %r" % p.stdout[-300:])
 
 
 def case_threads():
@@ -511,6 +516,13 @@ def case_clip():
             ev = [e for e in json.load(open(out))["traceEvents"] if e.get("name") == "Records clipped"]
             check(len(ev) == 1 and ev[0]["args"]["records"] == 1 and ev[0]["args"]["first_offset"] == at,
                   "chrome instant: %r" % ev)
+        if fmt == "summary" and p.returncode == 0:
+            pr = json.load(open(out))["processes"][0]
+            check(pr["records_clipped"] == 1 and pr["records_clipped_first_offset"] == at,
+                  "summary JSON: %r" % {k: v for k, v in pr.items() if k != "threads"})
+    p = run([path, "--summary"])
+    want = "damaged: 1 record time(s) beyond the file's clocks clipped (first at byte %d)" % at
+    check(want.encode() in p.stdout, "text summary: %r" % p.stdout[-300:])
 
 
 def case_bound():
