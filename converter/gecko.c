@@ -1445,7 +1445,7 @@ static void collect_lazy(struct gecko *g, struct pgc_file *f)
     }
     if (!any)
         return;
-    pgr_reader *r = pgr_open(f->path);
+    pgr_reader *r = pgr_open(f->open_path ? f->open_path : f->path);
     struct pgr_record rec;
     uint32_t cap = 0;
     while (r && !pgr_error(r) && pgr_next(r, &rec) > 0) {

@@ -12,6 +12,8 @@
 
 #include "pgconv.h"
 
+const char *perfgroup__stdin_path;
+
 static char *dup_str(struct pgr_str s)
 {
     char *p = malloc((size_t)s.len + 1);
@@ -401,7 +403,8 @@ int perfgroup__file_follow(struct pgc_file *f, const char *path, pgr_resume_fn r
 {
     memset(f, 0, sizeof(*f));
     f->path = path;
-    f->r = pgr_open(path);
+    f->open_path = strcmp(path, "-") || !perfgroup__stdin_path ? path : perfgroup__stdin_path;
+    f->r = pgr_open(f->open_path);
     if (!f->r)
         return oom(f, err);
     if (resume)
@@ -433,7 +436,7 @@ int perfgroup__file_follow(struct pgc_file *f, const char *path, pgr_resume_fn r
      * what a crash leaves, and converts with a warning. */
     struct stat st;
     uint64_t want = f->hdr.chunks_offset + (uint64_t)f->hdr.chunk_count * f->hdr.chunk_size;
-    int have_st = stat(path, &st) == 0;
+    int have_st = stat(f->open_path, &st) == 0;
     f->size = have_st ? (uint64_t)st.st_size : want;
     if (have_st && (uint64_t)st.st_size < want) {
         int defs_cut = 0;

@@ -7,6 +7,7 @@
  * input (one line on stderr: "<file>: byte <offset>: <what>"), 3 for output errors (cannot
  * create, ENOSPC, EIO: one line with strerror).
  */
+#define _GNU_SOURCE /* O_TMPFILE */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -20,6 +21,7 @@
 static const char usage[] =
     "usage: perfgroup-convert FILE.pgm... [-o OUT] [--format gecko|chrome] [--interval MS]\n"
     "       perfgroup-convert FILE.pgm... --summary [--json]\n"
+    "  FILE '-' reads the recording from stdin (once; not from a terminal)\n"
     "\n"
     "  -o OUT            output file ('-' for stdout); gecko and chrome need it\n"
     "  --format gecko    Gecko profile (version 36) for profiler.firefox.com (default)\n"
@@ -27,8 +29,8 @@ static const char usage[] =
     "  --summary         per-group table per process/thread and overall, on stdout\n"
     "  --json            with --summary: the same as JSON\n"
     "  --interval MS     sample interval of the Gecko profile in ms (default 1; 0.01..1000)\n"
-    "  --max-samples N   at most N samples per thread (default 100000000); a damaged\n"
-    "                    timestamp cannot make the profile explode\n"
+    "  --max-samples N   at most N samples per thread (default 100000000); given, it also\n"
+    "                    lifts the output bound (2^20 + 8 samples per input byte in all)\n"
     "  --no-interval-markers  Gecko: no marker per trace-mode group interval (the call tree\n"
     "                    and samples are unchanged; profiles are ~3x smaller)\n"
     "  --progress / --no-progress   force the progress line on stderr on or off\n"
@@ -73,6 +75,85 @@ static const char *output_is_input(const char *outpath, const char **inputs, siz
         if (stat(inputs[i], &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
             return inputs[i];
     return NULL;
+}
+
+/* '-': the recording from stdin, copied to an unlinked temporary file the reader opens as
+ * /proc/self/fd/N (it reads at offsets, and may open a file twice). The copy stops at the
+ * size the header declares (a header the reader will refuse stops it at once), so an endless
+ * stdin cannot fill the disk. Returns 0, PGC_EXIT_USAGE (a terminal), PGC_EXIT_OUTPUT (the
+ * copy could not be written: ENOSPC, with strerror). */
+static char stdin_path[64];
+
+static int spool_stdin(void)
+{
+    if (isatty(0)) {
+        fprintf(stderr, "perfgroup-convert: -: stdin is a terminal: pipe a recording in\n");
+        return PGC_EXIT_USAGE;
+    }
+    const char *dir = getenv("TMPDIR");
+    if (!dir || !*dir)
+        dir = "/tmp";
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        char tmpl[4096];
+        snprintf(tmpl, sizeof(tmpl), "%s/perfgroup-stdin.XXXXXX", dir);
+        fd = mkstemp(tmpl);
+        if (fd >= 0)
+            unlink(tmpl);
+    }
+    if (fd < 0) {
+        fprintf(stderr, "perfgroup-convert: -: cannot make a temporary copy in %s: %s\n", dir,
+                strerror(errno));
+        return PGC_EXIT_OUTPUT;
+    }
+    static char buf[1 << 16];
+    uint64_t copied = 0, limit = sizeof(struct pgf_file_header);
+    int have_header = 0;
+    for (;;) {
+        size_t want = sizeof(buf);
+        if (want > limit - copied)
+            want = (size_t)(limit - copied);
+        if (!want)
+            break;
+        ssize_t n = read(0, buf, want);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            fprintf(stderr, "perfgroup-convert: -: cannot read stdin: %s\n", strerror(errno));
+            close(fd);
+            return PGC_EXIT_BADINPUT;
+        }
+        if (n == 0)
+            break;
+        for (ssize_t w = 0; w < n;) {
+            ssize_t k = write(fd, buf + w, (size_t)(n - w));
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k < 0) {
+                fprintf(stderr, "perfgroup-convert: -: cannot copy stdin to %s: %s\n", dir,
+                        strerror(errno));
+                close(fd);
+                return PGC_EXIT_OUTPUT;
+            }
+            w += k;
+        }
+        if (!have_header && copied < sizeof(struct pgf_file_header) &&
+            copied + (uint64_t)n >= sizeof(struct pgf_file_header)) {
+            /* the header is in: read on to the size it declares (if it is a header) */
+            struct pgf_file_header h;
+            if (pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
+                !memcmp(h.magic, PGF_MAGIC, PGF_MAGIC_LEN) && h.chunk_size <= (1u << 24) &&
+                h.chunk_count <= (1u << 24) && h.chunks_offset <= (1u << 20))
+                limit = h.chunks_offset + (uint64_t)h.chunk_count * h.chunk_size;
+            if (limit < sizeof(struct pgf_file_header))
+                limit = sizeof(struct pgf_file_header);
+            have_header = 1;
+        }
+        copied += (uint64_t)n;
+    }
+    snprintf(stdin_path, sizeof(stdin_path), "/proc/self/fd/%d", fd);
+    perfgroup__stdin_path = stdin_path;
+    return 0;
 }
 
 static int fail_usage(const char *msg)
@@ -134,6 +215,11 @@ int main(int argc, char **argv)
             opt.progress = 1;
         } else if (!strcmp(a, "--no-progress")) {
             opt.progress = 0;
+        } else if (!strcmp(a, "-")) {
+            for (size_t k = 0; k < ninputs; k++)
+                if (!strcmp(inputs[k], "-"))
+                    return fail_usage("'-' (stdin) can be given once");
+            inputs[ninputs++] = a;
         } else if (a[0] == '-' && a[1]) {
             char m[300];
             snprintf(m, sizeof(m), "unknown option %s", a);
@@ -159,6 +245,16 @@ int main(int argc, char **argv)
                     "overwritten)\n", outpath, same);
             free(inputs);
             return PGC_EXIT_USAGE;
+        }
+    }
+
+    for (size_t k = 0; k < ninputs; k++) {
+        if (strcmp(inputs[k], "-"))
+            continue;
+        int rc = spool_stdin();
+        if (rc) {
+            free(inputs);
+            return rc;
         }
     }
 

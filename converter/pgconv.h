@@ -119,8 +119,12 @@ struct pgc_string {
     char *text;
 };
 
+/* Input '-': the path the reader opens instead (main.c copies stdin there); messages say '-'. */
+extern const char *perfgroup__stdin_path;
+
 struct pgc_file {
-    const char *path;
+    const char *path;          /* as given (messages); '-' for stdin */
+    const char *open_path;     /* what is opened: path, or perfgroup__stdin_path for '-' */
     uint64_t size;             /* bytes, as opened (the output bound's N) */
     pgr_reader *r;
     struct pgf_file_header hdr;

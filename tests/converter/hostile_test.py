@@ -18,6 +18,7 @@
                                 to every output: bounded time and size, sealed chunks detected
     hostile_test.py clip        a believed 2^62-tick interval: clipped to its chunk's clock
     hostile_test.py bound       a file with no clocks and 2^62-tick intervals: the output bound
+    hostile_test.py stdin       '-' reads stdin: same outputs, bounded by the header, bad input
 
 Environment: PGC_CONVERT (the program), PGC_WORK (a scratch directory), PGC_APP (the demo
 event loop built with the GCC plugin: flips, clip), PGC_FLIP_SEED (replay a campaign).
@@ -561,7 +562,37 @@ def case_bound():
             check(b"the output's bound" in p.stderr, "gecko warns: %r" % p.stderr[-300:])
 
 
-CASES = {"flips": case_flips, "clip": case_clip, "bound": case_bound,
+def case_stdin():
+    """'-' reads the recording from stdin: the same outputs as from the file; an endless
+    stream after a recording stops at the size its header declares; garbage is bad input
+    ('-: byte 0: ...', exit 2); '-' twice is a usage error."""
+    src = stats_file("stdin.pgm")
+    data = open(src, "rb").read()
+    for args in (["--summary", "--json"], ["-o", "-"], ["--format", "chrome", "-o", "-"]):
+        a = subprocess.run([CONVERT, src] + args, capture_output=True, timeout=60)
+        b = subprocess.run([CONVERT, "-"] + args, input=data, capture_output=True, timeout=60)
+        same = a.stdout.replace(src.encode(), b"-") == b.stdout
+        check(a.returncode == 0 and b.returncode == 0 and same,
+              "%s from stdin: exit %d, same output as from the file: %s" % (args, b.returncode, same))
+    # a recording followed by an endless stream: bounded by the header
+    with open(src, "rb") as f_in:
+        cat = subprocess.Popen(["sh", "-c", "cat \"$0\"; exec cat /dev/zero", src], stdout=subprocess.PIPE)
+        try:
+            p = subprocess.run([CONVERT, "-", "--summary"], stdin=cat.stdout, capture_output=True, timeout=30)
+            check(p.returncode == 0 and b"overall" in p.stdout, "endless stdin after a recording: exit %d" % p.returncode)
+        except subprocess.TimeoutExpired:
+            check(False, "endless stdin after a recording: still reading after 30 s")
+        finally:
+            cat.kill()
+            cat.wait()
+    p = subprocess.run([CONVERT, "-", "--summary"], input=os.urandom(5000), capture_output=True, timeout=30)
+    check(p.returncode == 2 and p.stderr.startswith(b"perfgroup-convert: -: byte ") and p.stderr.count(b"\n") == 1,
+          "garbage on stdin: exit %d %r" % (p.returncode, p.stderr))
+    p = subprocess.run([CONVERT, "-", "-", "--summary"], input=data, capture_output=True, timeout=30)
+    check(p.returncode == 1, "'-' twice: exit %d" % p.returncode)
+
+
+CASES = {"stdin": case_stdin, "flips": case_flips, "clip": case_clip, "bound": case_bound,
          "dropped": case_dropped, "corrupt": case_corrupt, "threads": case_threads, "utf8": case_utf8, "self-output": case_self_output, "enospc": case_enospc,
          "fifo": case_fifo, "sigint": case_sigint, "umask": case_umask}
 
