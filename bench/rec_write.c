@@ -13,6 +13,10 @@
  *                recycling) every ~2260 records
  *   switch_4k    msgpack, 4 KiB chunks, same file: a switch every ~138 records
  *
+ *   seal_64k     sealing alone (format version 2): pgf_chunk_crc over a full 64 KiB chunk of
+ *                interval records, once per 2258 records (what a 64 KiB chunk holds), in ns
+ *                per record: the share of the writer's cost that sealing adds
+ *
  * hand and msgpack run in a 4 MiB file with 64 KiB chunks that wraps (pages resident).
  * A chunk switch costs (switch_4k - switch_64k) / (1/138 - 1/2260) ns.
  * Usage: rec_write [N] [reps]
@@ -29,6 +33,7 @@
 
 #include "bench.h"
 #include "clock.h"
+#include "perfgroup/crc32c.h"
 #include "perfgroup.h"
 #include "record.h"
 
@@ -44,14 +49,45 @@ interval_hand(struct perfgroup_rec_thread *w, uint64_t head, uint8_t mask, uint8
     perfgroup__rec_interval_put_head(w, head, mask, depth, start, dur);
 }
 
-enum { FLOOR, HAND, MSGPACK, SW64, SW4, NCONF };
-static const char *names[NCONF] = {"floor", "hand", "msgpack", "switch_64k", "switch_4k"};
+enum { FLOOR, HAND, MSGPACK, SW64, SW4, SEAL, NCONF };
+static const char *names[NCONF] = {"floor", "hand", "msgpack", "switch_64k", "switch_4k",
+                                   "seal_64k"};
+#define PER_64K ((65536u - 64u) / 29u) /* interval records in a 64 KiB chunk */
+
+/* n records' worth of sealing: a CRC-32C of a full 64 KiB chunk every PER_64K records */
+static double seal(long n) {
+    static uint8_t chunk[65536];
+    static struct pgf_chunk_header h;
+    if (!h.magic) { /* a chunk of interval records as the writer lays them out */
+        uint64_t head = perfgroup__rec_interval_head(7);
+        for (uint32_t i = 0; i < PER_64K; i++) {
+            uint8_t *p = chunk + 64 + i * 29u;
+            memcpy(p, &head, 8);
+            for (int k = 8; k < 29; k++)
+                p[k] = (uint8_t)(i * 31u + (unsigned)k);
+        }
+        h.magic = PGF_CHUNK_MAGIC;
+        h.kind = PGF_CHUNK_DATA;
+        h.seq = 1;
+        h.committed = PER_64K * 29u;
+        h.record_count = PER_64K;
+    }
+    uint32_t acc = 0;
+    double t0 = bench_now_ns();
+    for (long i = 0; i < n; i += PER_64K) {
+        h.seq++;
+        acc ^= pgf_chunk_crc(&h, chunk + 64);
+    }
+    double t = bench_now_ns() - t0;
+    bench_sink += acc;
+    return t;
+}
 static char path[512];
 
 static double run(int conf, long n) {
     uint32_t chunk = conf == SW4 ? 4096 : 65536;
     struct perfgroup_rec_thread *w = NULL;
-    if (conf != FLOOR) {
+    if (conf != FLOOR && conf != SEAL) {
         if (perfgroup_record_open(path, PERFGROUP_RECORD_TRACE, 4u << 20, chunk) != 0) {
             fprintf(stderr, "cannot open %s\n", path);
             exit(1);
@@ -62,6 +98,8 @@ static double run(int conf, long n) {
     }
     if (conf == FLOOR)
         return bench_floor_ns(n) / (double)n;
+    if (conf == SEAL)
+        return seal(n) / (double)n;
     uint64_t head7 = perfgroup__rec_interval_head(7);
     double t0 = bench_now_ns();
     if (conf == HAND) {
@@ -105,6 +143,10 @@ int main(int argc, char **argv) {
            med[MSGPACK] / med[FLOOR]);
     printf("one chunk switch (recycling, CLOCK record, next chunk pre-faulted): %.0f ns\n",
            (med[SW4] - med[SW64]) / (1 / per4 - 1 / per4k));
+    printf("sealing a 64 KiB chunk (CRC-32C, %s): %.0f ns = %.2f ns per record = %.1f %% of "
+           "the msgpack writer's cost over the floor (64 KiB chunks: it includes the sealing)\n",
+           pgf_crc32c_have_sse42() ? "SSE4.2 crc32 instruction" : "table", med[SEAL] * PER_64K,
+           med[SEAL], 100.0 * med[SEAL] / (med[MSGPACK] - med[FLOOR]));
     printf("(N=%ld records x %d interleaved repetitions, medians of thread CPU time)\n", n,
            reps);
     return 0;
