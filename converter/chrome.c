@@ -35,6 +35,7 @@ struct chrome {
     uint64_t max_rows; /* counter rows per group and thread (--max-samples) */
     int corrupt_said;  /* the file's CRC-failed chunk count written */
     int clipped_said;  /* the file's clipped record count written */
+    int overhead_said; /* the file's runtime overhead totals written */
     uint64_t rows_left; /* counter rows for the whole output (perfgroup__row_budget) */
     uint32_t tid;
     const char *thread_name;
@@ -324,6 +325,22 @@ static int end_thread(void *ctx, uint32_t ti)
         perfgroup__out_u64(C->out, C->f->chunks_corrupt);
         PGC_LIT(C->out, ",\"reason\":\"sealed chunks whose CRC-32C did not match: skipped\"}}");
     }
+    if (C->f->ovh_records && C->f->streamed && !C->overhead_said) { /* once, at the file's end */
+        C->overhead_said = 1;
+        head(C, 'i', "Runtime overhead (process total)", 32, "perfgroup");
+        instant(C, C->last_ns);
+        PGC_LIT(C->out, ",\"args\":{\"commit_ms\":");
+        perfgroup__out_fixed(C->out, (int64_t)(C->f->ovh_commit_ns > INT64_MAX ? INT64_MAX : C->f->ovh_commit_ns), 1000000);
+        PGC_LIT(C->out, ",\"commits\":");
+        perfgroup__out_u64(C->out, C->f->ovh_commits);
+        PGC_LIT(C->out, ",\"slow_paths\":");
+        perfgroup__out_u64(C->out, C->f->ovh_slow_paths);
+        PGC_LIT(C->out, ",\"resyncs\":");
+        perfgroup__out_u64(C->out, C->f->ovh_resyncs);
+        PGC_LIT(C->out, ",\"pairs_not_counted\":");
+        perfgroup__out_u64(C->out, C->f->ovh_dropped);
+        PGC_LIT(C->out, "}}");
+    }
     if (C->f->clipped && C->f->streamed && !C->clipped_said) { /* once, at the file's end */
         C->clipped_said = 1;
         head(C, 'i', "Records clipped", 15, "perfgroup");
@@ -418,7 +435,7 @@ int perfgroup__chrome_write(struct pgc_file *files, size_t nfiles, const struct 
             rc = -1;
             break;
         }
-        C.corrupt_said = C.clipped_said = 0;
+        C.corrupt_said = C.clipped_said = C.overhead_said = 0;
         C.cpu_name = group_strings(&files[i], "CPU ");
         C.cpu_key = group_strings(&files[i], "cpu_ms ");
         C.pend = malloc((files[i].ngroups + 1) * sizeof(*C.pend));

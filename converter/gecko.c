@@ -1371,7 +1371,7 @@ static void write_meta(struct gecko *g, struct pgc_file *f, int root, int64_t lo
     PGC_LIT(o, ",\"stackwalk\":0,\"debug\":0,\"gcpoison\":0,\"asyncstack\":0,"
                "\"presymbolicated\":true,\"platform\":\"Linux\",\"oscpu\":\"Linux\","
                "\"abi\":\"perfgroup\",\"misc\":");
-    char misc[400];
+    char misc[600];
     int mn = snprintf(misc, sizeof(misc), "perfgroup %s mode, pid %u",
                       f->mode == PGF_MODE_TRACE ? "trace" : "stats", f->pid);
     if (f->hdr.records_dropped && mn > 0 && (size_t)mn < sizeof(misc)) /* the header's total */
@@ -1381,8 +1381,14 @@ static void write_meta(struct gecko *g, struct pgc_file *f, int root, int64_t lo
         mn += snprintf(misc + mn, sizeof(misc) - (size_t)mn, ", %" PRIu64 " chunks failed their "
                        "CRC-32C (skipped)", f->chunks_corrupt);
     if (f->clipped && mn > 0 && (size_t)mn < sizeof(misc)) /* perfgroup__file_stream */
-        snprintf(misc + mn, sizeof(misc) - (size_t)mn, ", %" PRIu64 " record times beyond the "
-                 "file's clocks clipped (first at byte %" PRIu64 ")", f->clipped, f->clipped_offset);
+        mn += snprintf(misc + mn, sizeof(misc) - (size_t)mn, ", %" PRIu64 " record times beyond "
+                       "the file's clocks clipped (first at byte %" PRIu64 ")", f->clipped,
+                       f->clipped_offset);
+    if (f->ovh_records && mn > 0 && (size_t)mn < sizeof(misc)) /* the runtime's own cost */
+        snprintf(misc + mn, sizeof(misc) - (size_t)mn, ", runtime overhead: %" PRIu64 " commits "
+                 "in %.3f ms, %" PRIu64 " slow paths, %" PRIu64 " resyncs, %" PRIu64 " pairs not "
+                 "counted", f->ovh_commits, (double)f->ovh_commit_ns / 1e6, f->ovh_slow_paths,
+                 f->ovh_resyncs, f->ovh_dropped);
     perfgroup__out_json_str(o, misc, strlen(misc));
     PGC_LIT(o, ",\"sampleUnits\":{\"time\":\"ms\",\"eventDelay\":\"ms\",\"threadCPUDelta\":\"ns\"},"
                "\"startTimeAsClockMonotonicNanosecondsSinceBoot\":");

@@ -562,6 +562,14 @@ int perfgroup__file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, v
                 return rc;
         }
         clip_record(f, &rec);
+        if (rec.kind == PGF_REC_OVERHEAD) {
+            f->ovh_commit_ns += rec.u.overhead.commit_ns;
+            f->ovh_commits += rec.u.overhead.commits;
+            f->ovh_slow_paths += rec.u.overhead.slow_paths;
+            f->ovh_resyncs += rec.u.overhead.resyncs;
+            f->ovh_dropped += rec.u.overhead.dropped;
+            f->ovh_records++;
+        }
         if ((rc = cb->record(ctx, &rec)))
             return rc;
     }
@@ -656,6 +664,12 @@ int perfgroup__file_park(struct pgc_file *f)
     f->chunks_corrupt = k.chunks_corrupt;
     f->clipped = k.clipped;
     f->clipped_offset = k.clipped_offset;
+    f->ovh_commit_ns = k.ovh_commit_ns;
+    f->ovh_commits = k.ovh_commits;
+    f->ovh_slow_paths = k.ovh_slow_paths;
+    f->ovh_resyncs = k.ovh_resyncs;
+    f->ovh_dropped = k.ovh_dropped;
+    f->ovh_records = k.ovh_records;
     f->warn = warn;
     f->parked = 1;
     return 0;

@@ -155,6 +155,9 @@ struct pgc_file {
     uint64_t clipped, clipped_offset;
     int following;             /* a live file: chunks still being written have no ceiling */
     int streamed;              /* every record streamed: the counts above are final */
+    /* the runtime's own cost, summed over the PGF_REC_OVERHEAD records read (those that
+     * survived recycling): every output's metadata shows it (once streamed) */
+    uint64_t ovh_commit_ns, ovh_commits, ovh_slow_paths, ovh_resyncs, ovh_dropped, ovh_records;
     size_t clip_cursor;        /* stream: index of the current chunk (pgr_chunk) */
     uint64_t clip_seq, clip_ceiling;
     int not_closed;            /* header.state != CLOSED */

@@ -389,7 +389,17 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
             perfgroup__out_u64(out, f->clipped);
             PGC_LIT(out, ",\"records_clipped_first_offset\":");
             perfgroup__out_u64(out, f->clipped_offset);
-            PGC_LIT(out, ",");
+            PGC_LIT(out, ",\"overhead\":{\"commit_ms\":");
+            perfgroup__out_fixed(out, (int64_t)(f->ovh_commit_ns > INT64_MAX ? INT64_MAX : f->ovh_commit_ns), 1000000);
+            PGC_LIT(out, ",\"commits\":");
+            perfgroup__out_u64(out, f->ovh_commits);
+            PGC_LIT(out, ",\"slow_paths\":");
+            perfgroup__out_u64(out, f->ovh_slow_paths);
+            PGC_LIT(out, ",\"resyncs\":");
+            perfgroup__out_u64(out, f->ovh_resyncs);
+            PGC_LIT(out, ",\"pairs_not_counted\":");
+            perfgroup__out_u64(out, f->ovh_dropped);
+            PGC_LIT(out, "},");
             json_totals(&S, S.proc, f->ngroups, S.proc_cpu, S.proc_events);
             PGC_LIT(out, "}");
         } else if (!rc) {
@@ -401,6 +411,13 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
                 text_table(&S, title, S.proc, f->ngroups, S.proc_cpu, S.proc_events);
             }
             char b[300];
+            if (f->ovh_records) {
+                snprintf(b, sizeof(b), "runtime overhead: %" PRIu64 " commits in %.3f ms, %" PRIu64
+                         " slow paths, %" PRIu64 " resyncs, %" PRIu64 " pairs not counted\n",
+                         f->ovh_commits, (double)f->ovh_commit_ns / 1e6, f->ovh_slow_paths,
+                         f->ovh_resyncs, f->ovh_dropped);
+                perfgroup__out_str(out, b);
+            }
             if (f->chunks_corrupt) {
                 snprintf(b, sizeof(b), "damaged: %" PRIu64 " sealed chunk(s) failed their "
                          "CRC-32C: skipped, their records not counted above\n", f->chunks_corrupt);

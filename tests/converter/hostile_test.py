@@ -18,6 +18,7 @@
                                 to every output: bounded time and size, sealed chunks detected
     hostile_test.py clip        a believed 2^62-tick interval: clipped to its chunk's clock
     hostile_test.py bound       a file with no clocks and 2^62-tick intervals: the output bound
+    hostile_test.py overhead    the runtime's overhead totals in every output's metadata
     hostile_test.py stdin       '-' reads stdin: same outputs, bounded by the header, bad input
 
 Environment: PGC_CONVERT (the program), PGC_WORK (a scratch directory), PGC_APP (the demo
@@ -562,6 +563,39 @@ def case_bound():
             check(b"the output's bound" in p.stderr, "gecko warns: %r" % p.stderr[-300:])
 
 
+def case_overhead():
+    """The runtime's own cost (PGF_REC_OVERHEAD records of two threads) summed per process in
+    every output's metadata: Gecko meta.misc, a Chrome process instant, the summary (text line
+    and JSON 'overhead')."""
+    r = gen_pgm.Recording(program="ovh", mode=gen_pgm.STATS)
+    gen_pgm.common_defs(r)
+    for t in range(2):
+        r.thread(t, 300 + t, "o%d" % t)
+        r.event(t, 1, 0, 3 * gen_pgm.MS, 2 * gen_pgm.MS, [(2, 3 * gen_pgm.MS, 2 * gen_pgm.MS, 1)])
+        r.overhead(t, 1_500_000, 100, 7, 2)
+        r.overhead(t, 500_000, 50, 3, 1)
+    src = os.path.join(WORK, "ovh.pgm")
+    with open(src, "wb") as f:
+        f.write(r.build())
+    out = os.path.join(WORK, "ovh.json")
+    p = run([src, "-o", out])
+    misc = json.load(open(out))["meta"]["misc"] if p.returncode == 0 else ""
+    check("runtime overhead: 300 commits in 4.000 ms, 20 slow paths, 6 resyncs" in misc,
+          "gecko meta.misc: %r" % misc)
+    p = run([src, "--format", "chrome", "-o", out])
+    ev = [e for e in json.load(open(out))["traceEvents"] if e.get("name") == "Runtime overhead (process total)"] \
+        if p.returncode == 0 else []
+    check(len(ev) == 1 and ev[0]["args"]["commits"] == 300 and ev[0]["args"]["commit_ms"] == 4,
+          "chrome instant: %r" % ev)
+    p = run([src, "--summary", "--json"])
+    o = json.loads(p.stdout)["processes"][0].get("overhead") if p.returncode == 0 else None
+    check(o == {"commit_ms": 4, "commits": 300, "slow_paths": 20, "resyncs": 6, "pairs_not_counted": 0},
+          "summary JSON: %r" % o)
+    p = run([src, "--summary"])
+    check(b"runtime overhead: 300 commits in 4.000 ms, 20 slow paths, 6 resyncs, 0 pairs not counted"
+          in p.stdout, "text summary: %r" % p.stdout[-300:])
+
+
 def case_stdin():
     """'-' reads the recording from stdin: the same outputs as from the file; an endless
     stream after a recording stops at the size its header declares; garbage is bad input
@@ -592,7 +626,7 @@ def case_stdin():
     check(p.returncode == 1, "'-' twice: exit %d" % p.returncode)
 
 
-CASES = {"stdin": case_stdin, "flips": case_flips, "clip": case_clip, "bound": case_bound,
+CASES = {"overhead": case_overhead, "stdin": case_stdin, "flips": case_flips, "clip": case_clip, "bound": case_bound,
          "dropped": case_dropped, "corrupt": case_corrupt, "threads": case_threads, "utf8": case_utf8, "self-output": case_self_output, "enospc": case_enospc,
          "fifo": case_fifo, "sigint": case_sigint, "umask": case_umask}
 
