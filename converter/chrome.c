@@ -317,38 +317,38 @@ static int end_thread(void *ctx, uint32_t ti)
     for (uint32_t i = 0; i <= C->f->ngroups; i++)
         if (C->pend[i] != INT64_MIN)
             counter_c(C, i, C->pend[i], 0);
-    if (C->f->chunks_corrupt && !C->corrupt_said) { /* once per file, on the thread it ends */
+    if (C->f->counts.chunks_corrupt && !C->corrupt_said) { /* once per file, on the thread it ends */
         C->corrupt_said = 1;
         head(C, 'i', "Chunks corrupt", 14, "perfgroup");
         instant(C, C->last_ns);
         PGC_LIT(C->out, ",\"args\":{\"chunks\":");
-        perfgroup__out_u64(C->out, C->f->chunks_corrupt);
+        perfgroup__out_u64(C->out, C->f->counts.chunks_corrupt);
         PGC_LIT(C->out, ",\"reason\":\"sealed chunks whose CRC-32C did not match: skipped\"}}");
     }
-    if (C->f->ovh_records && C->f->streamed && !C->overhead_said) { /* once, at the file's end */
+    if (C->f->counts.ovh_records && C->f->streamed && !C->overhead_said) { /* once, at the file's end */
         C->overhead_said = 1;
         head(C, 'i', "Runtime overhead (process total)", 32, "perfgroup");
         instant(C, C->last_ns);
         PGC_LIT(C->out, ",\"args\":{\"commit_ms\":");
-        perfgroup__out_fixed(C->out, (int64_t)(C->f->ovh_commit_ns > INT64_MAX ? INT64_MAX : C->f->ovh_commit_ns), 1000000);
+        perfgroup__out_fixed(C->out, (int64_t)(C->f->counts.ovh_commit_ns > INT64_MAX ? INT64_MAX : C->f->counts.ovh_commit_ns), 1000000);
         PGC_LIT(C->out, ",\"commits\":");
-        perfgroup__out_u64(C->out, C->f->ovh_commits);
+        perfgroup__out_u64(C->out, C->f->counts.ovh_commits);
         PGC_LIT(C->out, ",\"slow_paths\":");
-        perfgroup__out_u64(C->out, C->f->ovh_slow_paths);
+        perfgroup__out_u64(C->out, C->f->counts.ovh_slow_paths);
         PGC_LIT(C->out, ",\"resyncs\":");
-        perfgroup__out_u64(C->out, C->f->ovh_resyncs);
+        perfgroup__out_u64(C->out, C->f->counts.ovh_resyncs);
         PGC_LIT(C->out, ",\"pairs_not_counted\":");
-        perfgroup__out_u64(C->out, C->f->ovh_dropped);
+        perfgroup__out_u64(C->out, C->f->counts.ovh_dropped);
         PGC_LIT(C->out, "}}");
     }
-    if (C->f->clipped && C->f->streamed && !C->clipped_said) { /* once, at the file's end */
+    if (C->f->counts.clipped && C->f->streamed && !C->clipped_said) { /* once, at the file's end */
         C->clipped_said = 1;
         head(C, 'i', "Records clipped", 15, "perfgroup");
         instant(C, C->last_ns);
         PGC_LIT(C->out, ",\"args\":{\"records\":");
-        perfgroup__out_u64(C->out, C->f->clipped);
+        perfgroup__out_u64(C->out, C->f->counts.clipped);
         PGC_LIT(C->out, ",\"first_offset\":");
-        perfgroup__out_u64(C->out, C->f->clipped_offset);
+        perfgroup__out_u64(C->out, C->f->counts.clipped_offset);
         PGC_LIT(C->out, ",\"reason\":\"record times beyond the file's own clocks (damaged): "
                         "clipped to them\"}}");
     }

@@ -1377,18 +1377,18 @@ static void write_meta(struct gecko *g, struct pgc_file *f, int root, int64_t lo
     if (f->hdr.records_dropped && mn > 0 && (size_t)mn < sizeof(misc)) /* the header's total */
         mn += snprintf(misc + mn, sizeof(misc) - (size_t)mn, ", %" PRIu64 " records dropped (%"
                        PRIu64 " chunks recycled)", f->hdr.records_dropped, f->hdr.chunks_recycled);
-    if (f->chunks_corrupt && mn > 0 && (size_t)mn < sizeof(misc)) /* what the reader skipped */
+    if (f->counts.chunks_corrupt && mn > 0 && (size_t)mn < sizeof(misc)) /* what the reader skipped */
         mn += snprintf(misc + mn, sizeof(misc) - (size_t)mn, ", %" PRIu64 " chunks failed their "
-                       "CRC-32C (skipped)", f->chunks_corrupt);
-    if (f->clipped && mn > 0 && (size_t)mn < sizeof(misc)) /* perfgroup__file_stream */
+                       "CRC-32C (skipped)", f->counts.chunks_corrupt);
+    if (f->counts.clipped && mn > 0 && (size_t)mn < sizeof(misc)) /* perfgroup__file_stream */
         mn += snprintf(misc + mn, sizeof(misc) - (size_t)mn, ", %" PRIu64 " record times beyond "
-                       "the file's clocks clipped (first at byte %" PRIu64 ")", f->clipped,
-                       f->clipped_offset);
-    if (f->ovh_records && mn > 0 && (size_t)mn < sizeof(misc)) /* the runtime's own cost */
+                       "the file's clocks clipped (first at byte %" PRIu64 ")", f->counts.clipped,
+                       f->counts.clipped_offset);
+    if (f->counts.ovh_records && mn > 0 && (size_t)mn < sizeof(misc)) /* the runtime's own cost */
         snprintf(misc + mn, sizeof(misc) - (size_t)mn, ", runtime overhead: %" PRIu64 " commits "
                  "in %.3f ms, %" PRIu64 " slow paths, %" PRIu64 " resyncs, %" PRIu64 " pairs not "
-                 "counted", f->ovh_commits, (double)f->ovh_commit_ns / 1e6, f->ovh_slow_paths,
-                 f->ovh_resyncs, f->ovh_dropped);
+                 "counted", f->counts.ovh_commits, (double)f->counts.ovh_commit_ns / 1e6, f->counts.ovh_slow_paths,
+                 f->counts.ovh_resyncs, f->counts.ovh_dropped);
     perfgroup__out_json_str(o, misc, strlen(misc));
     PGC_LIT(o, ",\"sampleUnits\":{\"time\":\"ms\",\"eventDelay\":\"ms\",\"threadCPUDelta\":\"ns\"},"
                "\"startTimeAsClockMonotonicNanosecondsSinceBoot\":");

@@ -301,8 +301,8 @@ static uint64_t clip_ceiling(struct pgc_file *f, const struct pgr_record *r)
 
 static void clip_count(struct pgc_file *f, const struct pgr_record *r)
 {
-    if (!f->clipped++)
-        f->clipped_offset = r->offset;
+    if (!f->counts.clipped++)
+        f->counts.clipped_offset = r->offset;
 }
 
 /* [*b, *e] into [lo, ceil]: 1 if the end had to come down (damage), 0 otherwise */
@@ -518,11 +518,11 @@ void perfgroup__file_warnings(const struct pgc_file *f)
         fputs(f->warn, stderr);
     else if (f->r)
         warnings_to(f, stderr);
-    if (f->clipped)
+    if (f->counts.clipped)
         fprintf(stderr, "perfgroup-convert: warning: %s: byte %" PRIu64 ": %" PRIu64 " record "
                 "time(s) beyond the file's own clocks clipped (an event's CPU above its wall "
                 "time, a clock record against the header's clock): damaged records, the first "
-                "here\n", f->path, f->clipped_offset, f->clipped);
+                "here\n", f->path, f->counts.clipped_offset, f->counts.clipped);
 }
 
 int perfgroup__file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, void *ctx,
@@ -563,17 +563,17 @@ int perfgroup__file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, v
         }
         clip_record(f, &rec);
         if (rec.kind == PGF_REC_OVERHEAD) {
-            f->ovh_commit_ns += rec.u.overhead.commit_ns;
-            f->ovh_commits += rec.u.overhead.commits;
-            f->ovh_slow_paths += rec.u.overhead.slow_paths;
-            f->ovh_resyncs += rec.u.overhead.resyncs;
-            f->ovh_dropped += rec.u.overhead.dropped;
-            f->ovh_records++;
+            f->counts.ovh_commit_ns += rec.u.overhead.commit_ns;
+            f->counts.ovh_commits += rec.u.overhead.commits;
+            f->counts.ovh_slow_paths += rec.u.overhead.slow_paths;
+            f->counts.ovh_resyncs += rec.u.overhead.resyncs;
+            f->counts.ovh_dropped += rec.u.overhead.dropped;
+            f->counts.ovh_records++;
         }
         if ((rc = cb->record(ctx, &rec)))
             return rc;
     }
-    f->chunks_corrupt = pgr_chunks_corrupt(f->r); /* known before the last thread ends */
+    f->counts.chunks_corrupt = pgr_chunks_corrupt(f->r); /* known before the last thread ends */
     f->streamed = 1;
     if (cur >= 0) {
         uint32_t idx;
@@ -661,15 +661,7 @@ int perfgroup__file_park(struct pgc_file *f)
     f->mode = k.mode;
     f->records_total = records_total;
     f->not_closed = k.not_closed;
-    f->chunks_corrupt = k.chunks_corrupt;
-    f->clipped = k.clipped;
-    f->clipped_offset = k.clipped_offset;
-    f->ovh_commit_ns = k.ovh_commit_ns;
-    f->ovh_commits = k.ovh_commits;
-    f->ovh_slow_paths = k.ovh_slow_paths;
-    f->ovh_resyncs = k.ovh_resyncs;
-    f->ovh_dropped = k.ovh_dropped;
-    f->ovh_records = k.ovh_records;
+    f->counts = k.counts;
     f->warn = warn;
     f->parked = 1;
     return 0;

@@ -119,6 +119,16 @@ struct pgc_string {
     char *text;
 };
 
+/* What reading a file cost or found, known once it is streamed (perfgroup__file_stream), for
+ * every output's metadata. */
+struct pgc_file_counts {
+    uint64_t chunks_corrupt;   /* sealed chunks skipped for a CRC-32C mismatch */
+    uint64_t clipped, clipped_offset; /* record times clipped (see clip_lo), the first's offset */
+    /* the runtime's own cost, summed over the PGF_REC_OVERHEAD records read (those that
+     * survived recycling) */
+    uint64_t ovh_commit_ns, ovh_commits, ovh_slow_paths, ovh_resyncs, ovh_dropped, ovh_records;
+};
+
 /* Input '-': the path the reader opens instead (main.c copies stdin there); messages say '-'. */
 extern const char *perfgroup__stdin_path;
 
@@ -145,19 +155,15 @@ struct pgc_file {
     /* facts from the chunk index */
     uint64_t records_total;    /* records in data chunks */
     uint32_t threads_total;    /* thread definitions (kept when parked) */
-    uint64_t chunks_corrupt;   /* sealed chunks skipped for a CRC-32C mismatch (once streamed) */
     /* plausibility against the file's own clocks (perfgroup__file_stream): every record time
      * lies in [clip_lo, the ceiling of its chunk]; a time beyond its ceiling is clipped to it
      * (a duration no clock of the file covers), a PGF_REC_CLOCK that contradicts the header's
      * clock is ignored, an event's CPU is at most its wall time: each counted here, the first
      * one's byte offset kept (once streamed) */
     uint64_t clip_lo, clip_hi, clip_slack; /* clip_hi: for chunks still being written */
-    uint64_t clipped, clipped_offset;
     int following;             /* a live file: chunks still being written have no ceiling */
-    int streamed;              /* every record streamed: the counts above are final */
-    /* the runtime's own cost, summed over the PGF_REC_OVERHEAD records read (those that
-     * survived recycling): every output's metadata shows it (once streamed) */
-    uint64_t ovh_commit_ns, ovh_commits, ovh_slow_paths, ovh_resyncs, ovh_dropped, ovh_records;
+    int streamed;              /* every record streamed: `counts` is final */
+    struct pgc_file_counts counts; /* kept when parked */
     size_t clip_cursor;        /* stream: index of the current chunk (pgr_chunk) */
     uint64_t clip_seq, clip_ceiling;
     int not_closed;            /* header.state != CLOSED */

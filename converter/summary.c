@@ -384,21 +384,21 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
         /* what the file's damage cost, known once it is read (chunks_corrupt, clipped) */
         if (opt->summary_json) {
             PGC_LIT(out, "],\"chunks_corrupt\":");
-            perfgroup__out_u64(out, f->chunks_corrupt);
+            perfgroup__out_u64(out, f->counts.chunks_corrupt);
             PGC_LIT(out, ",\"records_clipped\":");
-            perfgroup__out_u64(out, f->clipped);
+            perfgroup__out_u64(out, f->counts.clipped);
             PGC_LIT(out, ",\"records_clipped_first_offset\":");
-            perfgroup__out_u64(out, f->clipped_offset);
+            perfgroup__out_u64(out, f->counts.clipped_offset);
             PGC_LIT(out, ",\"overhead\":{\"commit_ms\":");
-            perfgroup__out_fixed(out, (int64_t)(f->ovh_commit_ns > INT64_MAX ? INT64_MAX : f->ovh_commit_ns), 1000000);
+            perfgroup__out_fixed(out, (int64_t)(f->counts.ovh_commit_ns > INT64_MAX ? INT64_MAX : f->counts.ovh_commit_ns), 1000000);
             PGC_LIT(out, ",\"commits\":");
-            perfgroup__out_u64(out, f->ovh_commits);
+            perfgroup__out_u64(out, f->counts.ovh_commits);
             PGC_LIT(out, ",\"slow_paths\":");
-            perfgroup__out_u64(out, f->ovh_slow_paths);
+            perfgroup__out_u64(out, f->counts.ovh_slow_paths);
             PGC_LIT(out, ",\"resyncs\":");
-            perfgroup__out_u64(out, f->ovh_resyncs);
+            perfgroup__out_u64(out, f->counts.ovh_resyncs);
             PGC_LIT(out, ",\"pairs_not_counted\":");
-            perfgroup__out_u64(out, f->ovh_dropped);
+            perfgroup__out_u64(out, f->counts.ovh_dropped);
             PGC_LIT(out, "},");
             json_totals(&S, S.proc, f->ngroups, S.proc_cpu, S.proc_events);
             PGC_LIT(out, "}");
@@ -411,22 +411,22 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
                 text_table(&S, title, S.proc, f->ngroups, S.proc_cpu, S.proc_events);
             }
             char b[300];
-            if (f->ovh_records) {
+            if (f->counts.ovh_records) {
                 snprintf(b, sizeof(b), "runtime overhead: %" PRIu64 " commits in %.3f ms, %" PRIu64
                          " slow paths, %" PRIu64 " resyncs, %" PRIu64 " pairs not counted\n",
-                         f->ovh_commits, (double)f->ovh_commit_ns / 1e6, f->ovh_slow_paths,
-                         f->ovh_resyncs, f->ovh_dropped);
+                         f->counts.ovh_commits, (double)f->counts.ovh_commit_ns / 1e6, f->counts.ovh_slow_paths,
+                         f->counts.ovh_resyncs, f->counts.ovh_dropped);
                 perfgroup__out_str(out, b);
             }
-            if (f->chunks_corrupt) {
+            if (f->counts.chunks_corrupt) {
                 snprintf(b, sizeof(b), "damaged: %" PRIu64 " sealed chunk(s) failed their "
-                         "CRC-32C: skipped, their records not counted above\n", f->chunks_corrupt);
+                         "CRC-32C: skipped, their records not counted above\n", f->counts.chunks_corrupt);
                 perfgroup__out_str(out, b);
             }
-            if (f->clipped) {
+            if (f->counts.clipped) {
                 snprintf(b, sizeof(b), "damaged: %" PRIu64 " record time(s) beyond the file's "
-                         "clocks clipped (first at byte %" PRIu64 ")\n", f->clipped,
-                         f->clipped_offset);
+                         "clocks clipped (first at byte %" PRIu64 ")\n", f->counts.clipped,
+                         f->counts.clipped_offset);
                 perfgroup__out_str(out, b);
             }
         }
