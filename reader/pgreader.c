@@ -184,13 +184,16 @@ static uint32_t first_record(const pgr_reader *r, const struct pgf_chunk_header 
  * millisecond, faster than a chunk-by-chunk read (three reads of each header and one of its
  * records) gets through it: every chunk found at the scan had been recycled by the time its
  * records were read, and a conversion of the live file showed nothing. So a live file of at
- * most PGR_SNAPSHOT_MAX bytes of chunks is copied whole in one read first (the kernel copies
+ * most PGR_SNAPSHOT_MAX (8 MiB) of chunks is copied whole in one read first (the kernel copies
  * it in ascending order: a chunk's header before its records), then once more, for each
  * chunk's magic and seq: a chunk whose seq did not change kept its records across the copy (a
  * writer clears magic before it touches a chunk it takes again, and sets a new seq), any
  * other is skipped and counted as recycled. What the reader gets is the buffer as it was
  * during that one read, which takes a fraction of a millisecond. */
-#define PGR_SNAPSHOT_MAX (64u << 20)
+/* 8 MiB: a buffer that small can go round in milliseconds; a bigger one takes longer to go
+ * round than the chunk-by-chunk read, and copying it twice (and touching the copies) costs
+ * more than it saves (a killed 64 MiB recording read twice over, 128 MiB of copies) */
+#define PGR_SNAPSHOT_MAX (8u << 20)
 static void take_snapshot(pgr_reader *r) {
     const struct pgf_file_header *h = &r->hdr;
     if (h->state == PGF_STATE_CLOSED || r->file_size <= h->chunks_offset)
