@@ -299,14 +299,22 @@ static int case_kill(int runs) {
         out_path(pid);
         pgr_reader *r = pgr_open(path);
         CHECK(r != NULL);
-        uint32_t slot_of[64];
+        /* a thread's name may come in a definition of its own "lazy" index (the name set
+         * before the runtime's core saw the thread: format.h), with the same tid as the
+         * definition of its real index: map index -> tid -> slot */
+        uint32_t slot_of[64], tid_of[64], named_tid[KTHREADS];
         uint64_t ev[64] = { 0 }, iv[64] = { 0 };
         memset(slot_of, 0xff, sizeof slot_of);
+        memset(tid_of, 0, sizeof tid_of);
+        memset(named_tid, 0, sizeof named_tid);
         struct pgr_record rec;
         while (pgr_next(r, &rec) > 0) {
+            if (rec.kind == PGF_REC_THREAD && rec.u.thread.thread_index < 64)
+                tid_of[rec.u.thread.thread_index] = rec.u.thread.tid;
             if (rec.kind == PGF_REC_THREAD && rec.u.thread.name.len == 2 &&
-                rec.u.thread.name.ptr[0] == 'k' && rec.u.thread.thread_index < 64)
-                slot_of[rec.u.thread.thread_index] = (uint32_t)(rec.u.thread.name.ptr[1] - '0');
+                rec.u.thread.name.ptr[0] == 'k' &&
+                (uint32_t)(rec.u.thread.name.ptr[1] - '0') < KTHREADS)
+                named_tid[rec.u.thread.name.ptr[1] - '0'] = rec.u.thread.tid;
             if (rec.kind == PGF_REC_EVENT && rec.thread < 64)
                 ev[rec.thread]++;
             if (rec.kind == PGF_REC_INTERVAL && rec.thread < 64)
@@ -316,6 +324,10 @@ static int case_kill(int runs) {
             fprintf(stderr, "%s: byte %llu: %s\n", path,
                     (unsigned long long)pgr_error(r)->offset, pgr_error(r)->message);
         CHECK(pgr_error(r) == NULL);
+        for (uint32_t t = 0; t < 64; t++)
+            for (uint32_t k = 0; k < KTHREADS && tid_of[t]; k++)
+                if (named_tid[k] == tid_of[t])
+                    slot_of[t] = k;
         CHECK_EQ(pgr_header(r)->state, PGF_STATE_RECORDING);
         CHECK_EQ(pgr_header(r)->records_dropped, 0);
         unsigned seen = 0;
