@@ -186,7 +186,7 @@ static uint32_t first_record(const pgr_reader *r, const struct pgf_chunk_header 
  * records were read, and a conversion of the live file showed nothing. So a live file of at
  * most PGR_SNAPSHOT_MAX (8 MiB) of chunks is copied whole in one read first (the kernel copies
  * it in ascending order: a chunk's header before its records), then once more, for each
- * chunk's magic and seq: a chunk whose seq did not change kept its records across the copy (a
+ * chunk's magic and seq (up to four tries, see below): a chunk whose seq did not change kept its records across the copy (a
  * writer clears magic before it touches a chunk it takes again, and sets a new seq), any
  * other is skipped and counted as recycled. What the reader gets is the buffer as it was
  * during that one read, which takes a fraction of a millisecond. */
@@ -218,27 +218,36 @@ static void take_snapshot(pgr_reader *r) {
     memset(snap, 0, (size_t)len);
     if (again)
         memset(again, 0, (size_t)len);
-    long got = again ? read_at(r, snap, (size_t)len, h->chunks_offset) : -1;
+    /* A reader preempted between its two reads finds most chunks recycled: up to 4 tries,
+     * until 3/4 of the chunks in use kept their seq across the two (else the last try) */
+    long got = -1;
+    for (int attempt = 0; attempt < 4 && again; attempt++) {
+        long g1 = read_at(r, snap, (size_t)len, h->chunks_offset);
+        READ_FENCE();
+        long g2 = g1 < 0 ? -1 : read_at(r, again, (size_t)g1, h->chunks_offset);
+        if (g2 < 0) {
+            got = -1;
+            break;
+        }
+        uint32_t used = 0, kept = 0;
+        memset(seq, 0, n * sizeof *seq);
+        for (uint32_t i = 0; i < n && (uint64_t)(i + 1) * h->chunk_size <= (uint64_t)g2; i++) {
+            struct pgf_chunk_header c1, c2;
+            memcpy(&c1, snap + (uint64_t)i * h->chunk_size, sizeof c1);
+            memcpy(&c2, again + (uint64_t)i * h->chunk_size, sizeof c2);
+            seq[i] = c2.magic == PGF_CHUNK_MAGIC ? c2.seq : 0;
+            used += c1.magic == PGF_CHUNK_MAGIC;
+            kept += c1.magic == PGF_CHUNK_MAGIC && c2.magic == PGF_CHUNK_MAGIC && c1.seq == c2.seq;
+        }
+        got = g2;
+        if (kept * 4 >= used * 3)
+            break;
+    }
     if (got < 0) {
         free(again);
         free(snap);
         free(seq);
         return;
-    }
-    READ_FENCE();
-    /* the second look in one read as well (one read of the same length: as long as the
-     * first, so a chunk's two looks are that far apart), kept only for the headers */
-    long got2 = read_at(r, again, (size_t)got, h->chunks_offset);
-    if (got2 < 0) {
-        free(again);
-        free(snap);
-        free(seq);
-        return;
-    }
-    for (uint32_t i = 0; i < n && (uint64_t)(i + 1) * h->chunk_size <= (uint64_t)got2; i++) {
-        struct pgf_chunk_header c;
-        memcpy(&c, again + (uint64_t)i * h->chunk_size, sizeof c);
-        seq[i] = c.magic == PGF_CHUNK_MAGIC ? c.seq : 0;
     }
     free(again);
     r->snap = snap;
