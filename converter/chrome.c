@@ -325,21 +325,15 @@ static int end_thread(void *ctx, uint32_t ti)
         perfgroup__out_u64(C->out, C->f->counts.chunks_corrupt);
         PGC_LIT(C->out, ",\"reason\":\"sealed chunks whose CRC-32C did not match: skipped\"}}");
     }
-    if (C->f->counts.ovh_records && C->f->streamed && !C->overhead_said) { /* once, at the file's end */
+    struct pgc_overhead ov;
+    perfgroup__overhead(C->f, &ov);
+    if (ov.any && C->f->streamed && !C->overhead_said) { /* once, at the file's end */
         C->overhead_said = 1;
         head(C, 'i', "Runtime overhead (process total)", 32, "perfgroup");
         instant(C, C->last_ns);
-        PGC_LIT(C->out, ",\"args\":{\"commit_ms\":");
-        perfgroup__out_fixed(C->out, (int64_t)(C->f->counts.ovh_commit_ns > INT64_MAX ? INT64_MAX : C->f->counts.ovh_commit_ns), 1000000);
-        PGC_LIT(C->out, ",\"commits\":");
-        perfgroup__out_u64(C->out, C->f->counts.ovh_commits);
-        PGC_LIT(C->out, ",\"slow_paths\":");
-        perfgroup__out_u64(C->out, C->f->counts.ovh_slow_paths);
-        PGC_LIT(C->out, ",\"resyncs\":");
-        perfgroup__out_u64(C->out, C->f->counts.ovh_resyncs);
-        PGC_LIT(C->out, ",\"pairs_not_counted\":");
-        perfgroup__out_u64(C->out, C->f->counts.ovh_dropped);
-        PGC_LIT(C->out, "}}");
+        PGC_LIT(C->out, ",\"args\":");
+        perfgroup__out_overhead_json(C->out, &ov);
+        PGC_LIT(C->out, "}");
     }
     if (C->f->counts.clipped && C->f->streamed && !C->clipped_said) { /* once, at the file's end */
         C->clipped_said = 1;
@@ -417,6 +411,22 @@ int perfgroup__chrome_write(struct pgc_file *files, size_t nfiles, const struct 
         perfgroup__out_u64(out, dropped);
         PGC_LIT(out, ",\"chunksRecycled\":");
         perfgroup__out_u64(out, recycled);
+    }
+    /* the headers' overhead totals (the records' sums, when a writer kept none, come as an
+     * instant at each file's end) */
+    struct pgc_overhead all = {0};
+    for (size_t i = 0; i < nfiles; i++) {
+        struct pgc_overhead ov;
+        perfgroup__overhead(&files[i], &ov);
+        if (!ov.from_header)
+            continue;
+        all.commit_ns += ov.commit_ns, all.commits += ov.commits;
+        all.slow_paths += ov.slow_paths, all.resyncs += ov.resyncs, all.dropped += ov.dropped;
+        all.from_header = 1;
+    }
+    if (all.from_header) {
+        PGC_LIT(out, ",\"runtimeOverhead\":");
+        perfgroup__out_overhead_json(out, &all);
     }
     PGC_LIT(out, "},\"traceEvents\":[");
     int rc = 0;

@@ -1103,6 +1103,21 @@ static int end_thread(void *ctx, uint32_t ti)
         marker_row(t, intern_str(t, "Records dropped (process total)", 31), t->last_ns, 0, 0,
                    CAT_OTHER, &pl);
     }
+    struct pgc_overhead ov;
+    perfgroup__overhead(g->f, &ov);
+    if (t->is_main && ov.from_header) {
+        /* the header's overhead totals, the same way: known before any thread is read */
+        struct pgc_out pl;
+        pl_begin(&pl, "PerfgroupOverhead");
+        pl_ms(&pl, "commit", (int64_t)(ov.commit_ns > INT64_MAX ? INT64_MAX : ov.commit_ns));
+        pl_u64(&pl, "commits", ov.commits);
+        pl_u64(&pl, "slowPaths", ov.slow_paths);
+        pl_u64(&pl, "resyncs", ov.resyncs);
+        pl_u64(&pl, "dropped", ov.dropped);
+        pl_end(&pl);
+        marker_row(t, intern_str(t, "Runtime overhead (process total)", 32), t->last_ns, 0, 0,
+                   CAT_OTHER, &pl);
+    }
     if (g->f->not_closed) {
         struct pgc_out pl;
         pl_begin(&pl, "PerfgroupCut");
@@ -1384,11 +1399,13 @@ static void write_meta(struct gecko *g, struct pgc_file *f, int root, int64_t lo
         mn += snprintf(misc + mn, sizeof(misc) - (size_t)mn, ", %" PRIu64 " record times beyond "
                        "the file's clocks clipped (first at byte %" PRIu64 ")", f->counts.clipped,
                        f->counts.clipped_offset);
-    if (f->counts.ovh_records && mn > 0 && (size_t)mn < sizeof(misc)) /* the runtime's own cost */
-        snprintf(misc + mn, sizeof(misc) - (size_t)mn, ", runtime overhead: %" PRIu64 " commits "
-                 "in %.3f ms, %" PRIu64 " slow paths, %" PRIu64 " resyncs, %" PRIu64 " pairs not "
-                 "counted", f->counts.ovh_commits, (double)f->counts.ovh_commit_ns / 1e6, f->counts.ovh_slow_paths,
-                 f->counts.ovh_resyncs, f->counts.ovh_dropped);
+    struct pgc_overhead ov;
+    perfgroup__overhead(f, &ov);
+    if (ov.any && mn > 0 && (size_t)mn < sizeof(misc)) { /* the runtime's own cost */
+        char t[200];
+        perfgroup__overhead_text(t, sizeof(t), &ov);
+        snprintf(misc + mn, sizeof(misc) - (size_t)mn, ", runtime overhead: %s", t);
+    }
     perfgroup__out_json_str(o, misc, strlen(misc));
     PGC_LIT(o, ",\"sampleUnits\":{\"time\":\"ms\",\"eventDelay\":\"ms\",\"threadCPUDelta\":\"ns\"},"
                "\"startTimeAsClockMonotonicNanosecondsSinceBoot\":");

@@ -584,6 +584,51 @@ int perfgroup__file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, v
     return 0;
 }
 
+static int c_any(const struct pgc_file *f)
+{
+    return f->counts.ovh_records != 0;
+}
+
+void perfgroup__overhead(const struct pgc_file *f, struct pgc_overhead *o)
+{
+    const struct pgf_file_header *h = &f->hdr;
+    o->from_header = (h->ovh_commit_ns | h->ovh_commits | h->ovh_slow_paths | h->ovh_resyncs |
+                      h->ovh_dropped) != 0;
+    if (o->from_header) {
+        o->commit_ns = h->ovh_commit_ns, o->commits = h->ovh_commits;
+        o->slow_paths = h->ovh_slow_paths, o->resyncs = h->ovh_resyncs;
+        o->dropped = h->ovh_dropped;
+    } else {
+        const struct pgc_file_counts *c = &f->counts;
+        o->commit_ns = c->ovh_commit_ns, o->commits = c->ovh_commits;
+        o->slow_paths = c->ovh_slow_paths, o->resyncs = c->ovh_resyncs;
+        o->dropped = c->ovh_dropped;
+    }
+    o->any = o->from_header || c_any(f);
+}
+
+void perfgroup__overhead_text(char *buf, size_t n, const struct pgc_overhead *o)
+{
+    snprintf(buf, n, "%" PRIu64 " commits in %.3f ms, %" PRIu64 " slow paths, %" PRIu64
+             " resyncs, %" PRIu64 " pairs not counted", o->commits, (double)o->commit_ns / 1e6,
+             o->slow_paths, o->resyncs, o->dropped);
+}
+
+void perfgroup__out_overhead_json(struct pgc_out *out, const struct pgc_overhead *o)
+{
+    PGC_LIT(out, "{\"commit_ms\":");
+    perfgroup__out_fixed(out, (int64_t)(o->commit_ns > INT64_MAX ? INT64_MAX : o->commit_ns), 1000000);
+    PGC_LIT(out, ",\"commits\":");
+    perfgroup__out_u64(out, o->commits);
+    PGC_LIT(out, ",\"slow_paths\":");
+    perfgroup__out_u64(out, o->slow_paths);
+    PGC_LIT(out, ",\"resyncs\":");
+    perfgroup__out_u64(out, o->resyncs);
+    PGC_LIT(out, ",\"pairs_not_counted\":");
+    perfgroup__out_u64(out, o->dropped);
+    PGC_LIT(out, "}");
+}
+
 uint64_t perfgroup__row_budget(const struct pgc_file *files, size_t nfiles,
                                const struct pgc_options *opt)
 {

@@ -129,6 +129,21 @@ struct pgc_file_counts {
     uint64_t ovh_commit_ns, ovh_commits, ovh_slow_paths, ovh_resyncs, ovh_dropped, ovh_records;
 };
 
+/* The runtime's overhead totals of a file: the header's when its writer kept them (every
+ * PGF_REC_OVERHEAD ever written, its chunk recycled or not), else the sum of the records read
+ * (final once streamed). any: there is something to say. */
+struct pgc_overhead {
+    uint64_t commit_ns, commits, slow_paths, resyncs, dropped;
+    int from_header, any;
+};
+struct pgc_file;
+void perfgroup__overhead(const struct pgc_file *f, struct pgc_overhead *o);
+/* "N commits in X ms, S slow paths, R resyncs, D pairs not counted" into buf */
+void perfgroup__overhead_text(char *buf, size_t n, const struct pgc_overhead *o);
+struct pgc_out;
+/* {"commit_ms":…,"commits":…,"slow_paths":…,"resyncs":…,"pairs_not_counted":…} */
+void perfgroup__out_overhead_json(struct pgc_out *out, const struct pgc_overhead *o);
+
 /* Input '-': the path the reader opens instead (main.c copies stdin there); messages say '-'. */
 extern const char *perfgroup__stdin_path;
 

@@ -389,17 +389,11 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
             perfgroup__out_u64(out, f->counts.clipped);
             PGC_LIT(out, ",\"records_clipped_first_offset\":");
             perfgroup__out_u64(out, f->counts.clipped_offset);
-            PGC_LIT(out, ",\"overhead\":{\"commit_ms\":");
-            perfgroup__out_fixed(out, (int64_t)(f->counts.ovh_commit_ns > INT64_MAX ? INT64_MAX : f->counts.ovh_commit_ns), 1000000);
-            PGC_LIT(out, ",\"commits\":");
-            perfgroup__out_u64(out, f->counts.ovh_commits);
-            PGC_LIT(out, ",\"slow_paths\":");
-            perfgroup__out_u64(out, f->counts.ovh_slow_paths);
-            PGC_LIT(out, ",\"resyncs\":");
-            perfgroup__out_u64(out, f->counts.ovh_resyncs);
-            PGC_LIT(out, ",\"pairs_not_counted\":");
-            perfgroup__out_u64(out, f->counts.ovh_dropped);
-            PGC_LIT(out, "},");
+            struct pgc_overhead ov;
+            perfgroup__overhead(f, &ov);
+            PGC_LIT(out, ",\"overhead\":");
+            perfgroup__out_overhead_json(out, &ov);
+            PGC_LIT(out, ",");
             json_totals(&S, S.proc, f->ngroups, S.proc_cpu, S.proc_events);
             PGC_LIT(out, "}");
         } else if (!rc) {
@@ -411,11 +405,12 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
                 text_table(&S, title, S.proc, f->ngroups, S.proc_cpu, S.proc_events);
             }
             char b[300];
-            if (f->counts.ovh_records) {
-                snprintf(b, sizeof(b), "runtime overhead: %" PRIu64 " commits in %.3f ms, %" PRIu64
-                         " slow paths, %" PRIu64 " resyncs, %" PRIu64 " pairs not counted\n",
-                         f->counts.ovh_commits, (double)f->counts.ovh_commit_ns / 1e6, f->counts.ovh_slow_paths,
-                         f->counts.ovh_resyncs, f->counts.ovh_dropped);
+            struct pgc_overhead ov;
+            perfgroup__overhead(f, &ov);
+            if (ov.any) {
+                char t[200];
+                perfgroup__overhead_text(t, sizeof(t), &ov);
+                snprintf(b, sizeof(b), "runtime overhead: %s\n", t);
                 perfgroup__out_str(out, b);
             }
             if (f->counts.chunks_corrupt) {

@@ -1561,6 +1561,13 @@ void perfgroup__rec_overhead(struct perfgroup_rec_thread *hw, uint64_t commit_ns
     struct writer *w = (struct writer *)hw;
     if (!w)
         return;
+    if (g.hdr) { /* the totals in the header: kept whether or not the record survives */
+        __atomic_fetch_add(&g.hdr->ovh_commit_ns, commit_ns, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&g.hdr->ovh_commits, commits, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&g.hdr->ovh_slow_paths, slow_paths, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&g.hdr->ovh_resyncs, resyncs, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&g.hdr->ovh_dropped, dropped, __ATOMIC_RELAXED);
+    }
     uint32_t max = 1 + 1 + 5 * 9;
     if (cold_begin(w, max))
         return;

@@ -3,7 +3,8 @@
 # the whole test suite: the main build (both plugins, every test), then the runtime,
 # recording and converter tests again under ASan+UBSan and under TSan, and Lua and zlib with
 # their own test suites fully instrumented (tests/real; libuv is left to `ctest -L real`), the
-# compiler matrix (scripts/compilers.sh: the corpus with every GCC and Clang). Ends with ctest's
+# compiler matrix (scripts/compilers.sh: the corpus with every GCC and Clang), Lua again with
+# gcc-11 and clang-19 (the matrix's oldest GCC, newest Clang). Ends with ctest's
 # summary of the main build. Exit status: non-zero if any test failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,5 +44,22 @@ if ! scripts/compilers.sh >build/compilers.log 2>&1; then
   exit 1
 fi
 tail -1 build/compilers.log
+# Lua with the oldest GCC and the newest Clang of the matrix too, through the plugins
+# compilers.sh built (build-compilers/) and this build's runtime and converter.
+echo "== real projects: Lua (+ lpeg, cjson suites) with gcc-11 and clang-19"
+for cc in gcc-11 clang-19; do
+  case $cc in
+    gcc-11)   plug=(--gcc-plugin build-compilers/build/plugin-gcc/perfgroup.so) ;;
+    clang-19) plug=(--clang-plugin build-compilers/build/plugin-clang/perfgroup-clang-19.so) ;;
+  esac
+  if ! python3 tests/real/real_projects.py lua --cc "$cc" --workdir "build/real-compat/lua.$cc" \
+       --cache build/real-src --runtime-dir build/runtime --include include \
+       --convert build/converter/perfgroup-convert --pgdump build/reader/pgdump "${plug[@]}" \
+       >"build/real-lua-$cc.log" 2>&1; then
+    cat "build/real-lua-$cc.log"
+    exit 1
+  fi
+  echo "real.lua.$cc: passed"
+done
 echo "== main build: every test"
 ctest --test-dir build -j"$jobs" --output-on-failure -LE '^slow$' "$@"

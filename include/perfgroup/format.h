@@ -146,7 +146,15 @@ struct pgf_file_header {
     char     program[256];           /* 120 program name (argv[0]'s basename), NUL-padded */
     uint32_t cpu_time;               /* 376 PGF_CPU_TIME_*; 0: not recorded (older writer) */
     uint32_t tsc_scope;              /* 380 PGF_TSC_SCOPE_*; 0: not recorded (older writer) */
-    uint8_t  reserved[PGF_HEADER_SIZE - 384]; /* 384 zero; program arguments are a record */
+    /* the runtime's own cost, summed by every thread as it writes a PGF_REC_OVERHEAD record
+     * (atomic; added even when the record itself cannot be written, and kept when its chunk
+     * is recycled): 0 in files of older writers */
+    uint64_t ovh_commit_ns;          /* 384 ns spent committing events */
+    uint64_t ovh_commits;            /* 392 events committed */
+    uint64_t ovh_slow_paths;         /* 400 hooks that took the slow path */
+    uint64_t ovh_resyncs;            /* 408 resynchronisations (skipped exits) */
+    uint64_t ovh_dropped;            /* 416 enter/exit pairs not counted */
+    uint8_t  reserved[PGF_HEADER_SIZE - 424]; /* 424 zero; program arguments are a record */
 };
 
 /* header.cpu_time: how a group's CPU time in an event was found (docs/accounting.md) */
@@ -266,6 +274,8 @@ enum pgf_record_kind {
 _Static_assert(sizeof(struct pgf_file_header) == PGF_HEADER_SIZE, "file header size");
 _Static_assert(__builtin_offsetof(struct pgf_file_header, cpu_time) == 376, "cpu_time offset");
 _Static_assert(__builtin_offsetof(struct pgf_file_header, tsc_scope) == 380, "tsc_scope offset");
+_Static_assert(__builtin_offsetof(struct pgf_file_header, ovh_commit_ns) == 384, "ovh_commit_ns offset");
+_Static_assert(__builtin_offsetof(struct pgf_file_header, ovh_dropped) == 416, "ovh_dropped offset");
 _Static_assert(sizeof(struct pgf_chunk_header) == PGF_CHUNK_HEADER_SIZE, "chunk header size");
 _Static_assert(__builtin_offsetof(struct pgf_chunk_header, crc32c) == 20, "crc32c offset");
 _Static_assert(__builtin_offsetof(struct pgf_chunk_header, committed) == 24, "committed offset");

@@ -19,6 +19,7 @@
     hostile_test.py clip        a believed 2^62-tick interval: clipped to its chunk's clock
     hostile_test.py bound       a file with no clocks and 2^62-tick intervals: the output bound
     hostile_test.py overhead    the runtime's overhead totals in every output's metadata
+    hostile_test.py overhead-real  the same from a real recording's header (PGC_APP)
     hostile_test.py stdin       '-' reads stdin: same outputs, bounded by the header, bad input
 
 Environment: PGC_CONVERT (the program), PGC_WORK (a scratch directory), PGC_APP (the demo
@@ -596,6 +597,52 @@ def case_overhead():
           in p.stdout, "text summary: %r" % p.stdout[-300:])
 
 
+def gecko_markers(prof, name):
+    """(thread name, payload) of every marker called `name` in a Gecko profile"""
+    out = []
+    for th in prof["threads"]:
+        strings = th.get("stringTable") or th.get("stringArray") or []
+        for row in th.get("markers", {}).get("data", []):
+            if isinstance(row[0], int) and row[0] < len(strings) and strings[row[0]] == name:
+                out.append((th.get("name"), row[-1]))
+    return out
+
+
+def case_overhead_real():
+    """A real recording's header carries the runtime's overhead totals (format.h, offset 384):
+    with a buffer that recycles nothing they equal the sum of its PGF_REC_OVERHEAD records (the
+    per-record Gecko markers), and every output shows the header's totals: a process-level
+    Gecko marker on GeckoMain and meta.misc, Chrome otherData.runtimeOverhead, the summary."""
+    import struct
+    app = os.environ.get("PGC_APP")
+    if not app:
+        print("SKIPPED: no PGC_APP (a build without the GCC plugin)")
+        sys.exit(77)
+    src = os.path.join(WORK, "ovh-real.pgm")
+    subprocess.run([app], env=dict(os.environ, PERFGROUP_OUTPUT=src, PERFGROUP_MODE="stats",
+                                   PERFGROUP_BUFFER="16M"), check=True, stdout=subprocess.DEVNULL)
+    hdr = struct.unpack_from("<5Q", open(src, "rb").read(), 384)
+    print("header overhead totals: %r" % (hdr,))
+    check(hdr[1] > 0, "the header counts commits: %d" % hdr[1])
+    out = os.path.join(WORK, "ovh-real.json")
+    p = run([src, "-o", out])
+    prof = json.load(open(out)) if p.returncode == 0 else {"threads": [], "meta": {"misc": ""}}
+    per = gecko_markers(prof, "Runtime overhead")
+    total = gecko_markers(prof, "Runtime overhead (process total)")
+    check(sum(d["commits"] for _, d in per) == hdr[1] and sum(d["slowPaths"] for _, d in per) == hdr[2],
+          "records' sums = the header's: %d commits in %d records vs %d" %
+          (sum(d["commits"] for _, d in per), len(per), hdr[1]))
+    check(len(total) == 1 and total[0][0] == "GeckoMain" and total[0][1]["commits"] == hdr[1],
+          "gecko process-level marker: %r" % total)
+    check("runtime overhead: %d commits" % hdr[1] in prof["meta"]["misc"], "gecko meta.misc: %r" % prof["meta"]["misc"])
+    p = run([src, "--format", "chrome", "-o", out])
+    other = json.load(open(out))["otherData"] if p.returncode == 0 else {}
+    check(other.get("runtimeOverhead", {}).get("commits") == hdr[1], "chrome otherData: %r" % other)
+    p = run([src, "--summary", "--json"])
+    o = json.loads(p.stdout)["processes"][0]["overhead"] if p.returncode == 0 else {}
+    check(o.get("commits") == hdr[1] and o.get("slow_paths") == hdr[2], "summary JSON: %r" % o)
+
+
 def case_stdin():
     """'-' reads the recording from stdin: the same outputs as from the file; an endless
     stream after a recording stops at the size its header declares; garbage is bad input
@@ -626,7 +673,7 @@ def case_stdin():
     check(p.returncode == 1, "'-' twice: exit %d" % p.returncode)
 
 
-CASES = {"overhead": case_overhead, "stdin": case_stdin, "flips": case_flips, "clip": case_clip, "bound": case_bound,
+CASES = {"overhead": case_overhead, "overhead-real": case_overhead_real, "stdin": case_stdin, "flips": case_flips, "clip": case_clip, "bound": case_bound,
          "dropped": case_dropped, "corrupt": case_corrupt, "threads": case_threads, "utf8": case_utf8, "self-output": case_self_output, "enospc": case_enospc,
          "fifo": case_fifo, "sigint": case_sigint, "umask": case_umask}
 
