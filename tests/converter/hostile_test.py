@@ -41,6 +41,7 @@ import gen_pgm  # noqa: E402
 CONVERT = os.environ.get("PGC_CONVERT", "perfgroup-convert")
 WORK = os.path.join(os.environ.get("PGC_WORK", "/tmp/pgc-test"), "hostile")
 FAILS = []
+SANITIZED = os.environ.get("PGC_SANITIZED", "")  # the build's PERFGROUP_SANITIZE, if any
 
 
 def check(ok, msg):
@@ -551,7 +552,10 @@ def case_bound():
         size = os.path.getsize(out) if p.returncode == 0 else -1
         print("%s: %d bytes from %d, %.3f s CPU" % (fmt, size, n, cpu))
         check(p.returncode == 0, "%s: exit %d %r" % (fmt, p.returncode, p.stderr[-300:]))
-        check(cpu < 1.0, "%s: %.2f s of CPU (want < 1 s)" % (fmt, cpu))
+        if SANITIZED:  # ASan/TSan make every memory access several to 30 times dearer
+            print("(%s build: %.2f s of CPU not checked)" % (SANITIZED, cpu))
+        else:
+            check(cpu < 1.0, "%s: %.2f s of CPU (want < 1 s)" % (fmt, cpu))
         # c.N + k: a row is at most ~64 bytes of JSON
         check(size <= 2 * 64 * rows + 1024 * n + (1 << 20), "%s: %d bytes over c.N + k" % (fmt, size))
         if fmt == "gecko" and p.returncode == 0:
