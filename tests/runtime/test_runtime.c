@@ -122,8 +122,11 @@ static void case_reentry(void)
     ASSERT_U64(a->discarded, ==, 0);
     ASSERT_U64(a->cycles, <=, top->cycles);
     ASSERT_I64(a->wall_ns, >=, (w1 - w0) * 98 / 100);
+    /* an inner exit that stopped A would leave out >= 1 of the event's ~3 ms: 8/10 catches
+     * that and leaves room for the hooks around A (under ASan at load 5 they were 10.8 % of
+     * the event: 9/10 failed) */
     if (off <= RAN_THROUGHOUT) /* else the event may hold time switched out outside A */
-        ASSERT_U64(a->cycles, >=, top->cycles * 9 / 10);
+        ASSERT_U64(a->cycles, >=, top->cycles * 8 / 10);
     ASSERT_U64(top->cpu_ns, >=, 27 * MS / 10);
     ASSERT_U64(b->cycles, <, a->cycles);
     ASSERT_U64(b->cpu_ns, >, 0);
