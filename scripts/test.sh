@@ -47,15 +47,18 @@ tail -1 build/compilers.log
 # Lua with the oldest GCC and the newest Clang of the matrix too, through the plugins
 # compilers.sh built (build-compilers/) and this build's runtime and converter.
 echo "== real projects: Lua (+ lpeg, cjson suites) with gcc-11 and clang-19"
+pc=$PWD/build-compilers/build
 for cc in gcc-11 clang-19; do
-  case $cc in
-    gcc-11)   plug=(--gcc-plugin build-compilers/build/plugin-gcc/perfgroup.so) ;;
-    clang-19) plug=(--clang-plugin build-compilers/build/plugin-clang/perfgroup-clang-19.so) ;;
+  case $cc in  # the first compiler of a family has the plain name (scripts/compilers.sh)
+    gcc-11)   p=$pc/plugin-gcc/gcc-11/perfgroup.so; [ -f "$p" ] || p=$pc/plugin-gcc/perfgroup.so
+              plug=(--gcc-plugin "$p") ;;
+    clang-19) p=$pc/plugin-clang/perfgroup-clang-19.so; [ -f "$p" ] || p=$pc/plugin-clang/perfgroup-clang.so
+              plug=(--clang-plugin "$p") ;;
   esac
-  if ! python3 tests/real/real_projects.py lua --cc "$cc" --workdir "build/real-compat/lua.$cc" \
-       --cache build/real-src --runtime-dir build/runtime --include include \
-       --convert build/converter/perfgroup-convert --pgdump build/reader/pgdump "${plug[@]}" \
-       >"build/real-lua-$cc.log" 2>&1; then
+  if ! python3 tests/real/real_projects.py lua --cc "$cc" --workdir "$PWD/build/real-compat/lua.$cc" \
+       --cache "$PWD/build/real-src" --runtime-dir "$PWD/build/runtime" --include "$PWD/include" \
+       --convert "$PWD/build/converter/perfgroup-convert" --pgdump "$PWD/build/reader/pgdump" \
+       "${plug[@]}" >"build/real-lua-$cc.log" 2>&1; then
     cat "build/real-lua-$cc.log"
     exit 1
   fi
