@@ -241,8 +241,9 @@ static int ensure_thread(struct pgc_file *f, uint32_t index, struct pgc_error *e
  * a fork child's frames and events inherited from its parent began before its recording did.
  * A PGF_REC_CLOCK whose monotonic time contradicts the header's clock by more than 1 s + 5 %
  * is ignored (it would remap every later time) and an event's CPU is at most its wall time;
- * both counted with the clipped times. A live file (perfgroup top, metrics) is read while it
- * grows: only sealed chunks have a ceiling there. */
+ * both counted with the clipped times. A file not closed may be read while it grows (perfgroup
+ * top, metrics, a conversion of a running program): only sealed chunks have a ceiling there
+ * (a crashed writer's last chunks have no checksum to trust either; the output bound holds). */
 static uint64_t clip_hz(const struct pgc_file *f)
 {
     uint64_t hz = f->hdr.clock == PGF_CLOCK_MONOTONIC || !f->tsc_hz ? 1000000000u : f->tsc_hz;
@@ -430,7 +431,9 @@ int perfgroup__file_follow(struct pgc_file *f, const char *path, pgr_resume_fn r
         if (c->kind == PGF_CHUNK_DATA)
             f->records_total += c->record_count;
     }
-    clip_init(f, resume != NULL);
+    /* a recording not closed may still be written: its chunks being written get records
+     * after the clocks read here (a plain conversion of a running program reads for seconds) */
+    clip_init(f, resume != NULL || f->not_closed);
     /* A file shorter than its header says: a clean (closed) file must be whole, and the
      * definitions must be whole in any file; a cut data chunk of an unclosed recording is
      * what a crash leaves, and converts with a warning. */

@@ -176,7 +176,7 @@ struct pgc_file {
      * clock is ignored, an event's CPU is at most its wall time: each counted here, the first
      * one's byte offset kept (once streamed) */
     uint64_t clip_lo, clip_hi, clip_slack; /* clip_hi: for chunks still being written */
-    int following;             /* a live file: chunks still being written have no ceiling */
+    int following;             /* not closed (maybe live): chunks being written have no ceiling */
     int streamed;              /* every record streamed: `counts` is final */
     struct pgc_file_counts counts; /* kept when parked */
     size_t clip_cursor;        /* stream: index of the current chunk (pgr_chunk) */
