@@ -112,7 +112,11 @@ static void tally(const char *file, struct tally *t, int expect_closed) {
             unsigned m = rec.u.interval.group_mask, d = rec.u.interval.depth;
             int ok = (f == t->fid_a && ((m == 1 && d == 0) || (m == 0 && d == 2))) ||
                      (f == t->fid_b && m == 1 && d == 1);
-            t->bad_interval += !ok;
+            if (!ok && !t->bad_interval++) /* say what it was: the first of them */
+                fprintf(stderr, "%s: byte %llu: unexpected interval: function %u (fa %u, fb %u), "
+                        "mask %u, depth %u, thread %u, chunk seq %llu\n", file,
+                        (unsigned long long)rec.offset, f, t->fid_a, t->fid_b, m, d, rec.thread,
+                        (unsigned long long)rec.chunk_seq);
             if (rec.u.interval.start_tsc < pending_start)
                 pending_start = rec.u.interval.start_tsc;
             break;
