@@ -68,6 +68,8 @@ struct writer {
     struct perfgroup_rec_thread hot;  /* first: the core holds &hot */
     struct writer *prev, *next;       /* live writers (g.mu) */
     uint64_t gen;                     /* recording attached to, 0 = none */
+    struct pgf_file_header *hdr;      /* that recording's header (its mapping is never
+                                       * unmapped while a writer may hold it) */
     uint32_t index, tid;
     int is_defs, lazy, dead;
     int32_t cur, reserved;            /* chunk indexes, -1 = none */
@@ -434,6 +436,7 @@ static void unlock(void) {
 /* Forget any chunk of an older recording. */
 static void attach(struct writer *w) {
     w->gen = g.gen;
+    w->hdr = g.hdr;
     w->cur = w->reserved = w->last_full = -1;
     w->records_before = w->dropped_total = 0;
     w->lost_records = w->lost_bytes = w->lost_chunks = 0;
@@ -1561,15 +1564,26 @@ void perfgroup__rec_overhead(struct perfgroup_rec_thread *hw, uint64_t commit_ns
     struct writer *w = (struct writer *)hw;
     if (!w)
         return;
-    if (g.hdr) { /* the totals in the header: kept whether or not the record survives */
-        __atomic_fetch_add(&g.hdr->ovh_commit_ns, commit_ns, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&g.hdr->ovh_commits, commits, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&g.hdr->ovh_slow_paths, slow_paths, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&g.hdr->ovh_resyncs, resyncs, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&g.hdr->ovh_dropped, dropped, __ATOMIC_RELAXED);
-    }
     uint32_t max = 1 + 1 + 5 * 9;
-    if (cold_begin(w, max))
+    int room = cold_begin(w, max) == 0;
+    /* The totals in the header are kept whether or not the record finds room. g.hdr is not
+     * read here without g.mu: a close may forget it meanwhile (and a failed open unmaps its
+     * own). Inside cold_begin..cold_end the writer is attached and its header stays mapped;
+     * without room, the slow path takes the lock (never from inside a record: in_rec). */
+    struct pgf_file_header *h = room ? w->hdr : NULL;
+    int locked = !room && lock() == 0;
+    if (locked)
+        h = g.hdr;
+    if (h) {
+        __atomic_fetch_add(&h->ovh_commit_ns, commit_ns, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&h->ovh_commits, commits, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&h->ovh_slow_paths, slow_paths, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&h->ovh_resyncs, resyncs, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&h->ovh_dropped, dropped, __ATOMIC_RELAXED);
+    }
+    if (locked)
+        unlock();
+    if (!room)
         return;
     struct span s = { w->hot.pos, w->hot.pos + max };
     msgpack_packer pk = { &s, span_write };
