@@ -153,6 +153,7 @@ static void case_two_groups(void)
  * for what the nested loop ran; what ran in it is charged in the nested events. */
 static void case_nested_loop(void)
 {
+    struct ran r0 = ran_now();
     perfgroup_event_begin("outer");
     uint64_t ta = __perfgroup_enter(&site_a);
     uint64_t tb = __perfgroup_enter(&site_b);
@@ -170,16 +171,27 @@ static void case_nested_loop(void)
     burn(1 * MS);
     __perfgroup_exit(&site_a, ta);
     perfgroup_event_end();
+    int64_t off = off_cpu_ns(r0, ran_now());
     struct perfgroup_snapshot *s = snap();
     const struct perfgroup_stats *a = stats(s, "A"), *top = stats(s, "top");
     /* 2 ms before + 1 ms after: ~all of the two outer parts, none of the 9 ms nested */
-    ASSERT_U64(a->cpu_ns, >=, 27 * MS / 10);
     ASSERT_U64(a->cpu_ns, <, 5 * MS);
     ASSERT_U64(a->events, ==, 2);          /* both parts of the outer event */
     ASSERT_U64(a->activations, ==, 1);     /* one stopwatch, suspended across the loop */
-    ASSERT_U64(stats(s, "B")->cpu_ns, >=, 18 * MS / 10);
     ASSERT_U64(stats(s, "B")->events, ==, 1);
-    ASSERT_U64(stats(s, "C")->cpu_ns, >=, 8 * MS);
+    /* Exact with rseq, and without it (the fallback's cycles share of the event's CPU) when
+     * the thread ran throughout; a thread switched out gets the estimate's share: printed
+     * (CI saw A 2.53 ms of 3 in the fallback under load). */
+    if (off <= RAN_THROUGHOUT) {
+        ASSERT_U64(a->cpu_ns, >=, 27 * MS / 10);
+        ASSERT_U64(stats(s, "B")->cpu_ns, >=, 18 * MS / 10);
+        ASSERT_U64(stats(s, "C")->cpu_ns, >=, 8 * MS);
+    } else {
+        fprintf(stderr, "nested_loop: off the CPU %lld ns: A %llu, B %llu, C %llu ns of CPU "
+                "(estimated)\n", (long long)off, (unsigned long long)a->cpu_ns,
+                (unsigned long long)stats(s, "B")->cpu_ns,
+                (unsigned long long)stats(s, "C")->cpu_ns);
+    }
     ASSERT_U64(stats(s, "C")->events, ==, 3);
     ASSERT_U64(stats(s, "C")->cpu_ns + a->cpu_ns, <=, top->cpu_ns);
     /* outer event in two parts (before/after the nested loop) + 3 inner */
