@@ -118,6 +118,11 @@ PERFGROUP_API const struct perfgroup_stats *perfgroup_snapshot_find(const struct
  * being registered or had exited (docs/accounting.md, "Signal handlers"). Their time went
  * to whatever the thread was running. In a diff: refused in between. */
 PERFGROUP_API uint64_t perfgroup_snapshot_refused(const struct perfgroup_snapshot *s);
+/* Events whose CPU time came out above their wall time (an explicit event's CPU is the
+ * difference of two CPU-clock readings, its wall time the counter's: when the clocks
+ * disagree) and were given their wall time as CPU time, since the start (or the last reset;
+ * a fork child starts from zero). In a diff: clamped in between. */
+PERFGROUP_API uint64_t perfgroup_snapshot_clamped(const struct perfgroup_snapshot *s);
 
 /* ---- Alerts ---------------------------------------------------------------------------- */
 struct perfgroup_alert_info {

@@ -24,6 +24,7 @@ PG_HIDDEN _Atomic uint32_t perfgroup__gate = PG_GATE_OFF;
 PG_HIDDEN __thread struct pg_thread *perfgroup__tls __attribute__((tls_model("initial-exec")));
 PG_HIDDEN __thread uint32_t perfgroup__tls_state __attribute__((tls_model("initial-exec")));
 PG_HIDDEN _Atomic uint64_t perfgroup__refused;
+PG_HIDDEN _Atomic uint64_t perfgroup__clamped;
 PG_HIDDEN _Atomic uint32_t perfgroup__reset_epoch = 1;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -436,6 +437,13 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
     struct perfgroup_rec_group_share shares[64];
     unsigned nshares = 0;
     uint64_t ev_wall = ev_ok ? perfgroup__ticks_to_ns(ev_cycles) : 0;
+    if (ev_ok && cpu_ns > ev_wall) {
+        /* more CPU than wall time: the two clocks disagree (an explicit event's CPU is the
+         * difference of two CPU-clock readings, its wall the counter's): at most its wall,
+         * and counted (perfgroup_snapshot_clamped) */
+        cpu_ns = ev_wall;
+        atomic_fetch_add_explicit(&perfgroup__clamped, 1, memory_order_relaxed);
+    }
     struct pg_totals *top = totals_for(t, PG_TOP_GROUP);
     if (top && ev_ok)
         totals_add(top, ev_cycles, cpu_ns, ev_wall, 1, 0);
@@ -787,6 +795,7 @@ int perfgroup_reset(void)
     atomic_fetch_add(&perfgroup__reset_epoch, 1);
     perfgroup__dead_clear_locked();
     atomic_store(&perfgroup__refused, 0);
+    atomic_store(&perfgroup__clamped, 0);
     perfgroup__unlock_registry();
     return 0;
 }

@@ -236,6 +236,7 @@ extern PG_HIDDEN __thread struct pg_thread *perfgroup__tls
 enum { PG_TLS_NONE = 0, PG_TLS_BUILDING = 1, PG_TLS_LIVE = 2, PG_TLS_GONE = 3 };
 extern PG_HIDDEN __thread uint32_t perfgroup__tls_state __attribute__((tls_model("initial-exec")));
 extern PG_HIDDEN _Atomic uint64_t perfgroup__refused; /* hook and API calls refused */
+extern PG_HIDDEN _Atomic uint64_t perfgroup__clamped; /* events whose CPU exceeded their wall */
 
 static inline __attribute__((always_inline)) struct pg_thread *pg_latch_take(void)
 {

@@ -164,6 +164,7 @@ class Model:
         ok = cycles > 0
         top = self.totals.setdefault("top", Totals())
         if ok:
+            cpu = min(cpu, self.ns(cycles))  # at most the event's wall time (clamped, counted)
             top.add(cycles, cpu, self.ns(cycles), 1, 0)
         else:
             top.discarded += 1

@@ -12,6 +12,12 @@
 
 extern int64_t perfgroup__test_clock_offset;
 extern int64_t perfgroup__test_cpu_override;
+struct perfgroup_test_vclock { /* runtime/clock.h */
+    int on, desched;
+    uint64_t tsc, hz;
+    int64_t cpu_ns;
+};
+extern struct perfgroup_test_vclock perfgroup__test_vclock;
 extern uint32_t perfgroup__tsc_scope; /* PGF_TSC_SCOPE_* */
 
 SITE(site_a, "A", "fa");
@@ -33,8 +39,48 @@ static void jank_edges(void)
     ASSERT_U64(perfgroup__jank_mask(UINT64_MAX), ==, (1u << PERFGROUP_JANK_BUCKETS) - 1);
 }
 
+/* `test_seam clamp`: an explicit event whose two CPU-clock readings differ by more than its
+ * counter's wall time (the clocks disagree) gets its wall time as CPU time, and the clamp is
+ * counted; its group's CPU stays within that too. The virtual clock (clock.h) drives it. */
+static int clamp_case(void)
+{
+    perfgroup__test_vclock.hz = 1000000000u;
+    perfgroup__test_vclock.tsc = 1000000;
+    perfgroup__test_vclock.cpu_ns = 1000;
+    perfgroup__test_vclock.on = 1;
+    perfgroup__test_cpu_override = 0;
+    struct perfgroup_snapshot *s0 = perfgroup_snapshot_take();
+    for (int i = 0; i < 3; i++) {
+        perfgroup_event_begin("ev");
+        uint64_t ta = __perfgroup_enter(&site_a);
+        perfgroup__test_vclock.tsc += 1000000;                /* 1 ms of wall */
+        perfgroup__test_vclock.cpu_ns += i == 1 ? 1000000 : 5000000; /* 5 ms of CPU, twice */
+        __perfgroup_exit(&site_a, ta);
+        perfgroup_event_end();
+    }
+    struct perfgroup_snapshot *s1 = perfgroup_snapshot_take(), *d = perfgroup_snapshot_diff(s1, s0);
+    const struct perfgroup_stats *top = perfgroup_snapshot_find(d, "top"), *a = stats(d, "A");
+    printf("clamp: top CPU %" PRIu64 " ns of %" PRIu64 " ns wall, A %" PRIu64 " of %" PRIu64
+           ", clamped %" PRIu64 "\n", top ? top->cpu_ns : 0, top ? top->wall_ns : 0, a->cpu_ns,
+           a->wall_ns, perfgroup_snapshot_clamped(d));
+    ASSERT(top != NULL);
+    ASSERT_U64(top->events, ==, 3);
+    ASSERT_U64(top->cpu_ns, <=, top->wall_ns);
+    ASSERT_U64(top->cpu_ns, ==, 3000000);
+    ASSERT_U64(a->cpu_ns, <=, a->wall_ns);
+    ASSERT_U64(perfgroup_snapshot_clamped(d), ==, 2);
+    ASSERT_U64(perfgroup_snapshot_clamped(s1), >=, 2);
+    perfgroup_snapshot_free(d);
+    perfgroup_snapshot_free(s1);
+    perfgroup_snapshot_free(s0);
+    puts("ok clamp");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "clamp") == 0)
+        return clamp_case();
     jank_edges();
     /* `test_seam cpu`: run with PERFGROUP_TSC=cpu; `test_seam kept`: where the machine's
      * TSC is valid across CPUs (else skipped: 77) */
