@@ -31,7 +31,7 @@ struct summary {
     uint64_t proc_cpu, proc_events;
     uint64_t thread_cpu, thread_events;
     struct row *all;       /* overall, by group name */
-    uint32_t nall;
+    uint32_t nall, cap_all;
     struct pgc_map all_map;
     uint64_t all_cpu, all_events;
     int nthreads_out, nprocs_out;
@@ -271,11 +271,17 @@ static int end_thread(void *ctx, uint32_t ti)
         uint32_t v;
         /* names are unique per file; across files equal names add up */
         if (!perfgroup__map_get(&S->all_map, h, &v) || strcmp(S->all[v].name, name) != 0) {
-            struct row *na = realloc(S->all, (S->nall + 1) * sizeof(*na));
-            if (!na || perfgroup__map_put(&S->all_map, h, S->nall))
+            if (S->nall == S->cap_all) { /* doubling: a row at a time was quadratic */
+                uint32_t nc = S->cap_all ? S->cap_all * 2 : 64;
+                struct row *na = realloc(S->all, (size_t)nc * sizeof(*na));
+                if (!na)
+                    return -1;
+                S->all = na;
+                S->cap_all = nc;
+            }
+            if (perfgroup__map_put(&S->all_map, h, S->nall))
                 return -1;
-            S->all = na;
-            memset(&S->all[S->nall], 0, sizeof(*na));
+            memset(&S->all[S->nall], 0, sizeof(*S->all));
             /* a copy: the file's definitions are freed after its turn (file_repark) */
             if (!(S->all[S->nall].name = strdup(name)))
                 return -1;
