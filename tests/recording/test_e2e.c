@@ -294,6 +294,11 @@ static int case_kill(int runs) {
         }
         while (__atomic_load_n(&ks->started, __ATOMIC_SEQ_CST) < KTHREADS)
             usleep(100);
+        /* and each has committed an iteration: a fork child makes its file at its first
+         * record, so a kill before it leaves no file (CI, ASan under load) */
+        for (int k = 0; k < KTHREADS; k++)
+            while (__atomic_load_n(&ks->done[k], __ATOMIC_ACQUIRE) == 0)
+                usleep(100);
         seed = seed * 1103515245u + 12345u;
         struct timespec d = { 0, (long)((seed >> 8) % 20000) * 1000 };
         nanosleep(&d, NULL);
