@@ -214,6 +214,8 @@ static struct pg_func *resolve_locked(struct perfgroup_site *site)
     memcpy(fname + nl, "()", 3);
     fn->line = site->line;
     fn->flags = site->flags;
+    if (strcmp(name, "main") == 0) /* every plugin emits the C/C++ `main` by that name */
+        fn->flags |= PERFGROUP_SITE_F_ROOT;
     struct pg_group *g[PG_SITE_GROUPS];
     unsigned n = 0;
     if (*attr)

@@ -75,6 +75,8 @@ static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func 
         d = t->depth;
         begin = t->event_open == PG_EV_NONE && act != 0;
     }
+    if (!hot && begin && d == 0 && (fn->flags & PERFGROUP_SITE_F_ROOT))
+        begin = 0, act = 0; /* a thread's root frame: no event, no stopwatch (as re-entry) */
     if (!hot && begin)
         perfgroup__implicit_begin(t, pg_clock_settled(t));
 

@@ -58,6 +58,10 @@
 #define PERFGROUP_SITE_F_INLINE     0x0008u /* inline/template/COMDAT: may appear in N TUs */
 #define PERFGROUP_SITE_F_ATTR       0x0010u /* the attribute group is set (first string non-empty) */
 #define PERFGROUP_SITE_F_FILEGROUP  0x0020u /* the file group is set (second string non-empty) */
+/* A thread's root function (a start routine given to pthread_create/thrd_create): entered
+ * as a thread's outermost frame with no event open, it opens no implicit event (its callees
+ * do, docs/accounting.md). The runtime treats `main` so whatever the flag says. */
+#define PERFGROUP_SITE_F_ROOT       0x0040u
 
 /*
  * One static, writable descriptor per instrumented function, in PERFGROUP_SITES_SECTION.
