@@ -1,22 +1,30 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""bench/real_projects.py — what full instrumentation costs on real projects (tests/real/):
-build time, test-suite time and recording size of Lua 5.4 (+ lpeg, cjson suites), zlib and
-optionally libuv, per compiler, for these configurations:
+"""bench/real_projects.py — what putting a whole code base into groups costs (issue 13):
+the project's own fixed workload (bench/kvbench/, a key-value store driven by a command
+language, ~2,200 lines in 8 files, about 2 s at -O2) and the real projects of tests/real/
+(Lua 5.4 running the lpeg and cjson suites; zlib's `make test`), per compiler, in these
+configurations:
 
-    none      the compiler alone                                        (the baseline)
-    finstr    -finstrument-functions, hooks that return at once (cyg_empty.c, a shared library)
-    plugin    the perfgroup plugin, default=<project> (every function), recording off
-    plugin+rec  the same binaries, recording on (PERFGROUP_OUTPUT, 4 MiB buffer per process)
+    plain       the compiler alone                                          (the baseline)
+    finstr      -finstrument-functions, hooks that return at once (a shared library)
+    pg          perfgroup, default=<project> (every function in one group), stats in memory;
+                with call-graph elision when the plugin has it (it then accepts all-functions)
+    pg-all      the same plus -fplugin-arg-perfgroup-all-functions: every function hooked
+                (only when the plugin accepts the option)
+    pg+rec      the pg binaries with a stats recording (PERFGROUP_OUTPUT, PERFGROUP_MODE=stats)
+    pg-weak     kv only: pg plus -fplugin-arg-perfgroup-weak-hooks (every hook call guarded),
+                the runtime linked --no-as-needed: the guard's cost against pg, same rounds
 
 Interleaved rounds (the order of configurations rotates each round) so machine noise hits all
-alike; medians per configuration; ratios against `none` of the same round set. Build time is
-the CPU time (user+sys) of every process of the build; suite time is wall and CPU time of the
-suite's processes. Recording size: files, bytes allocated (the buffer is preallocated), bytes
-in chunks actually written (pgdump: (next_seq - 1) x chunk_size per file).
+alike; medians per configuration; ratios against `plain` of the same rounds. CPU = user+sys of
+the run's processes (rusage); kvbench also reports its thread CPU time of the work (cpu_ns).
+The 1-minute load average is read before every run and reported beside each figure.
+Hooks executed: one extra, untimed run per build with bench/count_hooks.c preloaded (it takes
+the hook calls, counting enters), reported as a count and per second of plain CPU time.
 
-    bench/real_projects.py --build-dir build [--projects lua,zlib] [--compilers gcc,clang]
-        [--build-rounds 3] [--suite-rounds 5] [--markdown docs/benchmarks.md]
+    bench/real_projects.py --build-dir build [--projects kv,lua] [--compilers gcc,clang]
+        [--rounds 5] [--kv-rounds 300] [--markdown docs/benchmarks.md]
 """
 import argparse
 import glob
@@ -32,90 +40,192 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "real"))
 import real_projects as rp  # noqa: E402
 
-CONFIGS = ["none", "finstr", "plugin", "plugin+rec"]
+CONFIGS = ["plain", "finstr", "pg", "pg-all", "pg+rec", "pg-weak"]
+VARIANT = {"plain": "none", "finstr": "finstr", "pg": "default", "pg-all": "all",
+           "pg+rec": "default", "pg-weak": "weak"}
 SECTION = "## Real projects, fully instrumented — `bench/real_projects.py`"
+KV_SRC = os.path.join(HERE, "kvbench")
 
 
-def build_variant(config):
-    return {"none": "none", "finstr": "finstr", "plugin": "default", "plugin+rec": "default"}[config]
+def cpu_model():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
 
 
-def written_bytes(pgdump, files):
-    total = 0
-    for f in files:
-        head = subprocess.run([pgdump, f], stdout=subprocess.PIPE, text=True,
-                              errors="replace").stdout.split("\n", 1)[0]
-        m = re.search(r"chunk_size=(\d+).*next_seq=(\d+)", head)
-        if m:
-            total += (int(m.group(2)) - 1) * int(m.group(1))
-    return total
+def plugin_accepts(T, cc, option):
+    """Does cc's plugin take -fplugin-arg-perfgroup-<option>? (compiles an empty unit)"""
+    family = cc.split("-")[0]
+    so = T.plugin[family]
+    src = os.path.join(T.tmp, "empty.c")
+    with open(src, "w") as f:
+        f.write("int f(void) { return 0; }\n")
+    cmd = [rp.COMPILERS[cc], f"-fplugin={so}", f"-fplugin-arg-perfgroup-{option}",
+           "-c", src, "-o", os.devnull]
+    if family == "clang":
+        cmd.insert(2, f"-fpass-plugin={so}")
+    return subprocess.run(cmd, capture_output=True).returncode == 0
 
 
-def bench(T, project, cc, A, workdir):
-    build, _, _ = rp.PROJECTS[project]
-    variants = sorted({build_variant(c) for c in CONFIGS})
-    bcpu = {v: [] for v in variants}
-    for r in range(A.build_rounds):
-        order = variants[r % len(variants):] + variants[:r % len(variants)]
-        for v in order:
-            bcpu[v].append(build(T, cc, v, os.path.join(workdir, v)))
-    swall = {c: [] for c in CONFIGS}
-    scpu = {c: [] for c in CONFIGS}
-    rec = {}
-    for r in range(A.suite_rounds):
-        order = CONFIGS[r % len(CONFIGS):] + CONFIGS[:r % len(CONFIGS)]
-        for c in order:
-            v = build_variant(c)
-            recdir = os.path.join(workdir, "rec") if c == "plugin+rec" else None
-            results, wall, cpu, files = rp.run_suite(T, project, os.path.join(workdir, v), v, recdir)
-            if not all(results.values()) and c != "none":
-                print(f"warning: {project}/{cc}/{c}: {sum(results.values())}/{len(results)} pass")
-            swall[c].append(wall)
-            scpu[c].append(cpu)
-            if files:
-                rec = {"files": len(files), "allocated": sum(os.path.getsize(f) for f in files),
-                       "written": written_bytes(A.pgdump, files)}
+# ---- kvbench ------------------------------------------------------------------------------------
+def build_kv(T, cc, variant, bdir):
+    cflags, ldflags = rp.variant_flags(T, "kv", cc, "default" if variant == "weak" else variant,
+                                       bdir)
+    if variant == "weak":
+        # weak references alone do not keep an --as-needed library (docs/plugins.md)
+        cflags.append("-fplugin-arg-perfgroup-weak-hooks")
+        ldflags = ["-Wl,--push-state,--no-as-needed", *ldflags, "-Wl,--pop-state"]
+    os.makedirs(bdir, exist_ok=True)
+    objs, jobs = [], []
+    for c in sorted(glob.glob(os.path.join(KV_SRC, "*.c"))):
+        o = os.path.join(bdir, os.path.basename(c) + ".o")
+        jobs.append([rp.COMPILERS[cc], "-std=c11", "-Wall", "-Wextra", *cflags, "-c", c, "-o", o])
+        objs.append(o)
+    t0 = rp.cpu_children()
+    rp.parallel_compile(jobs)
+    rp.sh([rp.COMPILERS[cc], *objs, "-o", os.path.join(bdir, "kvbench"), *ldflags])
+    return rp.cpu_children() - t0
+
+
+def run_kv(A, bdir, env):
+    """(process CPU s, thread CPU s of the work, checksum line)"""
+    p = subprocess.Popen([os.path.join(bdir, "kvbench"), str(A.kv_rounds)], env=env,
+                         stdout=subprocess.PIPE, text=True)
+    out = p.stdout.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        raise rp.Fail(f"kvbench exited {p.returncode}")
+    cpu_ns = int(re.search(r"^cpu_ns=(\d+)$", out, re.M).group(1))
+    crc = re.search(r"^crc32 \S+$", out, re.M).group(0)
+    return ru.ru_utime + ru.ru_stime, cpu_ns / 1e9, crc
+
+
+# ---- one project, one compiler --------------------------------------------------------------------
+def clean_env():
+    return {k: v for k, v in os.environ.items() if not k.startswith("PERFGROUP_")}
+
+
+def run_config(T, A, project, cfg, bdir, workdir, env_extra=None):
+    """One run: (process CPU s, thread CPU s or None, files recorded)."""
+    variant = VARIANT[cfg]
+    rec = os.path.join(workdir, "rec") if cfg == "pg+rec" else None
+    if project == "kv":
+        env = clean_env()
+        env.update(env_extra or {})
+        if rec:
+            os.makedirs(rec, exist_ok=True)
+            for f in glob.glob(os.path.join(rec, "*")):
+                os.unlink(f)
+            env.update(PERFGROUP_OUTPUT=os.path.join(rec, "rec.%p.pgm"), PERFGROUP_MODE="stats",
+                       PERFGROUP_BUFFER="4M")
+        cpu, tcpu, crc = run_kv(A, bdir, env)
+        if A.kv_crc.setdefault("crc", crc) != crc:
+            raise rp.Fail(f"kvbench {cfg}: {crc}, plain gave {A.kv_crc['crc']}")
+        return cpu, tcpu
+    saved = dict(os.environ)
+    try:
+        os.environ.update(env_extra or {})
+        # rec: run_suite sets PERFGROUP_OUTPUT; the mode is stats when PERFGROUP_MODE is unset
+        results, _, cpu, _ = rp.run_suite(T, project, bdir, variant, rec)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    if not all(results.values()) and cfg != "plain":
+        print(f"warning: {project}/{cfg}: {sum(results.values())}/{len(results)} tests pass")
+    return cpu, None
+
+
+def count_hooks(T, A, project, cfg, bdir, workdir):
+    out = os.path.join(workdir, f"count.{cfg}")
+    if os.path.exists(out):
+        os.unlink(out)
+    run_config(T, A, project, cfg, bdir, workdir,
+               {"LD_PRELOAD": A.count_lib[A.cur_cc], "PG_COUNT_OUT": out})
+    if not os.path.exists(out):
+        return None
+    return sum(int(l.split()[1]) for l in open(out) if l.startswith("enter "))
+
+
+def bench(T, A, project, cc, workdir):
+    configs = [c for c in CONFIGS if (c != "pg-all" or A.has_all[cc])
+               and (c != "pg-weak" or project == "kv")]
+    build = build_kv if project == "kv" else rp.PROJECTS[project][0]
+    bcpu = {}
+    for v in sorted({VARIANT[c] for c in configs}):
+        bcpu[v] = build(T, cc, v, os.path.join(workdir, v))
+    cpu = {c: [] for c in configs}
+    tcpu = {c: [] for c in configs}
+    load = {c: [] for c in configs}
+    for r in range(A.rounds):
+        for c in configs[r % len(configs):] + configs[:r % len(configs)]:
+            load[c].append(os.getloadavg()[0])
+            u, t = run_config(T, A, project, c, os.path.join(workdir, VARIANT[c]), workdir)
+            cpu[c].append(u)
+            if t is not None:
+                tcpu[c].append(t)
+    hooks = {}
+    for c in ("finstr", "pg", "pg-all"):
+        if c in configs:
+            hooks[c] = count_hooks(T, A, project, c, os.path.join(workdir, VARIANT[c]), workdir)
     med = statistics.median
     rows = []
-    for c in CONFIGS:
-        v = build_variant(c)
-        b, w, u = med(bcpu[v]), med(swall[c]), med(scpu[c])
-        rows.append((c, b, b / med(bcpu["none"]), w, w / med(swall["none"]), u,
-                     u / med(scpu["none"])))
-    return rows, rec
+    for c in configs:
+        u = med(cpu[c])
+        t = med(tcpu[c]) if tcpu[c] else None
+        rows.append({"cfg": c, "build": bcpu[VARIANT[c]], "cpu": u, "cpu_x": u / med(cpu["plain"]),
+                     "tcpu": t, "tcpu_x": t / med(tcpu["plain"]) if t is not None else None,
+                     "hooks": hooks.get(c), "load": (med(load[c]), min(load[c]), max(load[c]))})
+    plain_s = med(tcpu["plain"]) if tcpu["plain"] else med(cpu["plain"])
+    return rows, plain_s
 
 
-def fmt_bytes(n):
-    return f"{n / 1048576:.1f} MiB" if n >= 1048576 else f"{n / 1024:.0f} KiB"
+# ---- report ---------------------------------------------------------------------------------------
+LABEL = {"plain": "plain", "finstr": "`-finstrument-functions`, empty hooks",
+         "pg": "perfgroup `default=`, stats", "pg-all": "perfgroup `default=` `all-functions`, stats",
+         "pg+rec": "perfgroup `default=`, stats recording",
+         "pg-weak": "perfgroup `default=` `weak-hooks`, stats"}
 
 
 def markdown(results, A, cmd):
     out = [SECTION, "",
-           "Each project's own test suite (tests/real/: Lua 5.4 runs the lua-lpeg and lua-cjson",
-           "suites; zlib `make test`; libuv `uv_run_tests_a`), built -O2 -g by the compiler",
-           "alone, with `-finstrument-functions` and empty hooks in a shared library, and with the",
-           "perfgroup plugin putting every function in one group (`default=<project>`), run with",
-           "recording off and on. Build time = CPU time of all build processes (configure included",
-           "for zlib and libuv); suite time = wall and CPU time of the suite's processes. Medians of",
-           f"{A.build_rounds} interleaved builds and {A.suite_rounds} interleaved suite runs.", "",
-           "Reading the numbers: zlib's `make test` runs in tens of milliseconds, so its suite",
-           "ratios are mostly noise; Lua's suites call small functions at a high rate, the worst",
-           "case for any entry/exit instrumentation, and `finstr` is the floor for a hook pair per",
-           "call. Recording files are preallocated (`PERFGROUP_BUFFER`, 4 MiB per process here):",
-           "the allocated size is that times the processes; what was written is far smaller.",
-           "libuv is not in this table (its suite takes minutes per build); its pass counts are",
-           "in docs/packaging.md.", "",
-           f"Command: `{cmd}`", "", f"Run of {time.strftime('%Y-%m-%d')}:", ""]
-    for (project, cc), (rows, rec) in results.items():
-        out += [f"**{project}, {cc}**", "",
-                "| configuration | build CPU s | × none | suite wall s | × none | suite CPU s | × none |",
-                "|---|---|---|---|---|---|---|"]
-        for c, b, br, w, wr, u, ur in rows:
-            out.append(f"| {c} | {b:.1f} | {br:.2f} | {w:.2f} | {wr:.2f} | {u:.2f} | {ur:.2f} |")
-        if rec:
-            out += ["", f"Recording (plugin+rec): {rec['files']} files (one per process), "
-                        f"{fmt_bytes(rec['allocated'])} allocated, {fmt_bytes(rec['written'])} in "
-                        "written chunks."]
+           "What a whole code base in one group costs (issue 13). Projects: **kv** — the",
+           "project's own fixed workload (bench/kvbench/: a key-value store driven by a text",
+           "command language, hash table, B+tree, sorting, formatting; ~2,200 lines, 8 files, many",
+           "small static functions; deterministic, its checksum checked equal in every build);",
+           "**lua** — Lua 5.4 running the lua-lpeg and lua-cjson suites, the C modules",
+           "instrumented too (tests/real/). Built -O2 -g; `default=<project>` puts every function",
+           "in one group. `pg` is the plugin's default mode: with call-graph elision when the",
+           "plugin has it (the build then also has the `all-functions` row, every function",
+           "hooked); without that row, `pg` hooks every function. `pg+rec` is the `pg` binary",
+           "recording stats to a file (`PERFGROUP_OUTPUT`, `PERFGROUP_MODE=stats`).",
+           "",
+           f"CPU = user+sys of the run's processes; thread CPU = kvbench's own `CLOCK_THREAD_CPUTIME_ID`",
+           f"around its work. Medians of {A.rounds} interleaved rounds (configuration order rotated",
+           "each round), ratios (×) against `plain` of the same rounds. Load = the 1-minute load",
+           "average read before each run: median (min–max) over that configuration's runs, on a",
+           "2-vCPU machine shared with other work: ratios are what to read, and only when the load",
+           "is low. Hooks = enter hooks executed in one untimed run with bench/count_hooks.c",
+           "preloaded; M/s = that count per second of `plain` CPU time (how densely the program's",
+           "own work is hooked).", "",
+           f"CPU: {cpu_model()}. Command: `{cmd}`", "",
+           f"Run of {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}:", ""]
+    for (project, cc), (rows, plain_s) in results.items():
+        out += [f"**{project}, {cc}**" + ("" if A.has_all[cc] else
+                " (plugin without `all-functions`: `pg` hooks every function)"), "",
+                "| configuration | CPU s | × plain | thread CPU s | × plain | hooks | M hooks/s | load | build CPU s |",
+                "|---|---|---|---|---|---|---|---|---|"]
+        for r in rows:
+            t = f"{r['tcpu']:.2f} | {r['tcpu_x']:.2f}" if r["tcpu"] is not None else "— | —"
+            h = (f"{r['hooks'] / 1e6:.1f} M | {r['hooks'] / plain_s / 1e6:.0f}"
+                 if r["hooks"] is not None else "— | —")
+            ld = r["load"]
+            out.append(f"| {LABEL[r['cfg']]} | {r['cpu']:.2f} | {r['cpu_x']:.2f} | {t} | {h} | "
+                       f"{ld[0]:.1f} ({ld[1]:.1f}–{ld[2]:.1f}) | {r['build']:.1f} |")
         out.append("")
     return "\n".join(out)
 
@@ -134,10 +244,14 @@ def write_section(path, text):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--projects", default="lua,zlib")
-    ap.add_argument("--compilers", default="gcc,clang")
-    ap.add_argument("--build-rounds", type=int, default=3)
-    ap.add_argument("--suite-rounds", type=int, default=5)
+    ap.add_argument("--projects", default="kv,lua")
+    ap.add_argument("--compilers", default="gcc,clang",
+                    help="gcc, clang (gcc-12, clang-14), gcc-11, clang-19 (with --gcc-plugin/"
+                         "--clang-plugin built for them)")
+    ap.add_argument("--gcc-plugin", default=None)
+    ap.add_argument("--clang-plugin", default=None)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--kv-rounds", type=int, default=500, help="kvbench's own rounds (work size)")
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--markdown", default=None, help="write/replace this section in the file")
     A = ap.parse_args()
@@ -145,17 +259,27 @@ def main():
     A.pgdump = os.path.join(b, "reader", "pgdump")
     A.runtime_dir = os.path.join(b, "runtime")
     A.include = os.path.join(ROOT, "include")
-    A.gcc_plugin = os.path.join(b, "plugin-gcc", "perfgroup.so")
-    A.clang_plugin = os.path.join(b, "plugin-clang", "perfgroup-clang.so")
+    A.gcc_plugin = A.gcc_plugin or os.path.join(b, "plugin-gcc", "perfgroup.so")
+    A.clang_plugin = A.clang_plugin or os.path.join(b, "plugin-clang", "perfgroup-clang.so")
     A.convert = os.path.join(b, "converter", "perfgroup-convert")
     A.cache = os.path.join(b, "real-src")
-    workdir = A.workdir or os.path.join(b, "bench-real")
+    workdir = os.path.abspath(A.workdir or os.path.join(b, "bench-real"))
+    os.makedirs(workdir, exist_ok=True)
     T = rp.Tools(A)
+    T.tmp = workdir
+    A.has_all, A.count_lib, A.kv_crc = {}, {}, {}
     results = {}
-    for project in A.projects.split(","):
-        for cc in A.compilers.split(","):
-            print(f"== {project}/{cc}", flush=True)
-            results[(project, cc)] = bench(T, project, cc, A, os.path.join(workdir, f"{project}.{cc}"))
+    for cc in A.compilers.split(","):
+        A.has_all[cc] = plugin_accepts(T, cc, "all-functions")
+        lib = os.path.join(workdir, f"libcount_hooks.{cc}.so")
+        rp.sh([rp.COMPILERS[cc], "-O2", "-shared", "-fPIC", f"-I{A.include}",
+               os.path.join(HERE, "count_hooks.c"), "-o", lib])
+        A.count_lib[cc] = lib
+        A.cur_cc = cc
+        for project in A.projects.split(","):
+            print(f"== {project}/{cc} (all-functions: {A.has_all[cc]})", flush=True)
+            results[(project, cc)] = bench(T, A, project, cc,
+                                           os.path.join(workdir, f"{project}.{cc}"))
     cmd = " ".join(["bench/real_projects.py", *sys.argv[1:]])
     text = markdown(results, A, cmd)
     print(text)

@@ -16,6 +16,7 @@ Variants (the build flags; see variant_flags):
     finstr   -finstrument-functions, empty hooks    (benchmarks only)
     default  the plugin, every function in one group: default=<project>
     map      the plugin, default=<project> plus <project>.map splitting it into subsystems
+    all      default plus all-functions (every function hooked; benchmarks only)
 
 `check` (what ctest runs, one test per project and compiler): builds `none`, runs the suite;
 builds each instrumented variant, runs the suite with recording on (PERFGROUP_OUTPUT, one file
@@ -128,7 +129,7 @@ def variant_flags(T, project, cc, variant, workdir):
             sh([COMPILERS[cc], "-O2", "-shared", "-fPIC", os.path.join(HERE, "cyg_empty.c"), "-o", lib])
         cflags.append("-finstrument-functions")
         ldflags += [lib, f"-Wl,-rpath,{os.path.dirname(lib)}"]
-    elif variant in ("default", "map"):
+    elif variant in ("default", "map", "all"):
         so = T.plugin[family]
         if not so:
             raise Fail(f"no {cc} plugin built")
@@ -138,6 +139,8 @@ def variant_flags(T, project, cc, variant, workdir):
         cflags.append(f"-fplugin-arg-perfgroup-default={project}")
         if variant == "map":
             cflags.append(f"-fplugin-arg-perfgroup-map={os.path.join(HERE, project + '.map')}")
+        if variant == "all":   # every function hooked, no elision (bench/real_projects.py)
+            cflags.append("-fplugin-arg-perfgroup-all-functions")
         ldflags += [f"-L{T.runtime_dir}", "-lperfgroup", f"-Wl,-rpath,{T.runtime_dir}"]
     return cflags, ldflags
 
@@ -327,7 +330,7 @@ def run_suite(T, project, bdir, variant, recdir=None, buffer="4M"):
         if k.startswith("PERFGROUP_"):
             del env[k]
     files = []
-    if recdir and variant in ("default", "map"):
+    if recdir and variant in ("default", "map", "all"):
         shutil.rmtree(recdir, ignore_errors=True)
         os.makedirs(recdir)
         env.update(PERFGROUP_OUTPUT=os.path.join(recdir, "rec.%p.pgm"), PERFGROUP_BUFFER=buffer)
