@@ -40,6 +40,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -270,6 +271,35 @@ public:
             DiagnosticsEngine::Note, "perfgroup: instrumenting '%0' (group '%1', file group '%2')");
         NoteSkipped =
             Diags.getCustomDiagID(DiagnosticsEngine::Note, "perfgroup: '%0' not instrumented: %1");
+        NoteStartsThread = Diags.getCustomDiagID(
+            DiagnosticsEngine::Note, "perfgroup: '%0' starts a thread: as its outermost frame it "
+                                     "opens no implicit event (its calls do)");
+        NoteMain = Diags.getCustomDiagID(
+            DiagnosticsEngine::Note, "perfgroup: '%0' is the outermost frame of the main thread: "
+                                     "it opens no implicit event (its calls do)");
+    }
+
+    /* verbose: a function passed straight to pthread_create/thrd_create as the start routine
+     * (the pass flags its site PERFGROUP_SITE_F_ROOT; the GCC plugin's note, once each). */
+    bool VisitCallExpr(CallExpr *CE)
+    {
+        const FunctionDecl *callee = Opts.verbose ? CE->getDirectCallee() : nullptr;
+        if (!callee || !callee->getDeclName().isIdentifier()) return true;
+        unsigned arg = callee->getName() == "pthread_create" ? 2
+                       : callee->getName() == "thrd_create" ? 1 : 0;
+        if (!arg || CE->getNumArgs() <= arg) return true;
+        const Expr *e = CE->getArg(arg)->IgnoreParenImpCasts();
+        if (auto *uo = dyn_cast<UnaryOperator>(e))
+            if (uo->getOpcode() == UO_AddrOf) e = uo->getSubExpr()->IgnoreParenImpCasts();
+        auto *ref = dyn_cast<DeclRefExpr>(e);
+        auto *fn = ref ? dyn_cast<FunctionDecl>(ref->getDecl()) : nullptr;
+        if (!fn || !StartRoutines.insert(fn->getCanonicalDecl()).second) return true;
+        std::string name = mangled(*Mangle, GlobalDecl(fn));
+        llvm::StringRef shown(name);
+        shown.consume_front("\1");
+        Diags.setLastDiagnosticIgnored(false);
+        Diags.Report(SM.getExpansionLoc(CE->getBeginLoc()), NoteStartsThread) << shown;
+        return true;
     }
 
     bool shouldVisitTemplateInstantiations() const { return true; }
@@ -316,7 +346,8 @@ private:
     std::map<const CXXRecordDecl *, unsigned> Numbers;
     std::map<const Decl *, unsigned> Counters;
     std::vector<std::pair<std::string, GlobalDecl>> PendingDisplay;
-    unsigned WarnConflict, ErrEmpty, NoteInstrumenting, NoteSkipped;
+    unsigned WarnConflict, ErrEmpty, NoteInstrumenting, NoteSkipped, NoteStartsThread, NoteMain;
+    std::set<const FunctionDecl *> StartRoutines;
 
     /* The attribute group of a definition: its own perf_group, else the nearest other
      * declaration's. Warns once if another declaration says otherwise: the definition wins,
@@ -432,9 +463,10 @@ private:
                 shown.consume_front("\1");
                 /* Clang drops a note that follows no warning or error: say there was one. */
                 Diags.setLastDiagnosticIgnored(false);
-                if (rn.skip.empty())
+                if (rn.skip.empty()) {
                     Diags.Report(loc, NoteInstrumenting) << shown << rn.attr << rn.filegroup;
-                else
+                    if (shown == "main") Diags.Report(loc, NoteMain) << shown;
+                } else
                     Diags.Report(loc, NoteSkipped) << shown << rn.skip;
             }
             if (lambda) PendingDisplay.emplace_back(name, gds[i]);

@@ -238,6 +238,7 @@ public:
 
     void instrument(Function &F, const Want &w);
     void emitModuleConstructor();
+    std::set<const Function *> Roots; /* thread start routines (threadRoots) */
 
 private:
     Module &M;
@@ -309,6 +310,7 @@ GlobalVariable *Instrumenter::site(Function &F, const Want &w, StringRef fname)
         flags |= PERFGROUP_SITE_F_INLINE;
     if (!w.attr.empty()) flags |= PERFGROUP_SITE_F_ATTR;
     if (!w.filegroup.empty()) flags |= PERFGROUP_SITE_F_FILEGROUP;
+    if (Roots.count(&F)) flags |= PERFGROUP_SITE_F_ROOT;
 
     std::string groups = w.attr + '\0' + w.filegroup + '\0';
     std::string where = fname.str() + '\0' + w.file + '\0';
@@ -541,6 +543,30 @@ static void chargeOmpRegions(std::vector<std::pair<Function *, Want>> &work)
     }
 }
 
+/* Functions this module passes as the start routine of pthread_create (3rd argument) or
+ * thrd_create (2nd): a thread's root, whose site gets PERFGROUP_SITE_F_ROOT (the runtime opens
+ * no implicit event for it as the thread's outermost frame; `main` it knows by name). As the
+ * GCC plugin: a start routine passed through a variable is not seen. The front end gives the
+ * verbose note. */
+static std::set<const Function *> threadRoots(Module &M)
+{
+    std::set<const Function *> roots;
+    for (const char *name : {"pthread_create", "thrd_create"}) {
+        Function *create = M.getFunction(name);
+        unsigned arg = name[0] == 'p' ? 2 : 1;
+        if (!create) continue;
+        for (User *u : create->users()) {
+            auto *call = dyn_cast<CallBase>(u);
+            if (!call || call->getCalledOperand()->stripPointerCasts() != create ||
+                call->arg_size() <= arg)
+                continue;
+            if (auto *f = dyn_cast<Function>(call->getArgOperand(arg)->stripPointerCasts()))
+                roots.insert(f);
+        }
+    }
+    return roots;
+}
+
 static bool runOnModule(Module &M)
 {
     Table table;
@@ -586,6 +612,7 @@ static bool runOnModule(Module &M)
     if (work.empty()) /* declare no hook in a module that calls none */
         return haveTable || !annotated.empty();
     Instrumenter ins(M, cxx, weak);
+    ins.Roots = threadRoots(M);
     for (auto &fw : work) ins.instrument(*fw.first, fw.second);
     ins.emitModuleConstructor();
     return true;

@@ -723,12 +723,64 @@ charge_omp_regions (function *fun, tree site)
     }
 }
 
+/* ---- Thread roots -------------------------------------------------------------------------
+ * A function whose address this unit passes as the start routine of pthread_create (3rd
+ * argument) or thrd_create (2nd) is a thread's root: its site gets PERFGROUP_SITE_F_ROOT and
+ * the runtime opens no implicit event for it as a thread's outermost frame (docs/accounting.md;
+ * `main` the runtime knows by name). Functions are lowered one by one, so the start routine's
+ * site may exist before the call is seen: its flags are patched (sites are output at the end
+ * of the unit). A start routine passed through a variable is not seen. */
+static vec<tree> root_fns;              /* start routines seen in calls */
+static vec<std::pair<tree, tree>> sites; /* (fndecl, site) built so far */
+
+static void
+mark_site_root (tree site)
+{
+  constructor_elt *e = &(*CONSTRUCTOR_ELTS (DECL_INITIAL (site)))[1];
+  e->value = build_int_cst (short_unsigned_type_node,
+                            TREE_INT_CST_LOW (e->value) | PERFGROUP_SITE_F_ROOT);
+}
+
+static tree
+find_thread_create (gimple_stmt_iterator *gsi, bool *handled, struct walk_stmt_info *)
+{
+  *handled = false;
+  gcall *call = dyn_cast<gcall *> (gsi_stmt (*gsi));
+  tree callee = call ? gimple_call_fndecl (call) : NULL_TREE;
+  if (!callee || !DECL_NAME (callee))
+    return NULL_TREE;
+  const char *name = IDENTIFIER_POINTER (DECL_NAME (callee));
+  unsigned arg = !strcmp (name, "pthread_create") ? 2 : !strcmp (name, "thrd_create") ? 1 : 0;
+  if (!arg || gimple_call_num_args (call) <= arg)
+    return NULL_TREE;
+  tree a = gimple_call_arg (call, arg);
+  STRIP_NOPS (a);
+  if (TREE_CODE (a) != ADDR_EXPR || TREE_CODE (TREE_OPERAND (a, 0)) != FUNCTION_DECL)
+    return NULL_TREE;
+  tree fn = TREE_OPERAND (a, 0);
+  if (root_fns.contains (fn))
+    return NULL_TREE;
+  root_fns.safe_push (fn);
+  for (auto &fs : sites)
+    if (fs.first == fn)
+      mark_site_root (fs.second);
+  if (verbose)
+    inform (gimple_location (call), "perfgroup: %qs starts a thread: as its outermost frame it "
+            "opens no implicit event (its calls do)", asm_name (fn));
+  return NULL_TREE;
+}
+
 static unsigned int
 instrument_function (function *fun)
 {
   tree fndecl = fun->decl;
   if (!gimple_body (fndecl))
     return 0;
+  {
+    struct walk_stmt_info wi;
+    memset (&wi, 0, sizeof wi);
+    walk_gimple_seq (gimple_body (fndecl), find_thread_create, NULL, &wi);
+  }
   const char *attr = attribute_group (fndecl);
   const char *file = file_group (fndecl);
   if (!attr && !file)
@@ -743,8 +795,14 @@ instrument_function (function *fun)
   if (verbose)
     inform (DECL_SOURCE_LOCATION (fndecl), "perfgroup: instrumenting %qs (group %qs, file group %qs)",
             asm_name (fndecl), attr ? attr : "", file ? file : "");
+  if (verbose && !strcmp (asm_name (fndecl), "main"))
+    inform (DECL_SOURCE_LOCATION (fndecl), "perfgroup: %qs is the outermost frame of the "
+            "main thread: it opens no implicit event (its calls do)", asm_name (fndecl));
   build_abi_trees ();
   tree site = build_site (fndecl, attr, file);
+  sites.safe_push (std::make_pair (fndecl, site));
+  if (root_fns.contains (fndecl))
+    mark_site_root (site);
   charge_omp_regions (fun, site);
   wrap_body (fun, site);
   emit_module_constructor ();

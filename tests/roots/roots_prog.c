@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/roots/roots_prog.c — built with a plugin and default=app (every function, main too,
- * in group "app"): main opens no implicit event, so each outermost call it makes is one event
- * of its own (docs/accounting.md, "A thread's root frame"). Before, main's activation was one
- * implicit event spanning the whole run and step() calls were re-entries inside it.
- * Checks the process's snapshot: "app" has exactly N events and N activations (main's own
- * activation is none), its longest event is one step's, not the run's. Exit 0 = pass. */
+ * in group "app"): main and the start routine `worker` (its address passed to pthread_create,
+ * the plugin flags its site PERFGROUP_SITE_F_ROOT) open no implicit event, so each outermost
+ * call they make is one event of its own (docs/accounting.md, "A thread's root frame").
+ * Before, each root's activation was one implicit event spanning its thread's life and the
+ * step() calls were re-entries inside it. Checks the process's snapshot after main's loop
+ * (N events) and after the worker's thread ended (2N): "app" has exactly one event and one
+ * activation per step() call (the roots' own activations are none), its longest event is one
+ * step's, not a loop's. Exit 0 = pass. */
 #include <perfgroup.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -27,25 +31,49 @@ __attribute__((noinline)) unsigned step(unsigned x)
     return s;
 }
 
+static void *worker(void *arg)
+{
+    unsigned *acc = arg;
+    for (unsigned i = 0; i < N; i++)
+        *acc += step(i);
+    return NULL;
+}
+
+/* "app" must have `want` events and activations, none longer than a quarter of `loop_ms`. */
+__attribute__((no_instrument_function)) static int check(const char *when, unsigned want,
+                                                         double loop_ms)
+{
+    struct perfgroup_snapshot *s = perfgroup_snapshot_take();
+    const struct perfgroup_stats *app = s ? perfgroup_snapshot_find(s, "app") : NULL;
+    if (!app) {
+        printf("FAIL %s: no group 'app' in the snapshot\n", when);
+        perfgroup_snapshot_free(s);
+        return 0;
+    }
+    double max_ms = app->max_event_ns / 1e6;
+    int ok = app->events == want && app->activations == want && max_ms < loop_ms / 4;
+    printf("%s %s: app events %llu activations %llu (want %u each), longest event %.3f ms, "
+           "a loop of %u steps %.3f ms CPU\n", ok ? "ok  " : "FAIL", when,
+           (unsigned long long)app->events, (unsigned long long)app->activations, want, max_ms,
+           N, loop_ms);
+    perfgroup_snapshot_free(s);
+    return ok;
+}
+
 int main(void)
 {
     double t0 = cpu_ms();
     unsigned acc = 0;
     for (unsigned i = 0; i < N; i++)
         acc += step(i);
-    double whole = cpu_ms() - t0;
-    struct perfgroup_snapshot *s = perfgroup_snapshot_take();
-    const struct perfgroup_stats *app = s ? perfgroup_snapshot_find(s, "app") : NULL;
-    if (!app) {
-        printf("FAIL: no group 'app' in the snapshot\n");
+    double loop = cpu_ms() - t0;
+    int ok = check("main's calls", N, loop);
+    pthread_t t;
+    if (pthread_create(&t, NULL, worker, &acc) != 0 || pthread_join(t, NULL) != 0) {
+        printf("FAIL: pthread_create\n");
         return 1;
     }
-    double max_ms = app->max_event_ns / 1e6;
-    printf("app: events %llu activations %llu max event %.3f ms; the loop took %.3f ms CPU "
-           "(acc %u)\n", (unsigned long long)app->events, (unsigned long long)app->activations,
-           max_ms, whole, acc);
-    int ok = app->events == N && app->activations == N && max_ms < whole / 4;
-    printf("%s\n", ok ? "ok" : "FAIL: expected one event per step() call (N = 40)");
-    perfgroup_snapshot_free(s);
+    ok &= check("and the worker thread's", 2 * N, loop);
+    printf("acc %u\n", acc);
     return ok ? 0 : 1;
 }
