@@ -63,6 +63,7 @@ struct Options {
     bool systemHeaders = false;       /* system-headers */
     bool verbose = false;             /* verbose: a note per function with a group */
     bool weakHooks = false;           /* weak-hooks: objects link without the runtime */
+    bool allFunctions = false;        /* all-functions: no call-graph elision (profiling mode) */
     bool fileGroups() const { return !defaultGroup.empty() || !map.empty(); }
 };
 
@@ -512,6 +513,8 @@ public:
         Table T;
         T.cxx = Ctx.getLangOpts().CPlusPlus;
         T.weak = Opts.weakHooks;
+        T.verbose = Opts.verbose;
+        T.allFunctions = Opts.allFunctions;
         Walker W(Ctx, Opts, T);
         W.TraverseDecl(Ctx.getTranslationUnitDecl());
         W.finish();
@@ -566,10 +569,11 @@ protected:
             bool hasValue = eq != std::string::npos;
             std::string value = hasValue ? a.substr(eq + 1) : "";
             bool wantsValue = key == "default" || key == "map" || key == "exclude";
-            bool isSwitch = key == "system-headers" || key == "verbose" || key == "weak-hooks";
+            bool isSwitch = key == "system-headers" || key == "verbose" || key == "weak-hooks" ||
+                            key == "all-functions";
             if (!wantsValue && !isSwitch) {
                 report(D, "unknown option '" FLAG + key + "' (known: default=GROUP, map=FILE, "
-                          "exclude=GLOB, system-headers, verbose, weak-hooks)");
+                          "exclude=GLOB, system-headers, verbose, weak-hooks, all-functions)");
                 ok = false;
             } else if (wantsValue && value.empty()) {
                 report(D, "'" FLAG + key + "' needs a value: '" FLAG + key + "=" +
@@ -595,6 +599,8 @@ protected:
                 Opts.systemHeaders = true;
             } else if (key == "weak-hooks") {
                 Opts.weakHooks = true;
+            } else if (key == "all-functions") {
+                Opts.allFunctions = true;
             } else {
                 Opts.verbose = true;
             }

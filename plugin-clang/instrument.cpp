@@ -567,6 +567,104 @@ static std::set<const Function *> threadRoots(Module &M)
     return roots;
 }
 
+/* ---- Call-graph elision (the same rules as the GCC plugin's, plugin-gcc/perfgroup.cc) --------
+ *
+ * A call inside a running group changes nothing, so hooks pay only where a group can be
+ * entered. An instrumented function gets no hooks when it can only be a re-entry: local
+ * linkage (static, anonymous namespace); every use a direct call (no address taken: no
+ * callback, function-pointer table, vtable, alias or llvm.used); no OpenMP parallel region
+ * (__kmpc_fork_call: the outlined body is charged through its site); at least one caller, and
+ * every caller instrumented with the same attribute and file groups, neither beginning an
+ * event or a nested loop (calls perfgroup_event_begin / perfgroup_nested_loop_begin) nor
+ * `main` (a thread's root opens no implicit event, its callees do). The module is as CodeGen
+ * left it (pipeline start: before inlining, at every -O level), so the uses are the source's
+ * calls. An elided caller only runs inside its own group, so its elision never changes its
+ * callees' verdict: one round over the uses is the fixed point. Nothing beyond the module.
+ * all-functions (table.allFunctions) keeps every pair. Verbose notes word each verdict as GCC's
+ * plugin does, so the corpus can compare the two. */
+
+static bool callsNamed(const Function &F, StringRef a, StringRef b)
+{
+    for (const Instruction &I : instructions(F))
+        if (auto *cb = dyn_cast<CallBase>(&I))
+            if (const Function *c = cb->getCalledFunction())
+                if (c->getName() == a || c->getName() == b) return true;
+    return false;
+}
+
+/* Why F keeps its hooks, or "" if it is only ever a re-entry; `who` is the caller the reason
+ * names (the first by name, as the GCC plugin picks it). */
+static std::string keepReason(Function &F, const Want &w, const std::map<Function *, const Want *> &inst,
+                              const std::set<const Function *> &roots, std::string &who)
+{
+    if (!F.hasLocalLinkage()) return "externally visible: callers outside this unit";
+    F.removeDeadConstantUsers(); /* e.g. the llvm.global.annotations entry just taken out */
+    for (const Use &u : F.uses()) {
+        auto *cb = dyn_cast<CallBase>(u.getUser());
+        if (!cb || !cb->isCallee(&u)) return "address taken: may be called from anywhere";
+    }
+    if (callsNamed(F, "__kmpc_fork_call", "__kmpc_fork_teams")) return "holds an OpenMP parallel region";
+    if (F.use_empty()) return "no direct caller in this unit";
+    static const char *const why[] = {
+        "",
+        "called from '%s', which begins an event or a nested loop",
+        "called from '%s', in other groups",
+        "called from '%s', which is not instrumented",
+    };
+    unsigned worst = 0;
+    for (const Use &u : F.uses()) {
+        Function *c = cast<CallBase>(u.getUser())->getFunction();
+        StringRef name = c->getName();
+        name.consume_front("\1");
+        auto it = inst.find(c);
+        unsigned level = 0;
+        if (it == inst.end())
+            level = 3;
+        else if (it->second->attr != w.attr || it->second->filegroup != w.filegroup)
+            level = 2;
+        else if (name == "main" || roots.count(c) || callsNamed(*c, "perfgroup_event_begin", "perfgroup_nested_loop_begin"))
+            level = 1;
+        if (level > worst || (level && level == worst && name.str() < who)) {
+            worst = level;
+            who = name.str();
+        }
+    }
+    std::string s = why[worst];
+    size_t at = s.find("%s");
+    if (at != std::string::npos) s.replace(at, 2, who);
+    return s;
+}
+
+/* Takes out of `work` the functions that are only ever re-entries (notes each verdict with
+ * verbose). */
+static void elideReentries(std::vector<std::pair<Function *, Want>> &work, const Table &table,
+                           const std::set<const Function *> &roots)
+{
+    std::map<Function *, const Want *> inst;
+    for (auto &fw : work) inst[fw.first] = &fw.second;
+    std::vector<bool> elided(work.size());
+    for (size_t i = 0; i < work.size(); i++) {
+        Function &F = *work[i].first;
+        const Want &w = work[i].second;
+        std::string who;
+        std::string why = table.allFunctions ? "all-functions: every instrumented function keeps its hooks"
+                                             : keepReason(F, w, inst, roots, who);
+        elided[i] = why.empty();
+        if (!table.verbose) continue;
+        StringRef shown = w.display.empty() ? F.getName() : StringRef(w.display);
+        shown.consume_front("\1");
+        errs() << w.file << ':' << w.line << ": note: perfgroup: '" << shown << "' ";
+        if (elided[i])
+            errs() << "elided: every caller is in its groups, it is only ever a re-entry\n";
+        else
+            errs() << "keeps its hooks: " << why << '\n';
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < work.size(); i++)
+        if (!elided[i]) work[n++] = work[i];
+    work.resize(n);
+}
+
 static bool runOnModule(Module &M)
 {
     Table table;
@@ -608,11 +706,13 @@ static bool runOnModule(Module &M)
         if (w.attr.empty() && w.filegroup.empty()) continue; /* annotate("perfgroup:") */
         if (!whySkip(F, w)) work.emplace_back(&F, w);
     }
+    std::set<const Function *> roots = threadRoots(M);
+    elideReentries(work, table, roots);
     chargeOmpRegions(work);
     if (work.empty()) /* declare no hook in a module that calls none */
         return haveTable || !annotated.empty();
     Instrumenter ins(M, cxx, weak);
-    ins.Roots = threadRoots(M);
+    ins.Roots = roots;
     for (auto &fw : work) ins.instrument(*fw.first, fw.second);
     ins.emitModuleConstructor();
     return true;

@@ -24,6 +24,8 @@ std::string encodeTable(const Table &t)
     out += "\nlang\t";
     out += t.cxx ? "c++" : "c";
     if (t.weak) out += "\nweak";
+    if (t.verbose) out += "\nverbose";
+    if (t.allFunctions) out += "\nall-functions";
     for (const auto &kv : t.rows) {
         out += "\nfn";
         putField(out, kv.first);
@@ -77,6 +79,10 @@ bool decodeTable(const std::string &text, Table &t)
             t.cxx = f[1] == "c++";
         } else if (f[0] == "weak" && f.size() == 1) {
             t.weak = true;
+        } else if (f[0] == "verbose" && f.size() == 1) {
+            t.verbose = true;
+        } else if (f[0] == "all-functions" && f.size() == 1) {
+            t.allFunctions = true;
         } else if (f[0] == "fn" && f.size() == 9) {
             Row &r = t.rows[f[1]];
             r.attr = f[2];

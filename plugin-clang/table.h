@@ -22,6 +22,8 @@
  *     perfgroup-table 1
  *     lang <c|c++>
  *     weak                  (present with weak-hooks: hooks declared weak, calls guarded)
+ *     verbose               (present with verbose: the pass notes each elision verdict)
+ *     all-functions         (present with all-functions: no call-graph elision)
  *     fn <name> <attr group> <file group> <file> <line> <skip reason or ""> <display or "">
  *        <"inline" or "">
  */
@@ -50,6 +52,8 @@ struct Row {
 struct Table {
     bool cxx = false;
     bool weak = false; /* weak-hooks */
+    bool verbose = false;      /* verbose */
+    bool allFunctions = false; /* all-functions: every instrumented function keeps its hooks */
     std::map<std::string, Row> rows; /* key: mangled IR function name */
 };
 

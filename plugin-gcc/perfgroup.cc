@@ -90,6 +90,7 @@ static vec<char *> exclude_globs;
 static bool system_headers;
 static bool verbose;
 static bool weak_hooks; /* weak-hooks */
+static bool all_functions; /* all-functions: no call-graph elision (the profiling mode) */
 
 /* A glob with '/' matches the whole path, one without matches the basename. */
 static bool
@@ -157,11 +158,11 @@ parse_options (int argc, struct plugin_argument *argv)
       bool wants_value = !strcmp (key, "default") || !strcmp (key, "map")
                          || !strcmp (key, "exclude");
       bool is_switch = !strcmp (key, "system-headers") || !strcmp (key, "verbose")
-                       || !strcmp (key, "weak-hooks");
+                       || !strcmp (key, "weak-hooks") || !strcmp (key, "all-functions");
       if (!wants_value && !is_switch)
         {
           error ("unknown option %<" FLAG "%s%> (known: default=GROUP, map=FILE, "
-                 "exclude=GLOB, system-headers, verbose, weak-hooks)", key);
+                 "exclude=GLOB, system-headers, verbose, weak-hooks, all-functions)", key);
           ok = false;
           continue;
         }
@@ -200,6 +201,8 @@ parse_options (int argc, struct plugin_argument *argv)
         system_headers = true;
       else if (!strcmp (key, "weak-hooks"))
         weak_hooks = true;
+      else if (!strcmp (key, "all-functions"))
+        all_functions = true;
       else
         verbose = true;
     }
@@ -689,7 +692,7 @@ find_omp_parallel (gimple_stmt_iterator *gsi, bool *handled, struct walk_stmt_in
   return NULL_TREE;
 }
 
-static void
+static unsigned
 charge_omp_regions (function *fun, tree site)
 {
   auto_vec<gimple *> regions;
@@ -721,6 +724,7 @@ charge_omp_regions (function *fun, tree site)
       gsi = gsi_start (*body);
       gsi_insert_seq_before (&gsi, pre, GSI_SAME_STMT);
     }
+  return regions.length ();
 }
 
 /* ---- Thread roots -------------------------------------------------------------------------
@@ -770,6 +774,14 @@ find_thread_create (gimple_stmt_iterator *gsi, bool *handled, struct walk_stmt_i
   return NULL_TREE;
 }
 
+/* What elision (below) needs to know of each function this pass wrapped. */
+struct hooked_fn {
+  tree decl, site;       /* both stay reachable from the symbol table until elision */
+  const char *attr, *file; /* "" when absent */
+  bool omp;              /* holds an OpenMP parallel region charged through its site */
+};
+static vec<hooked_fn> hooked;
+
 static unsigned int
 instrument_function (function *fun)
 {
@@ -803,9 +815,11 @@ instrument_function (function *fun)
   sites.safe_push (std::make_pair (fndecl, site));
   if (root_fns.contains (fndecl))
     mark_site_root (site);
-  charge_omp_regions (fun, site);
+  bool omp = charge_omp_regions (fun, site) > 0;
   wrap_body (fun, site);
   emit_module_constructor ();
+  hooked_fn h = { fndecl, site, xstrdup (attr ? attr : ""), xstrdup (file ? file : ""), omp };
+  hooked.safe_push (h);
   return 0;
 }
 
@@ -830,6 +844,211 @@ public:
 };
 
 } // namespace
+
+/* ---- Call-graph elision ---------------------------------------------------------------------
+ *
+ * A call inside a running group changes nothing (the group's stopwatch already runs): hooks
+ * pay only where a group can be *entered*. Once every function of the unit has been wrapped
+ * and lowered (the pass above runs function by function, before the call graph is complete),
+ * PLUGIN_ALL_IPA_PASSES_START sees the whole unit's call graph, before SSA and before any
+ * inlining, at every -O level. A wrapped function loses its hooks again (enter, every exit,
+ * the site) when it can only be a re-entry:
+ *   - not externally visible (static, anonymous namespace), no alias, not `used`, not virtual;
+ *   - its address is never taken: only direct calls reach it (a callback, a function-pointer
+ *     table or a vtable could call it from anywhere);
+ *   - it holds no OpenMP parallel region (the region's hooks charge the worker threads);
+ *   - it has at least one caller, and every caller in the unit is instrumented with the same
+ *     attribute and file groups, and neither begins an event or a nested loop (calls
+ *     perfgroup_event_begin or perfgroup_nested_loop_begin: what it calls next may run in a new
+ *     event, where it is an entry again) nor is `main` (a thread's root opens no implicit
+ *     event, its callees do).
+ * The verdict is the greatest fixed point of "every caller is in the same groups, hooked or
+ * elided": an elided caller itself only runs inside its group, so a caller's own elision never
+ * changes its callees' verdict and one round over the call graph reaches the fixed point.
+ * Nothing beyond the unit is assumed (with -flto, this runs per unit before streaming).
+ * all-functions keeps every pair (the profiling mode: trace mode's full call tree).
+ * perfgroup-clang decides with the same rules and the same verbose wording. */
+
+static bool
+is_hook_call_of (gimple *stmt, tree site)
+{
+  if (!is_gimple_call (stmt))
+    return false;
+  tree fn = gimple_call_fndecl (stmt);
+  if (fn != enter_decl && fn != exit_decl)
+    return false;
+  tree arg = gimple_call_arg (stmt, 0);
+  STRIP_NOPS (arg);
+  return TREE_CODE (arg) == ADDR_EXPR && TREE_OPERAND (arg, 0) == site;
+}
+
+/* Takes the enter call, every exit call (each return path and the cleanup landing pad the
+ * finally became) and the site out of an already lowered body. */
+static void
+remove_hooks (cgraph_node *node, tree site)
+{
+  function *fun = DECL_STRUCT_FUNCTION (node->decl);
+  push_cfun (fun);
+  basic_block bb;
+  FOR_EACH_BB_FN (bb, fun)
+    for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);)
+      if (is_hook_call_of (gsi_stmt (gsi), site))
+        gsi_remove (&gsi, true);
+      else
+        gsi_next (&gsi);
+  cgraph_edge::rebuild_edges (); /* drops the edges to the hooks and the site's references */
+  pop_cfun ();
+  if (varpool_node *v = varpool_node::get (site))
+    v->remove ();
+}
+
+static bool
+calls_named (cgraph_node *node, const char *a, const char *b)
+{
+  for (cgraph_edge *e = node->callees; e; e = e->next_callee)
+    {
+      tree d = e->callee->decl;
+      const char *n = DECL_NAME (d) ? IDENTIFIER_POINTER (DECL_NAME (d)) : "";
+      if (!strcmp (n, a) || !strcmp (n, b))
+        return true;
+    }
+  return false;
+}
+
+/* May NODE be called from outside the unit's direct calls? */
+static bool
+is_entry_point (cgraph_node *node)
+{
+  tree decl = node->decl;
+  if (TREE_PUBLIC (decl) || DECL_EXTERNAL (decl) || node->address_taken || DECL_PRESERVE_P (decl)
+      || DECL_VIRTUAL_P (decl) || DECL_STATIC_CONSTRUCTOR (decl) || DECL_STATIC_DESTRUCTOR (decl))
+    return true;
+  ipa_ref *ref;
+  for (unsigned i = 0; node->iterate_referring (i, ref); i++)
+    if (ref->use == IPA_REF_ADDR || ref->use == IPA_REF_ALIAS)
+      return true;
+  return false;
+}
+
+/* The functions that can run at all: reachable by direct calls from an entry point. GCC keeps
+ * (and this pass wrapped) unused static functions at -O0, clang never emits them; a caller
+ * that never runs must not decide anything, so both plugins see the same callers. */
+static hash_set<cgraph_node *> *reachable;
+
+static void
+find_reachable (void)
+{
+  reachable = new hash_set<cgraph_node *>;
+  auto_vec<cgraph_node *> todo;
+  cgraph_node *node;
+  FOR_EACH_FUNCTION (node)
+    if (is_entry_point (node))
+      {
+        reachable->add (node);
+        todo.safe_push (node);
+      }
+  while (!todo.is_empty ())
+    {
+      node = todo.pop ();
+      for (cgraph_edge *e = node->callees; e; e = e->next_callee)
+        if (!reachable->add (e->callee))
+          todo.safe_push (e->callee);
+    }
+}
+
+/* Why FN (an entry of `hooked`) keeps its hooks, or NULL if it is only ever a re-entry.
+ * *WHO is the caller the reason names (the first by name, so both plugins name the same). */
+static const char *
+keep_reason (const hooked_fn &fn, hash_map<tree, unsigned> &index, const char **who)
+{
+  tree decl = fn.decl;
+  *who = NULL;
+  cgraph_node *node = cgraph_node::get (decl);
+  if (!node)
+    return "not in the call graph";
+  if (TREE_PUBLIC (decl) || DECL_EXTERNAL (decl))
+    return "externally visible: callers outside this unit";
+  if (is_entry_point (node))
+    return "address taken: may be called from anywhere";
+  if (fn.omp)
+    return "holds an OpenMP parallel region";
+  bool called = false;
+  for (cgraph_edge *e = node->callers; e && !called; e = e->next_caller)
+    called = reachable->contains (e->caller);
+  if (!called)
+    return "no direct caller in this unit";
+  static const char *const why[] = {
+    NULL,
+    "called from %qs, which begins an event or a nested loop",
+    "called from %qs, in other groups",
+    "called from %qs, which is not instrumented",
+  };
+  unsigned worst = 0;
+  for (cgraph_edge *e = node->callers; e; e = e->next_caller)
+    {
+      if (!reachable->contains (e->caller))
+        continue;
+      tree c = e->caller->decl;
+      const char *name = asm_name (c);
+      unsigned *i = index.get (c);
+      unsigned level = 0;
+      if (!i)
+        level = 3;
+      else if (strcmp (hooked[*i].attr, fn.attr) || strcmp (hooked[*i].file, fn.file))
+        level = 2;
+      else if (!strcmp (name, "main") || root_fns.contains (c)
+               || calls_named (e->caller, "perfgroup_event_begin", "perfgroup_nested_loop_begin"))
+        level = 1;
+      if (level > worst || (level && level == worst && strcmp (name, *who) < 0))
+        {
+          worst = level;
+          *who = name;
+        }
+    }
+  return why[worst];
+}
+
+static void
+elide_reentries (void *, void *)
+{
+  if (in_lto_p || hooked.is_empty ())
+    return;
+  hash_map<tree, unsigned> index;
+  unsigned i;
+  hooked_fn *fn;
+  FOR_EACH_VEC_ELT (hooked, i, fn)
+    index.put (fn->decl, i);
+  find_reachable ();
+  auto_vec<unsigned> elide;
+  FOR_EACH_VEC_ELT (hooked, i, fn)
+    {
+      const char *who = NULL;
+      const char *why = all_functions ? "all-functions: every instrumented function keeps its hooks"
+                                      : keep_reason (*fn, index, &who);
+      if (!why)
+        elide.safe_push (i);
+      if (!verbose)
+        continue;
+      location_t loc = DECL_SOURCE_LOCATION (fn->decl);
+      if (!why)
+        inform (loc, "perfgroup: %qs elided: every caller is in its groups, it is only ever "
+                "a re-entry", asm_name (fn->decl));
+      else
+        {
+          pretty_printer pp;
+          pp_printf (&pp, why, who ? who : "");
+          inform (loc, "perfgroup: %qs keeps its hooks: %s", asm_name (fn->decl),
+                  pp_formatted_text (&pp));
+        }
+    }
+  unsigned *k;
+  FOR_EACH_VEC_ELT (elide, i, k)
+    if (cgraph_node *node = cgraph_node::get (hooked[*k].decl))
+      remove_hooks (node, hooked[*k].site);
+  hooked.truncate (0);
+  delete reachable;
+  reachable = NULL;
+}
 
 /* ---- __PERFGROUP__ --------------------------------------------------------------------- */
 
@@ -882,7 +1101,7 @@ plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
   static struct plugin_info pinfo = {
     "0.1",
     "perfgroup: perf_group(\"name\") attribute and group-aware enter/exit hooks. Options: "
-    "default=GROUP map=FILE exclude=GLOB system-headers verbose weak-hooks",
+    "default=GROUP map=FILE exclude=GLOB system-headers verbose weak-hooks all-functions",
   };
   register_callback (plugin_name, PLUGIN_INFO, NULL, &pinfo);
   if (!parse_options (info->argc, info->argv))
@@ -897,5 +1116,6 @@ plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
     new perfgroup_pass (g), "lower", 1, PASS_POS_INSERT_BEFORE,
   };
   register_callback (plugin_name, PLUGIN_PASS_MANAGER_SETUP, NULL, &pass);
+  register_callback (plugin_name, PLUGIN_ALL_IPA_PASSES_START, elide_reentries, NULL);
   return 0;
 }

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* nested_function: a GNU C nested function (GCC only) is instrumented as a function of its
- * own, and can be called through a pointer (trampoline) from another function. */
+ * own, and can be called through a pointer (trampoline) from another function. The nested
+ * function's address is taken: it keeps its hooks; apply() is static and called only from
+ * outer() in its group: elided. */
 /* perfgroup-only: gcc */
 #include <perfgroup.h>
 #include <stdio.h>

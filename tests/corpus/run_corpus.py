@@ -21,6 +21,11 @@ Directives, in comments near the top of a program (one per line):
                                                section: one site per function per executable,
                                                whatever the units)
 
+Expected verdicts (optional): <program>.verdicts, the elision verdicts the plugin's `verbose`
+notes give for the program's main unit (one line per instrumented function, "'name' elided: …"
+or "'name' keeps its hooks: <reason>", sorted), compiler-independent: both plugins decide
+identically and say why in the same words.
+
 Expected trace: <program>.expected, compiler-independent. Only the known-limit programs, whose
 point is that the optimiser changes the trace, may have <program>.O0.expected /
 <program>.O2.expected instead.
@@ -59,6 +64,7 @@ def compiler_name(name):
         raise argparse.ArgumentTypeError(f"{name!r}: expected gcc, gcc-N, clang or clang-N")
     return name
 LINK_ONLY = ("-pie", "-fuse-ld=")  # --cflags that only the link step gets (clang: unused, -Werror)
+VERDICT = re.compile(r"perfgroup: (\S+ (?:elided|keeps its hooks): .*)$")
 DIRECTIVE = re.compile(r"perfgroup-(options|cflags|exit|only|sources|sites):\s*(.*?)\s*(?:\*/)?\s*$")
 
 
@@ -138,19 +144,40 @@ def main():
             os.unlink(f)
 
     # Plugin flags at the compile step only (clang warns about -fplugin-arg-* when linking).
+    def compile_cmd_of(unit, o, extra=(), k=0):
+        return ([cc, a.opt, "-g", "-pthread", "-Wall", "-Wextra", "-Werror"]
+                + shlex.split(a.plugin)
+                + [t for op in d["options"] for t in shlex.split(a.plugin_arg_prefix + shlex.quote(op))]
+                + [t for op in extra for t in shlex.split(op)]
+                + d["cflags"] + [f for f in shlex.split(a.cflags) if not f.startswith(LINK_ONLY)]
+                + ["-I" + i for i in a.include]
+                + (["-x", lang] if k else []) + ["-c", unit, "-o", o])
+
     objs = []
     for k, unit in enumerate([src] + d["sources"]):
         o = obj if k == 0 else os.path.join(a.workdir, f"unit{k}.o")
-        compile_cmd = ([cc, a.opt, "-g", "-pthread", "-Wall", "-Wextra", "-Werror"]
-                       + shlex.split(a.plugin)
-                       + [t for op in d["options"] for t in shlex.split(a.plugin_arg_prefix + shlex.quote(op))]
-                       + d["cflags"] + [f for f in shlex.split(a.cflags) if not f.startswith(LINK_ONLY)]
-                       + ["-I" + i for i in a.include]
-                       + (["-x", lang] if k else []) + ["-c", unit, "-o", o])
+        compile_cmd = compile_cmd_of(unit, o, k=k)
         if run(compile_cmd).returncode:
             print(f"FAIL: compile {os.path.basename(unit)}")
             return 1
         objs.append(o)
+    verdicts_file = os.path.splitext(src)[0] + ".verdicts"
+    if os.path.exists(verdicts_file):
+        verbose = compile_cmd_of(src, obj + ".verbose.o", [a.plugin_arg_prefix + "verbose"])
+        p = run(verbose, capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
+        if p.returncode:
+            sys.stdout.write(p.stderr)
+            print("FAIL: compile with verbose")
+            return 1
+        got_v = sorted({VERDICT.search(l).group(1).replace("\u2018", "'").replace("\u2019", "'")
+                        for l in p.stderr.splitlines() if VERDICT.search(l)})
+        want_v = [l for l in open(verdicts_file, encoding="utf-8").read().splitlines() if l]
+        if got_v != want_v:
+            sys.stdout.writelines(difflib.unified_diff([l + "\n" for l in want_v],
+                                                       [l + "\n" for l in got_v],
+                                                       verdicts_file, "verbose verdicts"))
+            print("FAIL: elision verdicts differ")
+            return 1
     rt = os.path.abspath(a.runtime)
     openmp = [f for f in d["cflags"] if f.startswith("-fopenmp")]
     if openmp and family == "clang":

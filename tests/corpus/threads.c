@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* threads: three threads run instrumented code concurrently; each names itself, and the
- * trace, grouped by thread, shows each thread's own properly nested sequence. */
+ * trace, grouped by thread, shows each thread's own properly nested sequence. step() is static
+ * and called only from job() in its own group: a re-entry, elided (no hooks, not in the trace). */
 #include <perfgroup.h>
 #include <pthread.h>
 #include <stdio.h>

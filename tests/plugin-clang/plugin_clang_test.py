@@ -238,8 +238,18 @@ def case_available_externally():
 
 def case_lambdas():
     """Lambda names in sites are g++'s: the trace below is the GCC plugin's at -O0 (at -O2 g++
-    folds these implicitly constexpr lambdas away, the corpus's limit_constexpr)."""
+    folds these implicitly constexpr lambdas away, the corpus's limit_constexpr). The nested
+    lambda, called only from its enclosing lambda in its group, is elided (no hooks); with
+    all-functions it is there, named within its enclosing lambda."""
     expect_trace(trace_of(build([src("lambdas.cc")], w("lambdas"), plugin())), """
+main > main::{lambda(int)#1}::operator()(int) const @l|
+main < main::{lambda(int)#1}::operator()(int) const
+main > main::{lambda(double)#2}::operator()(double) const @l|
+main < main::{lambda(double)#2}::operator()(double) const
+main > main::{lambda(int)#3}::operator()(int) const @l|
+main < main::{lambda(int)#3}::operator()(int) const
+""")
+    expect_trace(trace_of(build([src("lambdas.cc")], w("lambdas-all"), plugin("all-functions"))), """
 main > main::{lambda(int)#1}::operator()(int) const @l|
 main < main::{lambda(int)#1}::operator()(int) const
 main > main::{lambda(double)#2}::operator()(double) const @l|

@@ -7,7 +7,8 @@
 /* The library's own bounds (hidden: the linker defines them for this module only). */
 extern struct perfgroup_site __start_perfgroup_sites[], __stop_perfgroup_sites[];
 
-PERF_GROUP("lib") static int lib_inner(int x) { return x + 40; }
+/* not static (hidden): a static one called only from its group would be elided, no site */
+PERF_GROUP("lib") __attribute__((visibility("hidden"))) int lib_inner(int x) { return x + 40; }
 PERF_GROUP("lib") __attribute__((visibility("default"))) int lib_work(int x) { return lib_inner(x); }
 
 /* How many of this library's sites the runtime resolved, i.e. saw registered: all of them
