@@ -75,8 +75,11 @@ static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func 
         d = t->depth;
         begin = t->event_open == PG_EV_NONE && act != 0;
     }
-    if (!hot && begin && d == 0 && (fn->flags & PERFGROUP_SITE_F_ROOT))
-        begin = 0, act = 0; /* a thread's root frame: no event, no stopwatch (as re-entry) */
+    /* A thread's root frame (main, a start routine) opens no event and starts no stopwatch;
+     * trace mode records it with its groups, never charged (iter 0 is never current). */
+    int root = !hot && begin && d == 0 && (fn->flags & PERFGROUP_SITE_F_ROOT);
+    if (root)
+        begin = 0;
     if (!hot && begin)
         perfgroup__implicit_begin(t, pg_clock_settled(t));
 
@@ -84,7 +87,9 @@ static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func 
     struct pg_gstate *g = t->g;
     unsigned mask = 0;
     for (unsigned i = 0; i < fn->ngroups; i++) {
-        if (act & (1u << i)) {
+        if ((act & (1u << i)) && root) {
+            mask |= 1u << i;
+        } else if (act & (1u << i)) {
             struct pg_gstate *s = &g[fn->gid[i]];
             if (s->running != iter) {
                 s->running = iter;
@@ -92,8 +97,8 @@ static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func 
             }
         }
     }
-    if (mask == 0 && PG_LIKELY(perfgroup__rec_mode_now() != PGF_MODE_TRACE))
-        return 0; /* re-entry: every group already has its stopwatch */
+    if ((mask == 0 || root) && PG_LIKELY(perfgroup__rec_mode_now() != PGF_MODE_TRACE))
+        return 0; /* re-entry: every group already has its stopwatch (or a root) */
 
     if (PG_UNLIKELY(d >= PG_STACK_MAX)) {
         for (unsigned i = 0; i < fn->ngroups; i++)
@@ -115,7 +120,10 @@ static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func 
     uint64_t tsc = pg_clock_now();
     if (pg_descheduled())
         tsc = perfgroup__cputime_settle(t, tsc);
-    return push_frame(t, fn, sp, ra, mask, d, tsc, pg_cpu_now());
+    uint64_t token = push_frame(t, fn, sp, ra, mask, d, tsc, pg_cpu_now());
+    if (root)
+        t->stack[d].iter = 0;
+    return token;
 }
 
 /* The enter hook found the thread descheduled: settle, then start the stopwatch after. */
