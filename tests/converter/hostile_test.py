@@ -365,7 +365,8 @@ def real_recording(name, mode="trace"):
     path = os.path.join(WORK, name)
     env = dict(os.environ, PERFGROUP_OUTPUT=path, PERFGROUP_MODE=mode,
                PERFGROUP_BUFFER="128K", PERFGROUP_CHUNK="4K")
-    subprocess.run([app], env=env, check=True, stdout=subprocess.DEVNULL, timeout=120)
+    # 100 ticks: elision leaves fewer frames to record than 40 ticks once filled 8 chunks with
+    subprocess.run([app, "100"], env=env, check=True, stdout=subprocess.DEVNULL, timeout=120)
     return path
 
 
