@@ -238,8 +238,38 @@ static PG_COLD void exit_slow(struct perfgroup_site *site, uint64_t token, uint6
 #define HOOK_SP() ((uintptr_t)__builtin_dwarf_cfa())
 #define HOOK_RA() ((uintptr_t)__builtin_return_address(0))
 
+/*
+ * A re-entry, decided read-only: no dead frame on top, no event to begin, every active group
+ * of fn already running in this iteration, not trace mode. Exactly the case in which
+ * enter_fast(hot = 1) returns 0 without a write; anything else goes there.
+ */
+static PG_ALWAYS_INLINE int is_reentry(const struct pg_thread *t, const struct pg_func *fn,
+                                       uintptr_t sp, uintptr_t ra)
+{
+    uint32_t d = t->depth;
+    if (d != 0 && frame_dead(&t->stack[d - 1], sp, ra))
+        return 0;
+    unsigned act = atomic_load_explicit(&fn->active_mask, memory_order_relaxed);
+    if (t->event_open == PG_EV_NONE && act != 0)
+        return 0;
+    uint64_t iter = t->iter;
+    for (unsigned i = 0; i < fn->ngroups; i++)
+        if ((act & (1u << i)) && t->g[fn->gid[i]].running != iter)
+            return 0;
+    return PG_LIKELY(perfgroup__rec_mode_now() != PGF_MODE_TRACE);
+}
+
+/* Everything but a re-entry: tail-called, so the re-entry path above saves no register. */
+static __attribute__((noinline)) uint64_t enter_acquire(struct pg_thread *t, struct pg_func *fn,
+                                                        uintptr_t sp, uintptr_t ra)
+{
+    return enter_fast(t, fn, sp, ra, 1);
+}
+
 /* The hook's body, tail-called: the gate's "off" path returns before any register is
- * saved (GCC does not shrink-wrap the enter hook's prologue past its first branch). */
+ * saved (GCC does not shrink-wrap the enter hook's prologue past its first branch). A
+ * re-entry — most calls of a code base put into groups — returns from here having saved
+ * none either: the acquiring path's registers are enter_acquire's. */
 static __attribute__((noinline)) uint64_t enter_on(struct perfgroup_site *site, uintptr_t sp,
                                                    uintptr_t ra)
 {
@@ -247,7 +277,9 @@ static __attribute__((noinline)) uint64_t enter_on(struct perfgroup_site *site, 
     struct pg_func *fn = __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE);
     if (PG_UNLIKELY(t == NULL || fn == NULL || fn->max_gid >= t->cap))
         return enter_slow(site, sp, ra);
-    return enter_fast(t, fn, sp, ra, 1);
+    if (PG_LIKELY(is_reentry(t, fn, sp, ra)))
+        return 0;
+    return enter_acquire(t, fn, sp, ra);
 }
 
 uint64_t PERFGROUP_HOOK_ENTER(struct perfgroup_site *site)
