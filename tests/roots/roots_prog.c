@@ -6,7 +6,7 @@
  * Before, each root's activation was one implicit event spanning its thread's life and the
  * step() calls were re-entries inside it. Checks the process's snapshot after main's loop
  * (N events) and after the worker's thread ended (2N): "app" has exactly one event and one
- * activation per step() call (the roots' own activations are none), its longest event is one
+ * activation per main_step()/worker_step() call (the roots' own activations are none), its longest event is one
  * step's, not a loop's. Exit 0 = pass. */
 #include <perfgroup.h>
 #include <pthread.h>
@@ -23,7 +23,9 @@ __attribute__((no_instrument_function)) static double cpu_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-__attribute__((noinline)) unsigned step(unsigned x)
+/* The work, static: its callers are all in "app" and neither is a root, so the plugins elide
+ * its hooks (docs/plugins.md, "Elision"); it runs inside its caller's event. */
+static unsigned spin(unsigned x)
 {
     volatile unsigned s = x;
     for (unsigned i = 0; i < 200000; i++) /* ~0.2-0.5 ms */
@@ -31,11 +33,17 @@ __attribute__((noinline)) unsigned step(unsigned x)
     return s;
 }
 
+/* Static too, but called from a root: each must keep its hooks, or a root's calls would
+ * open no event at all (0 events where the checks want N). One for each kind of root, so
+ * each rule is checked on its own: main by name, a start routine by its F_ROOT flag. */
+static unsigned main_step(unsigned x) { return spin(x); }
+static unsigned worker_step(unsigned x) { return spin(x + 1); }
+
 static void *worker(void *arg)
 {
     unsigned *acc = arg;
     for (unsigned i = 0; i < N; i++)
-        *acc += step(i);
+        *acc += worker_step(i);
     return NULL;
 }
 
@@ -65,7 +73,7 @@ int main(void)
     double t0 = cpu_ms();
     unsigned acc = 0;
     for (unsigned i = 0; i < N; i++)
-        acc += step(i);
+        acc += main_step(i);
     double loop = cpu_ms() - t0;
     int ok = check("main's calls", N, loop);
     pthread_t t;
