@@ -607,7 +607,7 @@ static std::string keepReason(Function &F, const Want &w, const std::map<Functio
     if (F.use_empty()) return "no direct caller in this unit";
     static const char *const why[] = {
         "",
-        "called from '%s', which begins an event or a nested loop",
+        "called from '%s', which begins an event or a nested loop or is a thread's outermost frame",
         "called from '%s', in other groups",
         "called from '%s', which is not instrumented",
     };

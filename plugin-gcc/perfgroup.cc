@@ -979,7 +979,7 @@ keep_reason (const hooked_fn &fn, hash_map<tree, unsigned> &index, const char **
     return "no direct caller in this unit";
   static const char *const why[] = {
     NULL,
-    "called from %qs, which begins an event or a nested loop",
+    "called from %qs, which begins an event or a nested loop or is a thread's outermost frame",
     "called from %qs, in other groups",
     "called from %qs, which is not instrumented",
   };
