@@ -115,8 +115,10 @@ PERFGROUP_API const struct perfgroup_stats *perfgroup_snapshot_find(const struct
 /* Hook and API calls the runtime refused since the start (or the last reset; a fork child
  * starts from zero) because it was busy on the calling thread — a signal handler running
  * instrumented code while the thread was inside the runtime — or because the thread was
- * being registered or had exited (docs/accounting.md, "Signal handlers"). Their time went
- * to whatever the thread was running. In a diff: refused in between. */
+ * being registered or had exited (docs/accounting.md, "Signal handlers"), or the first call
+ * of a site no module constructor registered that found the registry held by another thread
+ * beyond a bounded wait. Their time went to whatever the thread was running. In a diff:
+ * refused in between. */
 PERFGROUP_API uint64_t perfgroup_snapshot_refused(const struct perfgroup_snapshot *s);
 /* Events whose CPU time came out above their wall time (an explicit event's CPU is the
  * difference of two CPU-clock readings, its wall time the counter's: when the clocks

@@ -178,6 +178,7 @@ static struct pg_func *resolve_locked(struct perfgroup_site *site)
     struct pg_func *fn = __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE);
     if (fn)
         return fn;
+    PG_TEST_POINT(19); /* the registry held: test_seam registry_busy */
     if (site->version != PERFGROUP_ABI_VERSION) {
         char msg[160];
         snprintf(msg, sizeof msg, "a module was instrumented for hook ABI %u, this runtime "
@@ -249,8 +250,10 @@ PG_HIDDEN struct pg_func *perfgroup__site_resolve(struct perfgroup_site *site)
     perfgroup__init();
     /* Never block in a hook: try a bounded while (another thread resolving its first
      * sites holds the lock for microseconds; yield now and then so that, on a busy
-     * machine, it gets the CPU to finish), then let this one call go uncounted. Sites
-     * registered by their module's constructor never come here. */
+     * machine, it gets the CPU to finish), then refuse this one call, counted
+     * (perfgroup_snapshot_refused): on a loaded machine the holder can stay preempted
+     * longer than the bound. Sites registered by their module's constructor never come
+     * here. */
     int locked = 0;
     for (int i = 0; i < 20000 && !(locked = pthread_mutex_trylock(&reg_lock) == 0); i++) {
         struct pg_func *fn = __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE);
@@ -263,8 +266,10 @@ PG_HIDDEN struct pg_func *perfgroup__site_resolve(struct perfgroup_site *site)
             __builtin_ia32_pause();
 #endif
     }
-    if (!locked)
+    if (!locked) {
+        pg_refuse();
         return NULL;
+    }
     struct pg_func *fn = resolve_locked(site);
     pthread_mutex_unlock(&reg_lock);
     return fn;

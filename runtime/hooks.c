@@ -186,7 +186,7 @@ static PG_COLD uint64_t enter_slow(struct perfgroup_site *site, uintptr_t sp, ui
     uint64_t token = 0;
     struct pg_func *fn = __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE);
     if (!fn && !(fn = perfgroup__site_resolve(site))) {
-        t->ov_dropped++;
+        t->ov_dropped++; /* the registry busy too long (refused, counted there) or full */
     } else if (fn->max_gid < t->cap || perfgroup__grow_groups(t, fn->max_gid) == 0) {
         t->ov_slow++;
         if (perfgroup__text_on)

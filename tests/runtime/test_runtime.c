@@ -723,12 +723,19 @@ static void case_threads(void)
     for (int i = 0; i < NTHREADS; i++)
         pthread_join(th[i], NULL);
     struct perfgroup_snapshot *s = snap();
-    ASSERT_U64(stats(s, "A")->events, ==, (uint64_t)NTHREADS * NEVENTS);
+    const uint64_t n = (uint64_t)NTHREADS * NEVENTS;
+    /* These sites are not registered by a module constructor: every thread's first call of
+     * each resolves it, and one that waits too long for another thread holding the registry
+     * (preempted, on a busy machine) is refused and counted, nothing else is */
+    uint64_t refused = perfgroup_snapshot_refused(s);
+    ASSERT_U64(refused, <=, 2 * NTHREADS);
+    ASSERT_U64(stats(s, "top")->events, ==, n);
+    ASSERT_U64(stats(s, "A")->events, <=, n);
+    ASSERT_U64(stats(s, "B")->events, <=, n);
+    ASSERT_U64(stats(s, "A")->events + stats(s, "B")->events + refused, >=, 2 * n);
     /* unpinned threads migrate: a stopwatch that ends on another CPU is discarded, counted */
-    ASSERT_U64(stats(s, "A")->activations + stats(s, "A")->discarded, ==, (uint64_t)NTHREADS * NEVENTS);
-    ASSERT_U64(stats(s, "B")->activations + stats(s, "B")->discarded, ==, (uint64_t)NTHREADS * NEVENTS);
-    ASSERT_U64(stats(s, "B")->events, ==, (uint64_t)NTHREADS * NEVENTS);
-    ASSERT_U64(stats(s, "top")->events, ==, (uint64_t)NTHREADS * NEVENTS);
+    ASSERT_U64(stats(s, "A")->activations + stats(s, "A")->discarded +
+               stats(s, "B")->activations + stats(s, "B")->discarded + refused, ==, 2 * n);
     perfgroup_snapshot_free(s);
 }
 

@@ -7,8 +7,13 @@
  * (clocksource `tsc`). Injected through the clock layer's test seam (runtime built with
  * PERFGROUP_TESTING), everything else real.
  */
+#include <pthread.h>
+#include <unistd.h>
+
 #include "task.h"
 #include "perfgroup/format.h"
+
+#define MS_NS 1000000ll
 
 extern int64_t perfgroup__test_clock_offset;
 extern int64_t perfgroup__test_cpu_override;
@@ -77,10 +82,81 @@ static int clamp_case(void)
     return 0;
 }
 
+/* `test_seam registry_busy`: a thread's first call of a site no constructor registered
+ * waits a bounded while for the registry, held by another thread resolving its own first
+ * site (preempted, on a busy machine), then is refused and counted: no frame, no charge, no
+ * block; the thread's next call of the site is measured. The holder keeps the registry
+ * (test point 19, inside the registry lock) until the waiter's hook has returned. */
+SITE(site_h, "H", "fh");
+SITE(site_w, "W", "fw");
+extern void (*perfgroup__test_point)(int point);
+static _Atomic int holder_inside, waiter_done;
+static _Thread_local int is_holder;
+static void hold_registry(int point)
+{
+    if (point != 19 || !is_holder)
+        return;
+    holder_inside = 1;
+    int64_t give_up = mono_ns() + 10000 * MS_NS;
+    while (!waiter_done && mono_ns() < give_up)
+        usleep(1000);
+}
+static void *holder(void *arg)
+{
+    (void)arg;
+    is_holder = 1;
+    perfgroup_event_begin("hold");
+    uint64_t th = __perfgroup_enter(&site_h);
+    __perfgroup_exit(&site_h, th);
+    perfgroup_event_end();
+    return NULL;
+}
+static int registry_busy_case(void)
+{
+    perfgroup_thread_name("waiter"); /* registered before the registry is taken */
+    perfgroup__test_point = hold_registry;
+    pthread_t th;
+    pthread_create(&th, NULL, holder, NULL);
+    int64_t give_up = mono_ns() + 10000 * MS_NS;
+    while (!holder_inside && mono_ns() < give_up)
+        usleep(1000);
+    ASSERT(holder_inside);
+    perfgroup_event_begin("wait");
+    int64_t t0 = mono_ns();
+    uint64_t tw = __perfgroup_enter(&site_w); /* the registry is held: refused */
+    int64_t waited = mono_ns() - t0;
+    __perfgroup_exit(&site_w, tw);
+    perfgroup_event_end();
+    waiter_done = 1;
+    pthread_join(th, NULL);
+    ASSERT_U64(tw, ==, 0);
+    printf("waited %.3f ms for the registry\n", waited / 1e6);
+    ASSERT_I64(waited, <, 5000 * MS_NS); /* bounded: it never waits for the holder */
+    struct perfgroup_snapshot *s = perfgroup_snapshot_take();
+    ASSERT_U64(perfgroup_snapshot_refused(s), ==, 1);
+    ASSERT(perfgroup_snapshot_find(s, "W") == NULL || stats(s, "W")->activations == 0);
+    ASSERT_U64(stats(s, "H")->activations, ==, 1);
+    perfgroup_snapshot_free(s);
+    /* the registry free again: the same site is resolved and measured */
+    perfgroup_event_begin("wait");
+    tw = __perfgroup_enter(&site_w);
+    ASSERT_U64(tw, !=, 0);
+    __perfgroup_exit(&site_w, tw);
+    perfgroup_event_end();
+    s = perfgroup_snapshot_take();
+    ASSERT_U64(stats(s, "W")->activations, ==, 1);
+    ASSERT_U64(stats(s, "W")->events, ==, 1);
+    ASSERT_U64(perfgroup_snapshot_refused(s), ==, 1);
+    perfgroup_snapshot_free(s);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "clamp") == 0)
         return clamp_case();
+    if (argc > 1 && strcmp(argv[1], "registry_busy") == 0)
+        return registry_busy_case();
     jank_edges();
     /* `test_seam cpu`: run with PERFGROUP_TSC=cpu; `test_seam kept`: where the machine's
      * TSC is valid across CPUs (else skipped: 77) */
