@@ -466,8 +466,9 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
             tot = NULL; /* only settled off-CPU time (a stopwatch that went stale): no event */
         if (tot) {
             if (!ev_ok || s->recent > ev_cycles) {
-                /* n > 1 or a counter that went backwards: discard, as Firefox does */
-                TADD(tot->discarded, 1 + s->discarded);
+                /* n > 1 or a counter that went backwards: discard, as Firefox does; every
+                 * stopwatch of the group in the event counts (at least one) */
+                TADD(tot->discarded, (s->acts ? s->acts : 1) + s->discarded);
                 t->event_flags |= PGF_EVENT_F_DISCARDED;
             } else {
                 uint64_t gwall = perfgroup__ticks_to_ns(s->recent);

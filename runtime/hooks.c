@@ -13,9 +13,17 @@
  * This file is never instrumented: the plugins skip every __perfgroup / perfgroup_ function
  * and the runtime is built without -finstrument-functions.
  */
+#include <errno.h>
+
 #include "internal.h"
 
 #define PG_ALWAYS_INLINE inline __attribute__((always_inline))
+
+/* A hook leaves errno as it found it (the code around a call site may be between a failing
+ * call and its check, or a signal handler's): every cold path, the only ones that may reach
+ * a syscall or libc, saves it on entry and restores it on return. */
+#define PG_ERRNO_SAVE() const int pg_errno_ = errno
+#define PG_ERRNO_RESTORE() (errno = pg_errno_)
 
 /*
  * Is frame f, still on the shadow stack, dead (its exit skipped) given a new enter at
@@ -108,9 +116,10 @@ static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func 
         return 0;
     }
     /* The counter is read last: re-entry never pays for it, and the hook's own work is
-     * kept out of the measure (the exit hook reads it first). Then whether the thread was
-     * descheduled since its last reading (after the counter: a deschedule in between is
-     * settled here too), rarely: its off-CPU time is settled first (cputime.c). */
+     * kept out of the measure (the exit hook reads it before anything but its latch). Then
+     * whether the thread was descheduled since its last reading (after the counter: a
+     * deschedule in between is settled here too), rarely: its off-CPU time is settled first
+     * (cputime.c). */
     if (hot) {
         uint64_t tsc = pg_clock_fast();
         if (PG_UNLIKELY(pg_descheduled_fast()))
@@ -130,10 +139,12 @@ static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func 
 static PG_COLD uint64_t enter_settle(struct pg_thread *t, struct pg_func *fn, uintptr_t sp,
                                      uintptr_t ra, unsigned mask, uint32_t d)
 {
+    PG_ERRNO_SAVE();
     struct pg_thread *latch = pg_latch_take();
     uint64_t tsc = perfgroup__cputime_settle(t, pg_clock_now());
     uint64_t token = push_frame(t, fn, sp, ra, mask, d, tsc, pg_cpu_now());
     pg_latch_drop(latch);
+    PG_ERRNO_RESTORE();
     return token;
 }
 
@@ -141,14 +152,27 @@ static PG_COLD uint64_t enter_settle(struct pg_thread *t, struct pg_func *fn, ui
 static PG_COLD uint64_t enter_prepare(struct pg_thread *t, struct pg_func *fn, uintptr_t sp,
                                       uintptr_t ra)
 {
+    PG_ERRNO_SAVE();
     struct pg_thread *latch = pg_latch_take();
     uint64_t token = enter_fast(t, fn, sp, ra, 0);
     pg_latch_drop(latch);
+    PG_ERRNO_RESTORE();
     return token;
 }
 
-/* hot = 1: the exit hook's fast path, no call but the tail call that ends an implicit
- * event; the caller checked that a trace record has room (no chunk switch here). */
+/* The exit hook's fast path ended an implicit event's frame: the commit, under the hook's
+ * latch, which is dropped after it (tail-called: the fast path saves no register for it). */
+static PG_COLD void exit_implicit_end(struct pg_thread *t, uint64_t tsc)
+{
+    PG_ERRNO_SAVE();
+    perfgroup__implicit_end(t, tsc);
+    pg_latch_drop(t);
+    PG_ERRNO_RESTORE();
+}
+
+/* hot = 1: the exit hook's fast path, no call but tail calls; the caller holds the latch
+ * for t (perfgroup__tls is NULL) and it is dropped here, and it checked that a trace record
+ * has room (no chunk switch here). hot = 0: exit_slow, which holds and drops its own. */
 static PG_ALWAYS_INLINE void exit_frame(struct pg_thread *t, uint32_t idx, uint64_t tsc,
                                         int hot, int trace)
 {
@@ -171,16 +195,26 @@ static PG_ALWAYS_INLINE void exit_frame(struct pg_thread *t, uint32_t idx, uint6
     /* A stale frame (a nested loop or a new event started since) is dropped uncharged: its
      * groups' `running` holds an old iteration, which no longer blocks a new stopwatch. */
     t->depth = idx;
-    if (PG_UNLIKELY(t->event_open == PG_EV_IMPLICIT) && idx == t->implicit_frame)
-        perfgroup__implicit_end(t, tsc);
+    if (PG_UNLIKELY(t->event_open == PG_EV_IMPLICIT) && idx == t->implicit_frame) {
+        if (hot)
+            exit_implicit_end(t, tsc);
+        else
+            perfgroup__implicit_end(t, tsc);
+        return;
+    }
+    if (hot)
+        pg_latch_drop(t);
 }
 
 /* First call of a thread or a site, or a group id beyond the thread's table. */
 static PG_COLD uint64_t enter_slow(struct perfgroup_site *site, uintptr_t sp, uintptr_t ra)
 {
+    PG_ERRNO_SAVE();
     struct pg_thread *t = perfgroup__tls; /* NULL: new, busy (latched) or gone: see there */
-    if (!t && !(t = perfgroup__thread_slow()))
+    if (!t && !(t = perfgroup__thread_slow())) {
+        PG_ERRNO_RESTORE();
         return 0;
+    }
     struct pg_thread *latch = pg_latch_take();
     PG_TEST_POINT(9);
     uint64_t token = 0;
@@ -195,6 +229,7 @@ static PG_COLD uint64_t enter_slow(struct perfgroup_site *site, uintptr_t sp, ui
     }
     PG_TEST_POINT(10);
     pg_latch_drop(latch);
+    PG_ERRNO_RESTORE();
     return token;
 }
 
@@ -211,6 +246,7 @@ static PG_COLD void exit_slow(struct perfgroup_site *site, uint64_t token, uint6
             pg_refuse(); /* the runtime is busy on this thread, or it is gone */
         return;
     }
+    PG_ERRNO_SAVE();
     struct pg_thread *latch = pg_latch_take();
     PG_TEST_POINT(11);
     if (perfgroup__text_on) {
@@ -230,6 +266,7 @@ static PG_COLD void exit_slow(struct perfgroup_site *site, uint64_t token, uint6
     }
     PG_TEST_POINT(12);
     pg_latch_drop(latch);
+    PG_ERRNO_RESTORE();
 }
 
 
@@ -259,11 +296,17 @@ static PG_ALWAYS_INLINE int is_reentry(const struct pg_thread *t, const struct p
     return PG_LIKELY(perfgroup__rec_mode_now() != PGF_MODE_TRACE);
 }
 
-/* Everything but a re-entry: tail-called, so the re-entry path above saves no register. */
+/* Everything but a re-entry: tail-called, so the re-entry path above saves no register.
+ * Under the thread's latch (as the exit hook's fast path): a signal handler's hooks that
+ * land while this one writes the shadow stack and the groups' state are refused and
+ * counted, never interleaved with it (the re-entry path writes nothing: it needs none). */
 static __attribute__((noinline)) uint64_t enter_acquire(struct pg_thread *t, struct pg_func *fn,
                                                         uintptr_t sp, uintptr_t ra)
 {
-    return enter_fast(t, fn, sp, ra, 1);
+    pg_latch_hold(t);
+    uint64_t token = enter_fast(t, fn, sp, ra, 1);
+    pg_latch_drop(t);
+    return token;
 }
 
 /* The hook's body, tail-called: the gate's "off" path returns before any register is
@@ -301,13 +344,23 @@ void PERFGROUP_HOOK_EXIT(struct perfgroup_site *site, uint64_t token)
     }
     if (token == 0)
         return;
-    uint64_t tsc = pg_clock_fast();
     struct pg_thread *t = perfgroup__tls;
+    if (PG_UNLIKELY(t == NULL)) {
+        exit_slow(site, token, 0);
+        return;
+    }
+    /* The latch, from before the counter read to the last write of the thread's state
+     * (exit_frame drops it): a signal handler's hooks meanwhile are refused and counted, so
+     * its records and charges never interleave with this one's (a trace record's room
+     * checked here, a group appended to the event's list, the stack's depth), and a handler
+     * that ran before it ended before this stopwatch's end. */
+    pg_latch_hold(t);
+    uint64_t tsc = pg_clock_fast();
     uint32_t idx = (uint32_t)token - 1;
     int trace = perfgroup__rec_mode_now() == PGF_MODE_TRACE;
-    if (PG_UNLIKELY(t == NULL || idx + 1 != t->depth ||
-                    t->stack[idx].gen != (uint16_t)(token >> 32) ||
+    if (PG_UNLIKELY(idx + 1 != t->depth || t->stack[idx].gen != (uint16_t)(token >> 32) ||
                     (trace && !perfgroup__rec_interval_room(t->rec)) || pg_descheduled_fast())) {
+        pg_latch_drop(t);
         exit_slow(site, token, tsc);
         return;
     }

@@ -246,6 +246,15 @@ static inline __attribute__((always_inline)) struct pg_thread *pg_latch_take(voi
     return was;
 }
 
+/* The latch taken by a hook's fast path, which has just read perfgroup__tls == t (not
+ * NULL): no load again. */
+static inline __attribute__((always_inline)) void pg_latch_hold(struct pg_thread *t)
+{
+    (void)t;
+    perfgroup__tls = NULL;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
 static inline __attribute__((always_inline)) void pg_latch_drop(struct pg_thread *was)
 {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);

@@ -157,7 +157,8 @@ static inline int span_write(void *data, const char *buf, size_t len) {
     return 0;
 }
 
-/* Growable buffer target for definitions (cold). */
+/* Growable buffer target for definitions (cold). Mapped, never malloc'd: a definition can
+ * be written from a hook in a signal handler that interrupted malloc (grow_free frees). */
 struct grow { uint8_t **buf; size_t *len, *cap; int oom; };
 
 static int grow_write(void *data, const char *buf, size_t len) {
@@ -166,10 +167,14 @@ static int grow_write(void *data, const char *buf, size_t len) {
         size_t nc = *gr->cap ? *gr->cap * 2 : 4096;
         while (nc < *gr->len + len)
             nc *= 2;
-        uint8_t *nb = realloc(*gr->buf, nc);
-        if (!nb) {
+        void *nb = mmap(NULL, nc, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (nb == MAP_FAILED) {
             gr->oom = 1;
             return -1;
+        }
+        if (*gr->buf) {
+            memcpy(nb, *gr->buf, *gr->len);
+            munmap(*gr->buf, *gr->cap);
         }
         *gr->buf = nb;
         *gr->cap = nc;
@@ -874,7 +879,8 @@ static void process_def(void) {
     pack_str(&pk, RUNTIME_VERSION, 64);
     if (!gr.oom && len <= UINT32_MAX && reserve_locked(&g.defs, (uint32_t)len) == 0)
         emit(&g.defs, buf, (uint32_t)len, g.hdr->start_tsc);
-    free(buf);
+    if (buf)
+        munmap(buf, cap);
 }
 
 /* Replay the definitions log record by record (records are self-delimiting msgpack). */

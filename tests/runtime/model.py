@@ -173,7 +173,7 @@ class Model:
                 continue
             tot = self.totals.setdefault(g, Totals())
             if not ok or recent > cycles:
-                tot.discarded += 1 + disc
+                tot.discarded += max(acts, 1) + disc
                 continue
             gwall = self.ns(recent)
             gcpu = self.ns(max(0, recent - off))
