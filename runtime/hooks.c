@@ -303,7 +303,7 @@ static PG_ALWAYS_INLINE int is_reentry(const struct pg_thread *t, const struct p
 static __attribute__((noinline)) uint64_t enter_acquire(struct pg_thread *t, struct pg_func *fn,
                                                         uintptr_t sp, uintptr_t ra)
 {
-    pg_latch_hold(t);
+    pg_latch_hold();
     uint64_t token = enter_fast(t, fn, sp, ra, 1);
     pg_latch_drop(t);
     return token;
@@ -354,7 +354,7 @@ void PERFGROUP_HOOK_EXIT(struct perfgroup_site *site, uint64_t token)
      * its records and charges never interleave with this one's (a trace record's room
      * checked here, a group appended to the event's list, the stack's depth), and a handler
      * that ran before it ended before this stopwatch's end. */
-    pg_latch_hold(t);
+    pg_latch_hold();
     uint64_t tsc = pg_clock_fast();
     uint32_t idx = (uint32_t)token - 1;
     int trace = perfgroup__rec_mode_now() == PGF_MODE_TRACE;

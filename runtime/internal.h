@@ -246,11 +246,10 @@ static inline __attribute__((always_inline)) struct pg_thread *pg_latch_take(voi
     return was;
 }
 
-/* The latch taken by a hook's fast path, which has just read perfgroup__tls == t (not
- * NULL): no load again. */
-static inline __attribute__((always_inline)) void pg_latch_hold(struct pg_thread *t)
+/* The latch taken by a hook's fast path, which has just read perfgroup__tls (not NULL) and
+ * drops it with pg_latch_drop(that value): no load again. */
+static inline __attribute__((always_inline)) void pg_latch_hold(void)
 {
-    (void)t;
     perfgroup__tls = NULL;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
 }

@@ -157,9 +157,10 @@ static inline int span_write(void *data, const char *buf, size_t len) {
     return 0;
 }
 
-/* Growable buffer target for definitions (cold). Mapped, never malloc'd: a definition can
- * be written from a hook in a signal handler that interrupted malloc (grow_free frees). */
+/* Growable buffer target for definitions (cold). Mapped (rec_map), never malloc'd: a
+ * definition can be written from a hook in a signal handler that interrupted malloc. */
 struct grow { uint8_t **buf; size_t *len, *cap; int oom; };
+static void *rec_map(size_t size);
 
 static int grow_write(void *data, const char *buf, size_t len) {
     struct grow *gr = data;
@@ -167,8 +168,8 @@ static int grow_write(void *data, const char *buf, size_t len) {
         size_t nc = *gr->cap ? *gr->cap * 2 : 4096;
         while (nc < *gr->len + len)
             nc *= 2;
-        void *nb = mmap(NULL, nc, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (nb == MAP_FAILED) {
+        uint8_t *nb = rec_map(nc);
+        if (!nb) {
             gr->oom = 1;
             return -1;
         }

@@ -6,8 +6,8 @@
  * Before, each root's activation was one implicit event spanning its thread's life and the
  * step() calls were re-entries inside it. Checks the process's snapshot after main's loop
  * (N events) and after the worker's thread ended (2N): "app" has exactly one event and one
- * activation per main_step()/worker_step() call (the roots' own activations are none), its longest event is one
- * step's, not a loop's. Exit 0 = pass. */
+ * activation per main_step()/worker_step() call (the roots' own activations are none), its
+ * longest event is one step's, not a loop's. Exit 0 = pass. */
 #include <perfgroup.h>
 #include <pthread.h>
 #include <stdio.h>

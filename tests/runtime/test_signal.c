@@ -5,9 +5,9 @@
  *   alarm   SIGALRM every 50 µs (20 kHz) calls a grouped function while the main thread runs
  *           N one-call implicit events of another group: the main group's activations and
  *           events are exactly N (a handler that ran while the runtime was busy on the thread
- *           never nested into a commit), and the handler's activations, discards and the refused
- *           count add up to the handler's calls exactly, the truth counted in the handler
- *           itself; and the hooks leave the handler's errno alone.
+ *           never nested into a commit), and the handler's activations, discards and the
+ *           refused count add up to the handler's calls exactly, the truth counted in the
+ *           handler itself; and the hooks leave the handler's errno alone.
  *   churn   runs `churn_once` 50 times (PERFGROUP_CHURN_RUNS) as child processes, each with
  *           a 30 s limit: threads start and exit while SIGALRM every 50 µs calls a grouped
  *           function on whichever thread it lands (a thread's first hook, its registration,
@@ -52,8 +52,7 @@ static void on_alarm(int sig)
     if (errno != 12345) {
         char m[64];
         int n = snprintf(m, sizeof m, "errno %d after the hooks\n", errno);
-        if (write(2, m, (size_t)n) < 0)
-            _exit(4);
+        (void)!write(2, m, (size_t)n);
         _exit(3);
     }
     errno = e;
@@ -136,7 +135,8 @@ static int test_churn_once(void)
     return 0;
 }
 
-/* 50 runs (PERFGROUP_CHURN_RUNS) of churn_once, each a process of its own with a 30 s limit (a hang fails). */
+/* 50 runs (PERFGROUP_CHURN_RUNS) of churn_once, each a process of its own with a 30 s limit
+ * (a hang fails). */
 static int test_churn(const char *self)
 {
     const char *env = getenv("PERFGROUP_CHURN_RUNS"); /* fewer under TSan (ctest) */
