@@ -505,6 +505,14 @@ static long switches_now(void)
         FAIL("getrusage");
     return ru.ru_nvcsw + ru.ru_nivcsw;
 }
+/* Involuntary context switches of this thread so far (preemptions). */
+static long preempted_now(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) != 0)
+        FAIL("getrusage");
+    return ru.ru_nivcsw;
+}
 static jmp_buf trap_jb;
 static __attribute__((noinline)) void jump_out(void)
 {
@@ -586,6 +594,7 @@ static void case_blocked_nested(void)
         struct perfgroup_snapshot *s0 = snap();
         if (!implicit)
             perfgroup_event_begin("ev");
+        long iv0 = preempted_now();
         struct ran r0 = ran_now();
         uint64_t ta = __perfgroup_enter(&site_a);
         burn(2 * MS);
@@ -599,6 +608,7 @@ static void case_blocked_nested(void)
         __perfgroup_exit(&site_c, tc);
         __perfgroup_exit(&site_a, ta);
         struct ran r1 = ran_now();
+        long iv = preempted_now() - iv0;
         if (!implicit)
             perfgroup_event_end();
         struct perfgroup_snapshot *s1 = snap(), *d = perfgroup_snapshot_diff(s1, s0);
@@ -606,11 +616,14 @@ static void case_blocked_nested(void)
         int64_t cpu = r1.cpu - r0.cpu;
         int64_t bcpu = rb1.cpu - rb0.cpu;
         fprintf(stderr, "blocked_nested(%s): A %llu us, B %llu us (its sleep used %lld us), "
-                "C %llu us of CPU; thread %lld us\n",
+                "C %llu us of CPU; thread %lld us, preempted %ld times\n",
                 implicit ? "implicit" : "explicit", (unsigned long long)a->cpu_ns / 1000,
                 (unsigned long long)b->cpu_ns / 1000, (long long)bcpu / 1000,
-                (unsigned long long)c->cpu_ns / 1000, (long long)cpu / 1000);
-        ASSERT_NEAR(a->cpu_ns, cpu, MS / 2);          /* A: all of it, none of the sleep */
+                (unsigned long long)c->cpu_ns / 1000, (long long)cpu / 1000, iv);
+        /* A: all of it, none of the sleep. The truth, the thread's CPU clock, steps at a
+         * preemption on a VM (150 us of CPU in 8 us of wall measured here, made up later):
+         * 0.1 ms more per preemption in the stretch */
+        ASSERT_NEAR(a->cpu_ns, cpu, MS / 2 + iv * MS / 10);
         ASSERT_U64(a->blocked_ns, >=, 19 * MS);
         ASSERT_NEAR(b->cpu_ns, bcpu, MS / 2);         /* B: it only slept (the call's CPU) */
         ASSERT_U64(b->blocked_ns, >=, 19 * MS);
@@ -957,6 +970,16 @@ int main(int argc, char **argv)
         CPU_ZERO(&set);
         CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &set);
         sched_setaffinity(0, sizeof set, &set);
+    }
+    /* The sites registered as a plugin-built module's constructor registers them: the cases
+     * measure accounting, and a site's first call that resolves it maps the registry in the
+     * enter hook before its stopwatch starts (0.1 ms here, 1 ms under ASan on a loaded
+     * machine: CPU of the event or thread that no group had). `threads` tests those first
+     * calls, from many threads at once. */
+    if (argc == 2 && strcmp(argv[1], "threads") != 0) {
+        struct perfgroup_site *own[] = {&site_a, &site_b, &site_c, &site_ab};
+        for (size_t i = 0; i < sizeof own / sizeof *own; i++)
+            __perfgroup_register_module(PERFGROUP_ABI_VERSION, own[i], own[i] + 1);
     }
     if (argc != 2) {
         for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
