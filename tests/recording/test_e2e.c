@@ -363,10 +363,12 @@ static int case_kill(int runs) {
     return 0;
 }
 
-static volatile int toggle_stop;
+static volatile int toggle_stop, toggle_started;
 
 static void *toggle_thread(void *arg) {
     (void)arg;
+    one_iteration();
+    __atomic_fetch_add(&toggle_started, 1, __ATOMIC_RELEASE);
     while (!__atomic_load_n(&toggle_stop, __ATOMIC_RELAXED))
         one_iteration();
     return NULL;
@@ -380,6 +382,10 @@ static int case_toggle(void) {
     pthread_t th[4];
     for (int i = 0; i < 4; i++)
         CHECK_EQ(pthread_create(&th[i], NULL, toggle_thread, NULL), 0);
+    /* every thread under way (the sites resolved) before the first recording: on a busy
+     * machine they could start after it closed, which would hold no site then */
+    while (__atomic_load_n(&toggle_started, __ATOMIC_ACQUIRE) < 4)
+        usleep(1000);
     char files[10][600];
     for (int k = 0; k < 10; k++) {
         snprintf(files[k], sizeof files[k], "%s.toggle%d", path, k);
