@@ -418,13 +418,14 @@ int perfgroup__chrome_write(struct pgc_file *files, size_t nfiles, const struct 
     for (size_t i = 0; i < nfiles; i++) {
         struct pgc_overhead ov;
         perfgroup__overhead(&files[i], &ov);
+        all.refused += ov.refused, all.clamped += ov.clamped; /* the header's, always */
         if (!ov.from_header)
             continue;
         all.commit_ns += ov.commit_ns, all.commits += ov.commits;
         all.slow_paths += ov.slow_paths, all.resyncs += ov.resyncs, all.dropped += ov.dropped;
         all.from_header = 1;
     }
-    if (all.from_header) {
+    if (all.from_header || all.refused || all.clamped) {
         PGC_LIT(out, ",\"runtimeOverhead\":");
         perfgroup__out_overhead_json(out, &all);
     }

@@ -1114,6 +1114,8 @@ static int end_thread(void *ctx, uint32_t ti)
         pl_u64(&pl, "slowPaths", ov.slow_paths);
         pl_u64(&pl, "resyncs", ov.resyncs);
         pl_u64(&pl, "dropped", ov.dropped);
+        pl_u64(&pl, "refused", ov.refused);
+        pl_u64(&pl, "clamped", ov.clamped);
         pl_end(&pl);
         marker_row(t, intern_str(t, "Runtime overhead (process total)", 32), t->last_ns, 0, 0,
                    CAT_OTHER, &pl);
@@ -1346,7 +1348,9 @@ static void write_schema(struct pgc_out *o)
         "{\"key\":\"commits\",\"label\":\"Commits\",\"format\":\"integer\"},"
         "{\"key\":\"slowPaths\",\"label\":\"Slow paths\",\"format\":\"integer\"},"
         "{\"key\":\"resyncs\",\"label\":\"Clock resyncs\",\"format\":\"integer\"},"
-        "{\"key\":\"dropped\",\"label\":\"Pairs not counted\",\"format\":\"integer\"}]}]");
+        "{\"key\":\"dropped\",\"label\":\"Pairs not counted\",\"format\":\"integer\"},"
+        "{\"key\":\"refused\",\"label\":\"Calls refused (process)\",\"format\":\"integer\"},"
+        "{\"key\":\"clamped\",\"label\":\"Events clamped (process)\",\"format\":\"integer\"}]}]");
 }
 
 static void write_categories(struct gecko *g)
@@ -1402,7 +1406,7 @@ static void write_meta(struct gecko *g, struct pgc_file *f, int root, int64_t lo
     struct pgc_overhead ov;
     perfgroup__overhead(f, &ov);
     if (ov.any && mn > 0 && (size_t)mn < sizeof(misc)) { /* the runtime's own cost */
-        char t[200];
+        char t[320];
         perfgroup__overhead_text(t, sizeof(t), &ov);
         snprintf(misc + mn, sizeof(misc) - (size_t)mn, ", runtime overhead: %s", t);
     }

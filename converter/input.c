@@ -607,14 +607,16 @@ void perfgroup__overhead(const struct pgc_file *f, struct pgc_overhead *o)
         o->slow_paths = c->ovh_slow_paths, o->resyncs = c->ovh_resyncs;
         o->dropped = c->ovh_dropped;
     }
-    o->any = o->from_header || c_any(f);
+    o->refused = h->refused, o->clamped = h->clamped;
+    o->any = o->from_header || c_any(f) || o->refused || o->clamped;
 }
 
 void perfgroup__overhead_text(char *buf, size_t n, const struct pgc_overhead *o)
 {
     snprintf(buf, n, "%" PRIu64 " commits in %.3f ms, %" PRIu64 " slow paths, %" PRIu64
-             " resyncs, %" PRIu64 " pairs not counted", o->commits, (double)o->commit_ns / 1e6,
-             o->slow_paths, o->resyncs, o->dropped);
+             " resyncs, %" PRIu64 " pairs not counted, %" PRIu64 " calls refused, %" PRIu64
+             " events clamped", o->commits, (double)o->commit_ns / 1e6, o->slow_paths,
+             o->resyncs, o->dropped, o->refused, o->clamped);
 }
 
 void perfgroup__out_overhead_json(struct pgc_out *out, const struct pgc_overhead *o)
@@ -629,6 +631,10 @@ void perfgroup__out_overhead_json(struct pgc_out *out, const struct pgc_overhead
     perfgroup__out_u64(out, o->resyncs);
     PGC_LIT(out, ",\"pairs_not_counted\":");
     perfgroup__out_u64(out, o->dropped);
+    PGC_LIT(out, ",\"calls_refused\":");
+    perfgroup__out_u64(out, o->refused);
+    PGC_LIT(out, ",\"events_clamped\":");
+    perfgroup__out_u64(out, o->clamped);
     PGC_LIT(out, "}");
 }
 

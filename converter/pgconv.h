@@ -134,14 +134,17 @@ struct pgc_file_counts {
  * (final once streamed). any: there is something to say. */
 struct pgc_overhead {
     uint64_t commit_ns, commits, slow_paths, resyncs, dropped;
+    uint64_t refused, clamped; /* the header's (0 in older files) */
     int from_header, any;
 };
 struct pgc_file;
 void perfgroup__overhead(const struct pgc_file *f, struct pgc_overhead *o);
-/* "N commits in X ms, S slow paths, R resyncs, D pairs not counted" into buf */
+/* "N commits in X ms, S slow paths, R resyncs, D pairs not counted, F calls refused,
+ * C events clamped" into buf */
 void perfgroup__overhead_text(char *buf, size_t n, const struct pgc_overhead *o);
 struct pgc_out;
-/* {"commit_ms":…,"commits":…,"slow_paths":…,"resyncs":…,"pairs_not_counted":…} */
+/* {"commit_ms":…,"commits":…,"slow_paths":…,"resyncs":…,"pairs_not_counted":…,
+ *  "calls_refused":…,"events_clamped":…} */
 void perfgroup__out_overhead_json(struct pgc_out *out, const struct pgc_overhead *o);
 
 /* Input '-': the path the reader opens instead (main.c copies stdin there); messages say '-'. */

@@ -410,11 +410,11 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
                          S.nthreads_out);
                 text_table(&S, title, S.proc, f->ngroups, S.proc_cpu, S.proc_events);
             }
-            char b[300];
+            char b[400];
             struct pgc_overhead ov;
             perfgroup__overhead(f, &ov);
             if (ov.any) {
-                char t[200];
+                char t[320];
                 perfgroup__overhead_text(t, sizeof(t), &ov);
                 snprintf(b, sizeof(b), "runtime overhead: %s\n", t);
                 perfgroup__out_str(out, b);

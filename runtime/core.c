@@ -107,6 +107,17 @@ static void disable(const char *why)
 }
 
 PG_HIDDEN int perfgroup__disabled(void) { return atomic_load(&disabled); }
+/* the recorder stores these into the file's header (record.c, weak references) */
+uint64_t perfgroup__count_refused(void);
+uint64_t perfgroup__count_clamped(void);
+PG_HIDDEN uint64_t perfgroup__count_refused(void)
+{
+    return atomic_load_explicit(&perfgroup__refused, memory_order_relaxed);
+}
+PG_HIDDEN uint64_t perfgroup__count_clamped(void)
+{
+    return atomic_load_explicit(&perfgroup__clamped, memory_order_relaxed);
+}
 PG_HIDDEN void perfgroup__reg_lock(void) { pthread_mutex_lock(&reg_lock); }
 PG_HIDDEN void perfgroup__reg_unlock(void) { pthread_mutex_unlock(&reg_lock); }
 

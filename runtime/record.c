@@ -426,6 +426,27 @@ static void thread_def(struct writer *w);
 static __thread int in_rec;
 static __thread uint64_t nested_drops;
 
+/* The process's refused calls and clamped events into the header: an atomic maximum (the
+ * counters only grow; two threads storing at once must not move it back). */
+static void store_max(uint64_t *field, uint64_t v)
+{
+    uint64_t was = __atomic_load_n(field, __ATOMIC_RELAXED);
+    while (was < v && !__atomic_compare_exchange_n(field, &was, v, 1, __ATOMIC_RELAXED,
+                                                   __ATOMIC_RELAXED))
+        ;
+}
+/* core.c's counters (perfgroup_snapshot_refused, _clamped); weak, as the fork handlers: the
+ * recorder's own tests link it without the core */
+uint64_t perfgroup__count_refused(void) __attribute__((weak));
+uint64_t perfgroup__count_clamped(void) __attribute__((weak));
+static void header_counts(struct pgf_file_header *h)
+{
+    if (perfgroup__count_refused)
+        store_max(&h->refused, perfgroup__count_refused());
+    if (perfgroup__count_clamped)
+        store_max(&h->clamped, perfgroup__count_clamped());
+}
+
 static int lock(void) {
     if (in_rec)
         return -1;
@@ -1219,6 +1240,7 @@ static void close_locked(void) {
     uint64_t hz = estimate_hz();
     if (hz)
         __atomic_store_n(&g.hdr->tsc_hz, hz, __ATOMIC_RELAXED);
+    header_counts(g.hdr);
     g.hdr->end_tsc = now_tsc();
     __atomic_store_n(&g.hdr->state, PGF_STATE_CLOSED, __ATOMIC_RELEASE);
     forget_file_locked(); /* the mapping stays: a thread may be in the middle of a record */
@@ -1402,6 +1424,7 @@ void perfgroup__rec_exec_begin(void) {
     if (lock())
         return;
     if (owner_locked()) {
+        header_counts(g.hdr);
         g.hdr->end_tsc = now_tsc();
         __atomic_store_n(&g.hdr->state, PGF_STATE_CLOSED, __ATOMIC_RELEASE);
     }
@@ -1587,6 +1610,7 @@ void perfgroup__rec_overhead(struct perfgroup_rec_thread *hw, uint64_t commit_ns
         __atomic_fetch_add(&h->ovh_slow_paths, slow_paths, __ATOMIC_RELAXED);
         __atomic_fetch_add(&h->ovh_resyncs, resyncs, __ATOMIC_RELAXED);
         __atomic_fetch_add(&h->ovh_dropped, dropped, __ATOMIC_RELAXED);
+        header_counts(h);
     }
     if (locked)
         unlock();

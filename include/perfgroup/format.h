@@ -23,6 +23,9 @@
  *      it on every FULL chunk and skips (and counts) a chunk that does not match; a
  *      WRITING chunk (the one a crash cut) is read unchecked. Readers accept version 1
  *      (no checksum; first_record at offset 20) and 2.
+ *      Still version 2 (from the zeroed reserved area, 0 in older files): header offsets
+ *      424 `refused` and 432 `clamped`, the process's counts of refused calls and clamped
+ *      events (issue 19).
  *
  * Layout (all integers little-endian; every offset is from the start of the file):
  *
@@ -154,7 +157,11 @@ struct pgf_file_header {
     uint64_t ovh_slow_paths;         /* 400 hooks that took the slow path */
     uint64_t ovh_resyncs;            /* 408 resynchronisations (skipped exits) */
     uint64_t ovh_dropped;            /* 416 enter/exit pairs not counted */
-    uint8_t  reserved[PGF_HEADER_SIZE - 424]; /* 424 zero; program arguments are a record */
+    /* the process's own counts since it started (a fork child: since the fork), stored
+     * (atomic max) with each PGF_REC_OVERHEAD record and at close: 0 in older files */
+    uint64_t refused;                /* 424 hook and API calls refused (perfgroup_snapshot_refused) */
+    uint64_t clamped;                /* 432 events whose CPU exceeded their wall, clamped */
+    uint8_t  reserved[PGF_HEADER_SIZE - 440]; /* 440 zero; program arguments are a record */
 };
 
 /* header.cpu_time: how a group's CPU time in an event was found (docs/accounting.md) */
@@ -276,6 +283,8 @@ _Static_assert(__builtin_offsetof(struct pgf_file_header, cpu_time) == 376, "cpu
 _Static_assert(__builtin_offsetof(struct pgf_file_header, tsc_scope) == 380, "tsc_scope offset");
 _Static_assert(__builtin_offsetof(struct pgf_file_header, ovh_commit_ns) == 384, "ovh_commit_ns offset");
 _Static_assert(__builtin_offsetof(struct pgf_file_header, ovh_dropped) == 416, "ovh_dropped offset");
+_Static_assert(__builtin_offsetof(struct pgf_file_header, refused) == 424, "refused offset");
+_Static_assert(__builtin_offsetof(struct pgf_file_header, clamped) == 432, "clamped offset");
 _Static_assert(sizeof(struct pgf_chunk_header) == PGF_CHUNK_HEADER_SIZE, "chunk header size");
 _Static_assert(__builtin_offsetof(struct pgf_chunk_header, crc32c) == 20, "crc32c offset");
 _Static_assert(__builtin_offsetof(struct pgf_chunk_header, committed) == 24, "committed offset");

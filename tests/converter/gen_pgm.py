@@ -55,6 +55,8 @@ class Recording:
         self.state = CLOSED
         self.writing_last = False  # leave each thread's last chunk WRITING
         self.records_dropped = 0
+        self.refused = 0  # header offsets 424, 432: the process's refused calls, clamped events
+        self.clamped = 0
         self.process(["--flag"])
 
     # -- time: ns since start -> clock ticks
@@ -150,6 +152,7 @@ class Recording:
                           self.state, 0, self.start_real, self.start_mono, self.start_tsc,
                           self.hz, len(layout) + 1, 0, self.records_dropped, 0)
         hdr += prog + b"\0" * (256 - len(prog))
+        hdr += b"\0" * (424 - len(hdr)) + struct.pack("<QQ", self.refused, self.clamped)
         hdr += b"\0" * (HEADER_SIZE - len(hdr))
         assert len(hdr) == HEADER_SIZE
         return bytes(hdr + body)
@@ -188,6 +191,7 @@ def scen_stats(r=None):
     r.marker(0, 3, "all parsed", t, t)
     r.marker(0, 3, "a span", 2 * MS, 9 * MS)
     r.overhead(0, 12_000, 41, 2, 0)
+    r.refused, r.clamped = 3, 1  # a signal handler's hooks refused; an event's CPU clamped
     r.thread_end(0, t + 81 * MS)
     for i in range(10):  # worker: network
         b = i * 10 * MS

@@ -572,7 +572,7 @@ def case_bound():
 def case_overhead():
     """The runtime's own cost (PGF_REC_OVERHEAD records of two threads) summed per process in
     every output's metadata: Gecko meta.misc, a Chrome process instant, the summary (text line
-    and JSON 'overhead')."""
+    and JSON 'overhead'); with the header's refused calls and clamped events."""
     r = gen_pgm.Recording(program="ovh", mode=gen_pgm.STATS)
     gen_pgm.common_defs(r)
     for t in range(2):
@@ -580,26 +580,28 @@ def case_overhead():
         r.event(t, 1, 0, 3 * gen_pgm.MS, 2 * gen_pgm.MS, [(2, 3 * gen_pgm.MS, 2 * gen_pgm.MS, 1)])
         r.overhead(t, 1_500_000, 100, 7, 2)
         r.overhead(t, 500_000, 50, 3, 1)
+    r.refused, r.clamped = 5, 2
     src = os.path.join(WORK, "ovh.pgm")
     with open(src, "wb") as f:
         f.write(r.build())
     out = os.path.join(WORK, "ovh.json")
     p = run([src, "-o", out])
     misc = json.load(open(out))["meta"]["misc"] if p.returncode == 0 else ""
-    check("runtime overhead: 300 commits in 4.000 ms, 20 slow paths, 6 resyncs" in misc,
-          "gecko meta.misc: %r" % misc)
+    check("runtime overhead: 300 commits in 4.000 ms, 20 slow paths, 6 resyncs, 0 pairs not "
+          "counted, 5 calls refused, 2 events clamped" in misc, "gecko meta.misc: %r" % misc)
     p = run([src, "--format", "chrome", "-o", out])
     ev = [e for e in json.load(open(out))["traceEvents"] if e.get("name") == "Runtime overhead (process total)"] \
         if p.returncode == 0 else []
-    check(len(ev) == 1 and ev[0]["args"]["commits"] == 300 and ev[0]["args"]["commit_ms"] == 4,
+    check(len(ev) == 1 and ev[0]["args"]["commits"] == 300 and ev[0]["args"]["commit_ms"] == 4
+          and ev[0]["args"]["calls_refused"] == 5 and ev[0]["args"]["events_clamped"] == 2,
           "chrome instant: %r" % ev)
     p = run([src, "--summary", "--json"])
     o = json.loads(p.stdout)["processes"][0].get("overhead") if p.returncode == 0 else None
-    check(o == {"commit_ms": 4, "commits": 300, "slow_paths": 20, "resyncs": 6, "pairs_not_counted": 0},
-          "summary JSON: %r" % o)
+    check(o == {"commit_ms": 4, "commits": 300, "slow_paths": 20, "resyncs": 6, "pairs_not_counted": 0,
+                "calls_refused": 5, "events_clamped": 2}, "summary JSON: %r" % o)
     p = run([src, "--summary"])
-    check(b"runtime overhead: 300 commits in 4.000 ms, 20 slow paths, 6 resyncs, 0 pairs not counted"
-          in p.stdout, "text summary: %r" % p.stdout[-300:])
+    check(b"runtime overhead: 300 commits in 4.000 ms, 20 slow paths, 6 resyncs, 0 pairs not counted, "
+          b"5 calls refused, 2 events clamped" in p.stdout, "text summary: %r" % p.stdout[-300:])
 
 
 def gecko_markers(prof, name):

@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "perfgroup/format.h"
 #include "task.h"
 
 extern char **environ;
@@ -77,6 +78,28 @@ static void timer_off(void)
     signal(SIGALRM, SIG_IGN);
 }
 
+/* Recording: the file's header has the process's refused calls and clamped events (stored
+ * at close), the snapshot's totals since the start. */
+static void check_header_counts(const struct perfgroup_snapshot *now)
+{
+    ASSERT_I64(perfgroup_record_close(), ==, 0);
+    char path[512];
+    const char *tmpl = getenv("PERFGROUP_OUTPUT"), *p = strstr(tmpl, "%p");
+    ASSERT(p != NULL);
+    snprintf(path, sizeof path, "%.*s%d%s", (int)(p - tmpl), tmpl, (int)getpid(), p + 2);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        FAIL("open %s", path);
+    struct pgf_file_header h;
+    ASSERT(fread(&h, sizeof h, 1, f) == 1);
+    fclose(f);
+    printf("alarm: header of %s: %" PRIu64 " refused, %" PRIu64 " clamped\n", path, h.refused,
+           h.clamped);
+    ASSERT_U64(h.state, ==, PGF_STATE_CLOSED);
+    ASSERT_U64(h.refused, ==, perfgroup_snapshot_refused(now));
+    ASSERT_U64(h.clamped, ==, perfgroup_snapshot_clamped(now));
+}
+
 static int test_alarm(void)
 {
     const uint64_t n = 200000;
@@ -104,6 +127,8 @@ static int test_alarm(void)
      * included, was busy on the thread): exactly its calls */
     ASSERT(calls > 0);
     ASSERT_U64(hacts + hdisc + refused, ==, calls);
+    if (getenv("PERFGROUP_OUTPUT"))
+        check_header_counts(after);
     perfgroup_snapshot_free(d);
     perfgroup_snapshot_free(after);
     perfgroup_snapshot_free(before);
