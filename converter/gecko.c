@@ -734,15 +734,23 @@ static void counter_row(void *ctx, uint32_t gi, int64_t ns, uint64_t count)
     counter_spill(ctx, ns, gi, count);
 }
 
-static void event_record(struct gthread *t, const struct pgr_record *r)
+/* An event's [begin, end] in ns, ordered and bounded, seen by the thread's time range. */
+static void event_span(struct gthread *t, uint64_t btsc, uint64_t etsc, int64_t *bp, int64_t *ep)
 {
-    int64_t b = tns(t, r->u.event.begin_tsc), e = tns(t, r->u.event.end_tsc);
+    int64_t b = tns(t, btsc), e = tns(t, etsc);
     if (e < b)
         e = b;
     if (e - b > t->g->max_span_ns)
         e = b + t->g->max_span_ns;
     seen(t, b);
     seen(t, e);
+    *bp = b, *ep = e;
+}
+
+static void event_record(struct gthread *t, const struct pgr_record *r)
+{
+    int64_t b, e;
+    event_span(t, r->u.event.begin_tsc, r->u.event.end_tsc, &b, &e);
     uint32_t loc;
     if (t->last_ev_name == r->u.event.name_string_id + 1ull && r->u.event.name_string_id) {
         loc = t->last_ev_loc; /* event names repeat: skip the lookups */
@@ -1046,6 +1054,42 @@ static int copy_file(struct pgc_out *o, FILE *f)
     return ferror(f) ? -1 : 0;
 }
 
+/* The thread's event the file still has open (its slot, not stale: docs/file-format.md "Open
+ * events"): a PerfgroupEvent marker from its begin to the slot's last refresh, flags
+ * "unfinished" (no group breakdown yet). Threads stream whole (the reader orders chunks by
+ * thread), so the slot's staleness is known when the thread ends. */
+static void unfinished_marker(struct gthread *t)
+{
+    const struct pgc_file *f = t->f;
+    size_t lo = 0, hi = f->nopen;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (f->open[mid].thread < t->th->index)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == f->nopen || f->open[lo].thread != t->th->index || (f->open_stale[lo] & 1))
+        return;
+    const struct pgf_open_slot *s = &f->open[lo];
+    int64_t b, e;
+    event_span(t, s->begin_tsc, s->now_tsc, &b, &e);
+    const char *name = s->name ? perfgroup__string(f, s->name) : NULL;
+    if (!name)
+        name = (s->flags & PGF_EVENT_F_IMPLICIT) ? "(implicit event)" : "(event)";
+    struct pgc_out pl;
+    pl_begin(&pl, "PerfgroupEvent");
+    uint64_t cpu = (s->flags & PGF_OPEN_F_CPU) ? s->cpu_ns : 0;
+    pl_ms(&pl, "cpu", (int64_t)(cpu < (uint64_t)(e - b) ? cpu : (uint64_t)(e - b)));
+    pl_ms(&pl, "wall", e - b);
+    const char *why = "still open when the file was last written (crash, _exit or kill)";
+    pl_str(&pl, "groups", why, strlen(why));
+    pl_str(&pl, "jank", cpu > (uint64_t)JANK_MS * 1000000 ? "yes" : "no", cpu > (uint64_t)JANK_MS * 1000000 ? 3 : 2);
+    pl_str(&pl, "flags", "unfinished", 10);
+    pl_end(&pl);
+    marker_row(t, intern_str(t, name, strlen(name)), b, e, 1, CAT_EVENT, &pl);
+}
+
 static int end_thread(void *ctx, uint32_t ti)
 {
     struct gecko *g = ctx;
@@ -1058,6 +1102,8 @@ static int end_thread(void *ctx, uint32_t ti)
     for (uint32_t i = 0; i < g->nlazy; i++)
         if (g->lazy[i].target == ti)
             user_marker(t, &g->lazy[i].rec);
+    if (t->f->nopen)
+        unfinished_marker(t);
     flush_runs(t); /* outermost intervals that never closed (cut recording): write anyway */
     int64_t last_row = perfgroup__grid_finish(&t->grid);
     g->cseg[g->ncspill - 1].end = ftello(g->cspill);

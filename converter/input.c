@@ -413,6 +413,16 @@ int perfgroup__file_follow(struct pgc_file *f, const char *path, pgr_resume_fn r
     if (pgr_error(f->r))
         return reader_err(f, err);
     f->hdr = *pgr_header(f->r);
+    const struct pgf_open_slot *os;
+    size_t no = pgr_open_events(f->r, &os);
+    if (no) {
+        f->open = malloc(no * sizeof *os);
+        f->open_stale = calloc(no, 1);
+        if (!f->open || !f->open_stale)
+            return oom(f, err);
+        memcpy(f->open, os, no * sizeof *os);
+        f->nopen = no;
+    }
     f->pid = f->hdr.pid;
     f->ppid = f->hdr.ppid;
     f->start_realtime_ns = f->hdr.start_realtime_ns;
@@ -528,6 +538,62 @@ void perfgroup__file_warnings(const struct pgc_file *f)
                 "here\n", f->path, f->counts.clipped_offset, f->counts.clipped);
 }
 
+/* An EVENT record: the open-event slot of its thread with its begin is stale (the event
+ * ended after the slot's last refresh). Slots come in thread order, one per thread. */
+static size_t open_find(const struct pgc_file *f, uint32_t thread)
+{
+    size_t lo = 0, hi = f->nopen;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (f->open[mid].thread < thread)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < f->nopen && f->open[lo].thread == thread ? lo : f->nopen;
+}
+
+static void open_ended(struct pgc_file *f, const struct pgr_record *r)
+{
+    size_t i = open_find(f, r->thread);
+    if (i < f->nopen && f->open[i].begin_tsc == r->u.event.begin_tsc)
+        f->open_stale[i] |= 1;
+}
+
+/* Once streamed: the slots that are not stale, resolved (thread, name, times), kept when the
+ * file is parked. Times from the file's own clock; CPU at most the wall time. */
+static int unfinished_list(struct pgc_file *f)
+{
+    f->unfinished = calloc(f->nopen, sizeof *f->unfinished);
+    if (!f->unfinished)
+        return -1;
+    uint64_t hz = clip_hz(f);
+    for (size_t i = 0; i < f->nopen; i++) {
+        const struct pgf_open_slot *s = &f->open[i];
+        if (f->open_stale[i] & 1)
+            continue;
+        struct pgc_unfinished *u = &f->unfinished[f->nunfinished++];
+        u->thread = s->thread;
+        u->tid = s->tid; /* the slot's: the file may have no definition of the thread */
+        uint32_t idx;
+        if (perfgroup__map_get(&f->thread_ids, s->thread, &idx) && f->threads[idx].tid == s->tid)
+            snprintf(u->thread_name, sizeof u->thread_name, "%s", f->threads[idx].name);
+        else
+            snprintf(u->thread_name, sizeof u->thread_name, "thread %u", s->tid);
+        if (s->name && perfgroup__map_get(&f->string_ids, s->name, &idx))
+            snprintf(u->event, sizeof u->event, "%s", f->strings[idx].text);
+        else
+            snprintf(u->event, sizeof u->event, "%s",
+                     (s->flags & PGF_EVENT_F_IMPLICIT) ? "(implicit)" : "(event)");
+        double tick = 1e9 / (double)hz;
+        u->begin_ns = s->begin_tsc > f->start_tsc ? (uint64_t)((double)(s->begin_tsc - f->start_tsc) * tick) : 0;
+        u->wall_ns = s->now_tsc > s->begin_tsc ? (uint64_t)((double)(s->now_tsc - s->begin_tsc) * tick) : 0;
+        u->cpu_known = (s->flags & PGF_OPEN_F_CPU) != 0;
+        u->cpu_ns = u->cpu_known ? (s->cpu_ns < u->wall_ns ? s->cpu_ns : u->wall_ns) : 0;
+    }
+    return 0;
+}
+
 int perfgroup__file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, void *ctx,
                            struct pgc_error *err)
 {
@@ -561,9 +627,14 @@ int perfgroup__file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, v
             if (t < 0)
                 return -1;
             cur = rec.thread;
+            size_t o = f->nopen ? open_find(f, rec.thread) : 0;
+            if (o < f->nopen)
+                f->open_stale[o] |= 2; /* streamed: its outputs show the slot at its end */
             if ((rc = cb->begin_thread(ctx, (uint32_t)t)))
                 return rc;
         }
+        if (rec.kind == PGF_REC_EVENT && f->nopen)
+            open_ended(f, &rec);
         clip_record(f, &rec);
         if (rec.kind == PGF_REC_OVERHEAD) {
             f->counts.ovh_commit_ns += rec.u.overhead.commit_ns;
@@ -578,10 +649,28 @@ int perfgroup__file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, v
     }
     f->counts.chunks_corrupt = pgr_chunks_corrupt(f->r); /* known before the last thread ends */
     f->streamed = 1;
+    if (f->nopen && !f->unfinished && unfinished_list(f) != 0)
+        return oom(f, err);
     if (cur >= 0) {
         uint32_t idx;
         perfgroup__map_get(&f->thread_ids, (uint32_t)cur, &idx);
         if ((rc = cb->end_thread(ctx, idx)))
+            return rc;
+    }
+    /* A thread with an open event and no record at all (a fork child's, a thread killed in
+     * its first event): a thread of its own, with nothing but that event; at most 64 such
+     * (each costs the outputs a thread: a crafted file's 350,000 slots would not be bounded
+     * by its size; the summary lists them all) */
+    for (size_t i = 0, made = 0; i < f->nopen && made < 64; i++) {
+        if (f->open_stale[i])
+            continue;
+        made++;
+        int t = ensure_thread(f, f->open[i].thread, err);
+        if (t < 0)
+            return -1;
+        if (!f->threads[t].tid)
+            f->threads[t].tid = f->open[i].tid;
+        if ((rc = cb->begin_thread(ctx, (uint32_t)t)) || (rc = cb->end_thread(ctx, (uint32_t)t)))
             return rc;
     }
     return 0;
@@ -717,6 +806,7 @@ int perfgroup__file_park(struct pgc_file *f)
     f->not_closed = k.not_closed;
     f->counts = k.counts;
     f->warn = warn;
+    f->unfinished = k.unfinished, f->nunfinished = k.nunfinished;
     f->parked = 1;
     return 0;
 }
@@ -726,9 +816,15 @@ int perfgroup__file_unpark(struct pgc_file *f, struct pgc_error *err)
     if (!f->parked)
         return 0;
     char *warn = f->warn, *program = f->program;
+    struct pgc_unfinished *unf = f->unfinished;
+    size_t nunf = f->nunfinished;
     int rc = perfgroup__file_open(f, f->path, err);
     free(program);
     f->warn = warn;
+    if (unf) { /* found by an earlier stream: kept */
+        free(f->unfinished);
+        f->unfinished = unf, f->nunfinished = nunf;
+    }
     f->reopened = 1;
     return rc;
 }
@@ -742,6 +838,7 @@ void perfgroup__file_repark(struct pgc_file *f)
 void perfgroup__file_close(struct pgc_file *f)
 {
     free_defs(f);
+    free(f->unfinished);
     free(f->program);
     free(f->warn);
     memset(f, 0, sizeof(*f));
@@ -752,6 +849,9 @@ static void free_defs(struct pgc_file *f)
 {
     if (f->r)
         pgr_close(f->r);
+    free(f->open);
+    free(f->open_stale);
+    f->open = NULL, f->open_stale = NULL, f->nopen = 0;
     for (uint32_t i = 0; i < f->nargs; i++)
         free(f->args[i]);
     free(f->args);

@@ -108,6 +108,16 @@ struct pgc_site {
     uint32_t *groups; /* indices into pgc_file.groups */
 };
 
+/* An event still open when the file was last written (its slot; the thread never ended it
+ * before the crash, _exit or kill): what the outputs show as unfinished. */
+struct pgc_unfinished {
+    uint32_t thread, tid;
+    char thread_name[64], event[64]; /* event: its name, "(implicit)" for an implicit one */
+    uint64_t begin_ns;               /* from the file's start */
+    uint64_t wall_ns, cpu_ns;        /* up to the last refresh; cpu_known: cpu_ns measured */
+    int cpu_known;
+};
+
 struct pgc_thread {
     uint32_t index;
     uint32_t tid;
@@ -188,9 +198,16 @@ struct pgc_file {
     /* the first data record, read while looking for the end of the definitions */
     struct pgr_record pending;
     int has_pending;
+    /* the file's open-event slots (pgr_open_events), by thread index; open_stale[i] bit 0:
+     * the thread has the EVENT record of the same begin, bit 1: the thread was streamed */
+    struct pgf_open_slot *open;
+    uint8_t *open_stale;
+    size_t nopen;
     /* parked (perfgroup__file_park): only the fields above the definitions are kept */
     int parked, reopened;
     char *warn;                /* the warnings' text, kept while parked */
+    struct pgc_unfinished *unfinished; /* once streamed: events the file has open (kept) */
+    size_t nunfinished;
 };
 
 /* Opens and validates a recording and reads all its definitions. Returns 0, or -1 with err

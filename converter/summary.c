@@ -314,6 +314,55 @@ static int end_thread(void *ctx, uint32_t ti)
     return o->err ? -1 : 0;
 }
 
+/* Events the file has open (a crash, _exit or kill before they ended): their CPU so far,
+ * not in the tables above (those hold committed events only). */
+static void out_ms(struct pgc_out *out, uint64_t ns)
+{
+    perfgroup__out_fixed(out, (int64_t)(ns > INT64_MAX ? INT64_MAX : ns), 1000000);
+}
+
+static void unfinished_json(struct pgc_out *out, const struct pgc_file *f)
+{
+    PGC_LIT(out, ",\"unfinished\":[");
+    for (size_t i = 0; i < f->nunfinished; i++) {
+        const struct pgc_unfinished *u = &f->unfinished[i];
+        PGC_SEP(out, i, "{\"tid\":");
+        perfgroup__out_u64(out, u->tid);
+        const char *text[2] = {u->thread_name, u->event};
+        for (int k = 0; k < 2; k++) {
+            perfgroup__out_str(out, k ? ",\"event\":" : ",\"thread\":");
+            perfgroup__out_json_str(out, text[k], strlen(text[k]));
+        }
+        PGC_LIT(out, ",\"begin_ms\":");
+        out_ms(out, u->begin_ns);
+        PGC_LIT(out, ",\"wall_ms\":");
+        out_ms(out, u->wall_ns);
+        PGC_LIT(out, ",\"cpu_ms\":");
+        if (u->cpu_known)
+            out_ms(out, u->cpu_ns);
+        else
+            PGC_LIT(out, "null");
+        PGC_LIT(out, "}");
+    }
+    PGC_LIT(out, "]");
+}
+
+static void unfinished_text(struct pgc_out *out, const struct pgc_file *f)
+{
+    for (size_t i = 0; i < f->nunfinished; i++) {
+        const struct pgc_unfinished *u = &f->unfinished[i];
+        char b[400], tn[70], ev[70], cpu[40] = "CPU not known";
+        if (u->cpu_known)
+            snprintf(cpu, sizeof cpu, "CPU %.3f ms", (double)u->cpu_ns / 1e6);
+        snprintf(b, sizeof b, "unfinished: event \"%s\" on thread %s (tid %u), began at %.3f ms, "
+                 "open %.3f ms when last written, %s (not in the tables)\n",
+                 perfgroup__text_safe(ev, sizeof ev, u->event),
+                 perfgroup__text_safe(tn, sizeof tn, u->thread_name), u->tid,
+                 (double)u->begin_ns / 1e6, (double)u->wall_ns / 1e6, cpu);
+        perfgroup__out_str(out, b);
+    }
+}
+
 int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct pgc_options *opt,
                              struct pgc_out *out, struct pgc_error *err)
 {
@@ -399,6 +448,7 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
             perfgroup__overhead(f, &ov);
             PGC_LIT(out, ",\"overhead\":");
             perfgroup__out_overhead_json(out, &ov);
+            unfinished_json(out, f);
             PGC_LIT(out, ",");
             json_totals(&S, S.proc, f->ngroups, S.proc_cpu, S.proc_events);
             PGC_LIT(out, "}");
@@ -419,6 +469,7 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
                 snprintf(b, sizeof(b), "runtime overhead: %s\n", t);
                 perfgroup__out_str(out, b);
             }
+            unfinished_text(out, f);
             if (f->counts.chunks_corrupt) {
                 snprintf(b, sizeof(b), "damaged: %" PRIu64 " sealed chunk(s) failed their "
                          "CRC-32C: skipped, their records not counted above\n", f->counts.chunks_corrupt);

@@ -62,6 +62,8 @@ struct pgr_reader {
     uint32_t from;                   /* committed bytes of the current chunk skipped (resume) */
     uint64_t skipped;                /* chunks recycled by the writer while we read them */
     uint64_t corrupt;                /* sealed chunks whose CRC-32C did not match: skipped */
+    struct pgf_open_slot *open;      /* the open events' slots that were whole (format.h) */
+    size_t nopen;
     int warned_skipped, warned_corrupt;
     pgr_resume_fn resume;
     void *resume_ctx;
@@ -171,6 +173,38 @@ static int read_chunk_header(pgr_reader *r, uint32_t index, struct pgf_chunk_hea
 short_read:
     fail(r, at, "cannot read: chunk header past end of file");
     return -1;
+}
+
+/* The open events' chunk (format.h, PGF_CHUNK_OPEN): the slots that are whole (even seq) and
+ * in their place (slot i holds thread i + 1). A second such chunk
+ * is refused (a writer makes one per file). */
+static int read_open_slots(pgr_reader *r, uint64_t at) {
+    if (r->open) {
+        fail(r, at + 4, "a second open-events chunk");
+        return -1;
+    }
+    size_t n = (r->hdr.chunk_size - PGF_CHUNK_HEADER_SIZE) / sizeof(struct pgf_open_slot);
+    struct pgf_open_slot *all = malloc(n * sizeof *all); /* one read: chunk_size <= 16 MiB */
+    r->open = calloc(n ? n : 1, sizeof *r->open);
+    if (!all || !r->open) {
+        free(all);
+        fail(r, at, "out of memory");
+        return -1;
+    }
+    long got = read_at(r, all, n * sizeof *all, at + PGF_CHUNK_HEADER_SIZE);
+    size_t whole = got > 0 ? (size_t)got / sizeof *all : 0; /* a cut file: the chunk-beyond
+                                                             * warning says so */
+    for (size_t i = 0; i < whole; i++)
+        if (!(all[i].seq & 1) && all[i].thread == i + 1) /* else: empty, or half rewritten
+                                                          * when its writer died */
+            r->open[r->nopen++] = all[i];
+    free(all);
+    return 0;
+}
+
+size_t pgr_open_events(const pgr_reader *r, const struct pgf_open_slot **slots) {
+    *slots = r->open;
+    return r->nopen;
 }
 
 /* Offset of a chunk's first record: in version 1 the header field at 20, from version 2 on
@@ -285,6 +319,11 @@ static void scan_chunks(pgr_reader *r) {
         if (c.magic != PGF_CHUNK_MAGIC) {
             fail(r, at, "bad chunk magic");
             return;
+        }
+        if (c.kind == PGF_CHUNK_OPEN) {
+            if (read_open_slots(r, at) < 0)
+                return;
+            continue; /* no records: the slots only */
         }
         if (c.kind != PGF_CHUNK_DATA && c.kind != PGF_CHUNK_DEFS) {
             fail(r, at + 4, "bad chunk kind %u", c.kind);
@@ -415,6 +454,7 @@ void pgr_close(pgr_reader *r) {
     if (r->fd >= 0)
         close(r->fd);
     free(r->chunks);
+    free(r->open);
     free(r->snap);
     free(r->snap_seq);
     free(r->buf);

@@ -192,6 +192,11 @@ uint64_t pgr_chunks_skipped(const pgr_reader *r);
  * warning with the total). Its records are not believed: they are lost like recycled ones. */
 uint64_t pgr_chunks_corrupt(const pgr_reader *r);
 
+/* The open events' slots of the file (format.h, PGF_CHUNK_OPEN) that were whole when it was
+ * opened: events still open when the writer last refreshed them. A slot whose thread has an
+ * EVENT record with the same begin_tsc is stale (that event ended); the caller drops it. */
+size_t pgr_open_events(const pgr_reader *r, const struct pgf_open_slot **slots);
+
 /* Follow a live file (perfgroup top, metrics): before the records of each DATA chunk are
  * read, fn returns how many of its committed bytes were read already (by an earlier reader
  * of the same file: the chunk's seq identifies it); the reader starts after them (records

@@ -392,6 +392,8 @@ static void event_open(struct pg_thread *t, uint64_t tsc, int kind, const char *
         t->imp_off = t->off; /* `tsc` has every deschedule before it settled */
         perfgroup__implicit_arm(t, tsc);
     }
+    if (perfgroup__rec_mode_now())
+        perfgroup__progress_open(t, 1);
     PG_TEST_POINT(2);
     pg_latch_drop(latch);
 }
@@ -517,6 +519,7 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
     }
     t->nexec = 0;
     t->event_open = PG_EV_NONE;
+    perfgroup__progress_close(t);
     t->iter++;
     t->ov_commits++;
     t->ov_commit_ns += perfgroup__ticks_to_ns(pg_clock_now() - t0);
@@ -628,6 +631,8 @@ static void init_once_fn(void)
     if (en && strcmp(en, "0") == 0)
         atomic_store(&user_on, 0);
     gate_update();
+    if (perfgroup__rec_mode_now())
+        perfgroup__sampler_ensure(); /* the open events' slots (progress.c) */
 }
 
 PG_HIDDEN void perfgroup__init(void)
@@ -649,6 +654,8 @@ int perfgroup_event_begin(const char *name)
         return -ENOTSUP;
     if (t->event_open == PG_EV_EXPLICIT)
         return -EALREADY;
+    if (perfgroup__rec_mode_now())
+        perfgroup__sampler_ensure(); /* a fork child's first event: its slot (progress.c) */
     perfgroup__alerts_deliver(t);
     struct pg_thread *latch = pg_latch_take(); /* a signal handler's hooks: refused */
     if (t->event_open == PG_EV_IMPLICIT)

@@ -8,7 +8,9 @@
  * hooks settled inside it. This file is the fallback for threads without rseq
  * (PERFGROUP_CPU=getcpu|none, glibc < 2.35, a failed registration), which may not read
  * their CPU clock in a hook either: the sampler, a runtime thread, "perfgroup-cpu", started
- * at the first implicit event of such a thread in a process (and a fork child). At once,
+ * at the first implicit event of such a thread in a process (and a fork child), or earlier
+ * outside any hook when recording (perfgroup__sampler_ensure: each round it also keeps the
+ * file's open-event slots, progress.c). At once,
  * then every PG_SAMPLE_NS, it reads the CPU clock of each thread that has implicit events,
  * from outside (the id pthread_getcpuclockid gives works from any thread of the process),
  * and publishes (counter, CPU ns) pairs in a ring of PG_SAMPLES per thread. An event gets
@@ -133,6 +135,7 @@ static void *sampler_main(void *arg)
         for (struct pg_thread *t = perfgroup__threads(); t; t = t->next)
             if (atomic_load_explicit(&t->state, memory_order_acquire) == PG_THREAD_LIVE)
                 any |= sample_thread(t);
+        any |= perfgroup__progress_round(sample_ns); /* the file's open-event slots */
         idle = any ? 0 : idle + 1;
         /* API-free programs have no other point that refines the counter's frequency */
         perfgroup__clock_calibrate(pg_clock_now(), pg_clock_gettime_ns(CLOCK_MONOTONIC));
@@ -165,6 +168,12 @@ static PG_COLD void sampler_start(struct pg_thread *t)
     if (rc != 0)
         atomic_store(&sampler_state, SAMPLER_OFF);
     pg_latch_drop(latch);
+}
+
+PG_HIDDEN void perfgroup__sampler_ensure(void)
+{
+    if (atomic_load_explicit(&sampler_state, memory_order_relaxed) == SAMPLER_NONE)
+        sampler_start(NULL);
 }
 
 /* ---- the thread's side ------------------------------------------------------------------- */

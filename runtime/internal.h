@@ -14,6 +14,9 @@
  *   pg_thread.samples                 written by the CPU-clock sampler thread (implicit.c)
  *                                     inside its own seqlock, read by the thread; the
  *                                     sampler reads `life`, `imp_open`, `imp_count`, `cpu_clock`
+ *   pg_thread.pub_*                   the open event, written by its thread at open and
+ *                                     commit inside `pub_seq`, read by the sampler
+ *                                     (progress.c); `sp_*` are the sampler's own
  */
 #ifndef PERFGROUP_RUNTIME_INTERNAL_H
 #define PERFGROUP_RUNTIME_INTERNAL_H
@@ -209,6 +212,17 @@ struct pg_thread {
     _Atomic uint32_t imp_open;               /* an implicit event is open (for the sampler) */
     _Atomic uint32_t imp_count;              /* implicit events begun (sampler: activity) */
     _Atomic int32_t cpu_clock;               /* this thread's CPU clock id */
+    /* the open event as the sampler reads it for the file's open-event slot (progress.c):
+     * written by the thread at its events' open and commit while recording, a seqlock */
+    _Atomic uint32_t pub_seq;                /* odd while the thread rewrites it */
+    _Atomic uint32_t pub_open;               /* an event is open: 1 explicit, 2 implicit */
+    _Atomic uint32_t pub_index;              /* the thread index it records under */
+    _Atomic uint32_t pub_name;               /* string id of its name, 0: implicit */
+    _Atomic uint32_t pub_tid;
+    _Atomic uint64_t pub_begin_tsc;
+    _Atomic int64_t pub_begin_cpu;           /* the CPU clock at its begin; < 0: unknown */
+    uint64_t sp_slot_begin;                  /* sampler: the event in the slot, 0: empty */
+    uint32_t sp_slot_index;                  /* sampler: that slot's thread index */
     struct pg_samples samples;
     uint32_t index;                          /* 1-based, stable for the process */
     uint32_t tid;
@@ -383,6 +397,20 @@ PG_HIDDEN uint64_t perfgroup__implicit_cpu(struct pg_thread *t, uint64_t begin, 
 PG_HIDDEN void perfgroup__implicit_own(struct pg_thread *t, uint64_t tsc, int64_t cpu_ns);
 /* fork() child: no sampler yet, every ring stale; `me` is the surviving thread. */
 PG_HIDDEN void perfgroup__implicit_atfork_child(struct pg_thread *me);
+
+/* Start the sampler thread now if it is not running (outside any hook: start-up, a
+ * recording opened, a fork child); it also keeps the file's open-event slots. */
+PG_HIDDEN void perfgroup__sampler_ensure(void);
+
+/* ---- progress.c: open events visible in the file before they end ----------------------- */
+/* The thread opened (t->event_*) or closed its event: publish it for the sampler. may_lock
+ * 0 (a fork child's handler, the recorder's lock held): an explicit event's name is not
+ * interned now. */
+PG_HIDDEN void perfgroup__progress_open(struct pg_thread *t, int may_lock);
+PG_HIDDEN void perfgroup__progress_close(struct pg_thread *t);
+/* Sampler: rewrite the slot of every thread with an event open longer than period_ns, empty
+ * the others'; 1 if any thread has an event open. */
+PG_HIDDEN int perfgroup__progress_round(uint64_t period_ns);
 
 /* ---- snapshot.c ------------------------------------------------------------------------ */
 PG_HIDDEN void perfgroup__alerts_check(struct pg_thread *t, const char *event, uint32_t gid,

@@ -31,7 +31,9 @@
  *                      | handlers, at_quick_exit      | linked whole (RECORDING)
  *   fork()             | prepare: registry, dead pool | the child's file made at its
  *                      | and recorder locks; child:   | first record (a child that only
- *                      | entries as above             | execs or exits makes none)
+ *                      | entries as above; with an    | execs or exits makes none), or
+ *                      | event open, its sampler      | by its sampler when an event
+ *                      | (open-event slots)           | stays open a period (progress.c)
  *   vfork() + exec     | nothing (the child shares    | exec wrappers act only in the
  *   posix_spawn()      | the parent's memory)         | process owning the file: the
  *                      |                              | parent's file stays RECORDING
@@ -286,6 +288,7 @@ static void fork_restart_event(struct pg_thread *t)
         t->imp_begin_cpu = c;
         t->imp_off = t->off;
     }
+    perfgroup__progress_open(t, 0); /* the child's event, from the fork (locks held) */
 }
 
 static void atfork_child(void)
@@ -318,6 +321,8 @@ static void atfork_child(void)
     perfgroup__rec_atfork_child(); /* its own file; releases the recorder's lock */
     pthread_mutex_unlock(&dead_lock);
     perfgroup__reg_unlock();
+    if (perfgroup__rec_mode_now() && me && me->event_open != PG_EV_NONE)
+        perfgroup__sampler_ensure(); /* the inherited event's slot, even if it never ends */
 }
 
 PG_HIDDEN void perfgroup__lifecycle_init(void)

@@ -127,6 +127,8 @@ static struct {
     uint32_t str_cap, str_count;
     int reported;
     int child_pending;                /* a fork child's file, made at its first record */
+    struct pgf_open_slot *slots;      /* the open events' chunk (PGF_CHUNK_OPEN), or NULL */
+    uint32_t nslots;
 } g = { .mu = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 
 static __thread struct writer *tls_writer;
@@ -439,6 +441,7 @@ static void store_max(uint64_t *field, uint64_t v)
  * recorder's own tests link it without the core */
 uint64_t perfgroup__count_refused(void) __attribute__((weak));
 uint64_t perfgroup__count_clamped(void) __attribute__((weak));
+void perfgroup__sampler_ensure(void) __attribute__((weak)); /* implicit.c */
 static void header_counts(struct pgf_file_header *h)
 {
     if (perfgroup__count_refused)
@@ -905,6 +908,30 @@ static void process_def(void) {
         munmap(buf, cap);
 }
 
+/* The open events' chunk (format.h, PGF_CHUNK_OPEN): taken once per file when the first
+ * slot is written (a file whose events all end within a period has none), never sealed or
+ * recycled (it is in no heap), its slots all empty. None if the file has no chunk left. */
+static void open_slots_locked(void) {
+    int32_t idx = take_chunk(NULL);
+    if (idx < 0)
+        return;
+    struct pgf_chunk_header *c = chunk_at((uint32_t)idx);
+    uint64_t t = now_tsc();
+    memset((uint8_t *)c + PGF_CHUNK_HEADER_SIZE, 0, g.chunk_size - PGF_CHUNK_HEADER_SIZE);
+    c->kind = PGF_CHUNK_OPEN;
+    c->state = PGF_CSTATE_WRITING;
+    c->seq = __atomic_fetch_add(&g.hdr->next_seq, 1, __ATOMIC_RELAXED);
+    c->thread = PGF_THREAD_DEFS;
+    c->crc32c = 0;
+    c->record_count = 0;
+    c->first_tsc = c->last_tsc = t;
+    c->dropped_before = c->records_before = 0;
+    __atomic_store_n(&c->committed, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->magic, PGF_CHUNK_MAGIC, __ATOMIC_RELEASE);
+    g.slots = (struct pgf_open_slot *)((uint8_t *)c + PGF_CHUNK_HEADER_SIZE);
+    g.nslots = (g.chunk_size - PGF_CHUNK_HEADER_SIZE) / (uint32_t)sizeof(struct pgf_open_slot);
+}
+
 /* Replay the definitions log record by record (records are self-delimiting msgpack). */
 static void replay_log(void) {
     size_t off = 0;
@@ -1177,6 +1204,7 @@ static int open_locked(const char *tmpl, unsigned mode, uint64_t buffer, uint32_
     attach(&g.tdefs);
     process_def();
     replay_log();
+    g.slots = NULL, g.nslots = 0; /* taken at the first slot written */
     for (struct writer *w = g.live; w; w = w->next)
         __atomic_store_n(&w->hot.end, NULL, __ATOMIC_RELAXED); /* re-attach on next write */
     rc = link_into_place(fd, tmp, path);
@@ -1206,6 +1234,8 @@ static void forget_file_locked(void) {
     close(g.fd);
     g.fd = -1;
     g.hdr = NULL;
+    g.slots = NULL;
+    g.nslots = 0;
     free(g.free_stack);
     free(g.heap);
     free(g.owner);
@@ -1588,6 +1618,45 @@ void perfgroup__rec_marker(struct perfgroup_rec_thread *hw, uint32_t name_string
     cold_end(w);
 }
 
+int perfgroup__rec_slots_begin(int make) {
+    if (lock())
+        return -1;
+    if (!g.hdr && g.child_pending && make)
+        child_open_locked(); /* a fork child's event open long enough: its file now */
+    if (g.hdr && !g.slots && make)
+        open_slots_locked();
+    if (!g.hdr || !g.slots) {
+        unlock();
+        return -1;
+    }
+    return 0;
+}
+
+void perfgroup__rec_slot_put(uint32_t thread_index, const struct pgf_open_slot *v) {
+    if (thread_index == 0 || thread_index > g.nslots)
+        return;
+    struct pgf_open_slot *d = &g.slots[thread_index - 1];
+    uint32_t seq = __atomic_load_n(&d->seq, __ATOMIC_RELAXED) & ~1u;
+    /* release stores keep each after the odd seq (no fence: TSan follows these) */
+    __atomic_store_n(&d->seq, seq + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->thread, v->thread, __ATOMIC_RELEASE);
+    __atomic_store_n(&d->name, v->name, __ATOMIC_RELEASE);
+    __atomic_store_n(&d->flags, v->flags, __ATOMIC_RELEASE);
+    __atomic_store_n(&d->begin_tsc, v->begin_tsc, __ATOMIC_RELEASE);
+    __atomic_store_n(&d->now_tsc, v->now_tsc, __ATOMIC_RELEASE);
+    __atomic_store_n(&d->cpu_ns, v->cpu_ns, __ATOMIC_RELEASE);
+    __atomic_store_n(&d->tid, v->tid, __ATOMIC_RELEASE);
+    __atomic_store_n(&d->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+void perfgroup__rec_slots_end(void) {
+    unlock();
+}
+
+uint32_t perfgroup__rec_thread_index(const struct perfgroup_rec_thread *hw) {
+    return hw ? ((const struct writer *)hw)->index : 0;
+}
+
 void perfgroup__rec_overhead(struct perfgroup_rec_thread *hw, uint64_t commit_ns,
                              uint64_t commits, uint64_t slow_paths, uint64_t resyncs,
                              uint64_t dropped) {
@@ -1639,8 +1708,11 @@ int perfgroup_record_open(const char *path, int mode, uint64_t buffer_bytes,
     if (mode != PERFGROUP_RECORD_STATS && mode != PERFGROUP_RECORD_TRACE)
         return -EINVAL;
     char out[PATH_MAX];
-    return open_recording(path, (unsigned)mode, buffer_bytes ? buffer_bytes : DEFAULT_BUFFER,
-                          chunk_bytes ? chunk_bytes : DEFAULT_CHUNK, out, sizeof out);
+    int rc = open_recording(path, (unsigned)mode, buffer_bytes ? buffer_bytes : DEFAULT_BUFFER,
+                            chunk_bytes ? chunk_bytes : DEFAULT_CHUNK, out, sizeof out);
+    if (rc == 0 && perfgroup__sampler_ensure)
+        perfgroup__sampler_ensure(); /* it keeps the open events' slots (progress.c) */
+    return rc;
 }
 
 int perfgroup_record_close(void) {

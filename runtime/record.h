@@ -88,6 +88,16 @@ void perfgroup__rec_event(struct perfgroup_rec_thread *w, uint32_t name_string_i
 void perfgroup__rec_marker(struct perfgroup_rec_thread *w, uint32_t name_string_id,
                            const char *text, uint64_t start_tsc, uint64_t end_tsc);
 
+/* The open events' slots (format.h, PGF_CHUNK_OPEN), written by the sampler thread only
+ * (implicit.c): begin takes the recorder's lock (0) or says there are none (-1, not
+ * locked); with `make`, a fork child's pending file is made first. put rewrites the slot of
+ * thread `thread_index` (v->thread 0 empties it) as a seqlock; end unlocks. */
+int perfgroup__rec_slots_begin(int make);
+void perfgroup__rec_slot_put(uint32_t thread_index, const struct pgf_open_slot *v);
+void perfgroup__rec_slots_end(void);
+/* The thread index a writer records under (PGF_REC_THREAD), 0 for none. */
+uint32_t perfgroup__rec_thread_index(const struct perfgroup_rec_thread *w);
+
 /* The runtime's own cost since the last call (cold). */
 void perfgroup__rec_overhead(struct perfgroup_rec_thread *w, uint64_t commit_ns,
                              uint64_t commits, uint64_t slow_paths, uint64_t resyncs,

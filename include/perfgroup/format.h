@@ -23,6 +23,8 @@
  *      it on every FULL chunk and skips (and counts) a chunk that does not match; a
  *      WRITING chunk (the one a crash cut) is read unchecked. Readers accept version 1
  *      (no checksum; first_record at offset 20) and 2.
+ *      Still version 2: chunk kind PGF_CHUNK_OPEN (the open events' slots, below; older
+ *      writers made none; a reader older than it refuses the kind).
  *      Still version 2 (from the zeroed reserved area, 0 in older files): header offsets
  *      424 `refused` and 432 `clamped`, the process's counts of refused calls and clamped
  *      events (issue 19).
@@ -206,6 +208,34 @@ struct pgf_chunk_header {
 #define PGF_CHUNK_FREE  0u
 #define PGF_CHUNK_DATA  1u
 #define PGF_CHUNK_DEFS  2u
+#define PGF_CHUNK_OPEN  3u  /* format version 2, issue 19: the open events' slots */
+
+/*
+ * Open events (PGF_CHUNK_OPEN): one chunk per file, taken when the file is made, state
+ * WRITING for ever (never sealed, never recycled), thread PGF_THREAD_DEFS. After its header,
+ * an array of struct pgf_open_slot, slot i for the thread of index i + 1 (PGF_REC_THREAD).
+ * A runtime thread rewrites a thread's slot every period (10 ms) while that thread has an
+ * event open for longer than a period, and empties it when the event has ended: a crash,
+ * _exit or SIGKILL loses at most a period of an event that never reached its EVENT record.
+ * Each slot is a seqlock: `seq` odd while it is rewritten (a reader skips such a slot: the
+ * writer died in the middle of it). A slot whose thread also has an EVENT record with the
+ * same begin_tsc is stale (the event ended after the last refresh): readers ignore it.
+ * Files of older writers have no such chunk.
+ */
+struct pgf_open_slot {
+    uint32_t seq;            /*  0 even when whole, odd while being rewritten */
+    uint32_t thread;         /*  4 the thread's index (PGF_REC_THREAD); 0: empty slot */
+    uint32_t name;           /*  8 string id of the event's name; 0: none (implicit, or not
+                              *    interned yet: a fork child's) */
+    uint32_t flags;          /* 12 PGF_EVENT_F_IMPLICIT, PGF_OPEN_F_CPU */
+    uint64_t begin_tsc;      /* 16 the event's begin */
+    uint64_t now_tsc;        /* 24 the time of this refresh */
+    uint64_t cpu_ns;         /* 32 the thread's CPU time in the event up to now_tsc */
+    uint32_t tid;            /* 40 the thread's id (the file may hold no PGF_REC_THREAD
+                              *    of it: a fork child that never committed a record) */
+    uint32_t reserved;       /* 44 zero */
+};
+#define PGF_OPEN_F_CPU 0x100u /* cpu_ns is known (else only the wall time is) */
 
 #define PGF_CSTATE_WRITING 1u
 #define PGF_CSTATE_FULL    2u
@@ -286,6 +316,10 @@ _Static_assert(__builtin_offsetof(struct pgf_file_header, ovh_dropped) == 416, "
 _Static_assert(__builtin_offsetof(struct pgf_file_header, refused) == 424, "refused offset");
 _Static_assert(__builtin_offsetof(struct pgf_file_header, clamped) == 432, "clamped offset");
 _Static_assert(sizeof(struct pgf_chunk_header) == PGF_CHUNK_HEADER_SIZE, "chunk header size");
+_Static_assert(sizeof(struct pgf_open_slot) == 48, "open slot size");
+_Static_assert(__builtin_offsetof(struct pgf_open_slot, begin_tsc) == 16, "open slot begin_tsc");
+_Static_assert(__builtin_offsetof(struct pgf_open_slot, cpu_ns) == 32, "open slot cpu_ns");
+_Static_assert(__builtin_offsetof(struct pgf_open_slot, tid) == 40, "open slot tid");
 _Static_assert(__builtin_offsetof(struct pgf_chunk_header, crc32c) == 20, "crc32c offset");
 _Static_assert(__builtin_offsetof(struct pgf_chunk_header, committed) == 24, "committed offset");
 _Static_assert(__builtin_offsetof(struct pgf_chunk_header, records_before) == 56, "records_before offset");

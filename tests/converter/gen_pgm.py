@@ -57,6 +57,7 @@ class Recording:
         self.records_dropped = 0
         self.refused = 0  # header offsets 424, 432: the process's refused calls, clamped events
         self.clamped = 0
+        self.open = {}  # thread index -> its open-event slot (format.h PGF_CHUNK_OPEN)
         self.process(["--flag"])
 
     # -- time: ns since start -> clock ticks
@@ -105,6 +106,12 @@ class Recording:
     def overhead(self, t, commit_ns, commits, slow, resyncs):
         self.data[t].append(pack([R_OVERHEAD, commit_ns, commits, slow, resyncs]))
 
+    def open_slot(self, t, tid, name_id, begin_ns, now_ns, cpu_ns=None, seq=2):
+        """An event of thread t still open at now_ns (cpu_ns None: not known)."""
+        flags = (0 if name_id else 1) | (0 if cpu_ns is None else 0x100)
+        self.open[t] = struct.pack("<IIIIQQQII", seq, t, name_id, flags, self.tsc(begin_ns),
+                                   self.tsc(now_ns), cpu_ns or 0, tid, 0)
+
     def thread_end(self, t, ns):
         self.data[t].append(pack([R_THREAD_END, self.tsc(ns)]))
 
@@ -144,13 +151,22 @@ class Recording:
             before[owner] = rb + len(recs)
             chunk = hdr + payload
             body += chunk + b"\0" * (self.chunk_size - len(chunk))
-        nchunks = len(layout) + extra_free
+        nopen = 0
+        if self.open:  # the open events' chunk: a slot per thread index, WRITING for ever
+            slots = bytearray(self.chunk_size - CH)
+            for t, b in self.open.items():
+                slots[(t - 1) * 48:t * 48] = b
+            hdr = struct.pack("<IHHQIIIIQQQQ", CHUNK_MAGIC, 3, WRITING, len(layout) + 1,
+                              DEFS_THREAD, 0, 0, 0, 0, 0, 0, 0)
+            body += hdr + bytes(slots)
+            nopen = 1
+        nchunks = len(layout) + nopen + extra_free
         body += b"\0" * (self.chunk_size * extra_free)
         prog = self.program.encode()[:255]
         hdr = struct.pack("<8sIIIIQIIIIIIqqQQQQQQ", MAGIC, VERSION, HEADER_SIZE, self.chunk_size,
                           nchunks, HEADER_SIZE, self.pid, self.ppid, self.clock_kind, self.mode,
                           self.state, 0, self.start_real, self.start_mono, self.start_tsc,
-                          self.hz, len(layout) + 1, 0, self.records_dropped, 0)
+                          self.hz, len(layout) + nopen + 1, 0, self.records_dropped, 0)
         hdr += prog + b"\0" * (256 - len(prog))
         hdr += b"\0" * (424 - len(hdr)) + struct.pack("<QQ", self.refused, self.clamped)
         hdr += b"\0" * (HEADER_SIZE - len(hdr))
@@ -257,6 +273,15 @@ def scen_cut():
     for i in range(30):
         r.interval(0, 10, 1, 1, i * 2 * MS, MS)
     # the outermost interval never closed: the program was killed inside it
+    # a worker in an event for 900 ms when killed (its slot, refreshed at 890 ms), and one
+    # whose event ended after its slot's last refresh (stale: the EVENT record is there)
+    r.thread(2, 1002, "stuck worker")
+    r.open_slot(2, 1002, 2, 100 * MS, 990 * MS, cpu_ns=850 * MS)
+    r.thread(3, 1003, "finished worker")
+    r.event(3, 1, 5 * MS, 40 * MS, 30 * MS, [(2, 35 * MS, 30 * MS, 1)])
+    r.open_slot(3, 1003, 1, 5 * MS, 30 * MS, cpu_ns=20 * MS)
+    r.thread(4, 1004, "torn")  # its slot was being rewritten when the writer died
+    r.open_slot(4, 1004, 0, 10 * MS, 20 * MS, seq=3)
     r.state = RECORDING
     r.writing_last = True
     return [r]

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runtime/progress.c — an open event is visible in the file before it ends (issue 19).
+ *
+ * Records reach the file at commit, so an event that never ends (the process crashes,
+ * leaves through _exit, is SIGKILLed by a watchdog while one of its threads hangs) would
+ * leave nothing: the one event a user most needs to see. The file has one chunk of slots
+ * for that (format.h, PGF_CHUNK_OPEN), slot i for the thread of index i + 1, which the
+ * sampler thread (implicit.c), never the thread itself, rewrites:
+ *
+ *   thread (its own entry)               sampler, every period P (10 ms)
+ *   -------------------------------     ---------------------------------------------------
+ *   event open:  publish name, begin,    event open for >= P: read the thread's CPU clock
+ *                CPU clock at begin      from outside (pthread_getcpuclockid), rewrite its
+ *   commit:      publish "none"          slot: begin, now, CPU since begin
+ *                                        no event (or another one) since: empty the slot
+ *
+ * The thread's side is a seqlock in its entry (pub_*), written only while recording, at
+ * event open and commit (slow paths already: a few stores); the hooks' fast paths do nothing
+ * for it. The CPU clock at an event's begin: an explicit event reads it; an implicit one on
+ * a measured thread (rseq, cputime.c) is the last reading plus the counter since, exact
+ * because any deschedule before the begin was settled at that hook; otherwise the sampler's
+ * estimate (implicit.c), or unknown (the slot then has the wall time only).
+ *
+ * So a crash loses at most P of an open event. A slot left behind by an event that ended
+ * after the last round is stale: its thread also has the EVENT record, same begin (readers
+ * ignore it). A fork child's event starts over at the fork (lifecycle.c) and is published
+ * again there; the child's sampler makes the child's file if its event stays open for P.
+ */
+#define _GNU_SOURCE
+#include <time.h>
+
+#include "internal.h"
+
+static void publish(struct pg_thread *t, uint32_t open, uint32_t index, uint32_t name,
+                    uint64_t begin, int64_t begin_cpu)
+{
+    uint32_t seq = atomic_load_explicit(&t->pub_seq, memory_order_relaxed);
+    atomic_store_explicit(&t->pub_seq, seq + 1, memory_order_relaxed);
+    atomic_store_explicit(&t->pub_open, open, memory_order_release);
+    atomic_store_explicit(&t->pub_index, index, memory_order_release);
+    atomic_store_explicit(&t->pub_name, name, memory_order_release);
+    atomic_store_explicit(&t->pub_tid, t->tid, memory_order_release);
+    atomic_store_explicit(&t->pub_begin_tsc, begin, memory_order_release);
+    atomic_store_explicit(&t->pub_begin_cpu, begin_cpu, memory_order_release);
+    atomic_store_explicit(&t->pub_seq, seq + 2, memory_order_release);
+}
+
+PG_HIDDEN void perfgroup__progress_open(struct pg_thread *t, int may_lock)
+{
+    if (!perfgroup__rec_mode_now() || !t->rec) {
+        perfgroup__progress_close(t);
+        return;
+    }
+    uint32_t name = 0;
+    int64_t cpu = -1;
+    if (t->event_open == PG_EV_EXPLICIT) {
+        const char *ename = t->event_name ? t->event_name : "event";
+        if (t->rec_name_ptr != ename && may_lock) { /* commit() uses the same interned id */
+            t->rec_name_ptr = ename;
+            t->rec_name_id = perfgroup__rec_string(ename);
+        }
+        name = t->rec_name_ptr == ename ? t->rec_name_id : 0; /* 0: shown unnamed */
+        cpu = t->event_begin_cpu_ns;
+    } else if (t->measured) {
+        if ((int64_t)(t->event_begin_tsc - t->m_tsc) >= 0)
+            cpu = t->m_cpu + (int64_t)perfgroup__ticks_to_ns(t->event_begin_tsc - t->m_tsc);
+    } else {
+        cpu = t->imp_begin_cpu;
+    }
+    publish(t, t->event_open == PG_EV_EXPLICIT ? 1 : 2, perfgroup__rec_thread_index(t->rec), name,
+            t->event_begin_tsc, cpu);
+}
+
+PG_HIDDEN void perfgroup__progress_close(struct pg_thread *t)
+{
+    if (atomic_load_explicit(&t->pub_open, memory_order_relaxed)) /* the thread's own field */
+        publish(t, 0, 0, 0, 0, -1);
+}
+
+/* ---- the sampler's side ------------------------------------------------------------------ */
+
+struct slot_put { uint32_t index; struct pgf_open_slot v; };
+
+static void flush(struct slot_put *p, unsigned n, int make)
+{
+    if (n == 0 || perfgroup__rec_slots_begin(make) != 0)
+        return;
+    for (unsigned i = 0; i < n; i++)
+        perfgroup__rec_slot_put(p[i].index, &p[i].v);
+    perfgroup__rec_slots_end();
+}
+
+/* The thread's published event, consistent, or 0. */
+static int read_pub(struct pg_thread *t, uint32_t *seq, struct pgf_open_slot *v, int64_t *bcpu)
+{
+    uint32_t s0 = atomic_load_explicit(&t->pub_seq, memory_order_acquire);
+    if (s0 & 1)
+        return 0;
+    uint32_t open = atomic_load_explicit(&t->pub_open, memory_order_acquire);
+    v->thread = atomic_load_explicit(&t->pub_index, memory_order_acquire);
+    v->name = atomic_load_explicit(&t->pub_name, memory_order_acquire);
+    v->tid = atomic_load_explicit(&t->pub_tid, memory_order_acquire);
+    v->begin_tsc = atomic_load_explicit(&t->pub_begin_tsc, memory_order_acquire);
+    *bcpu = atomic_load_explicit(&t->pub_begin_cpu, memory_order_acquire);
+    if (atomic_load_explicit(&t->pub_seq, memory_order_relaxed) != s0)
+        return 0;
+    *seq = s0;
+    v->flags = open == 2 ? PGF_EVENT_F_IMPLICIT : 0;
+    return open ? 1 : -1;
+}
+
+PG_HIDDEN int perfgroup__progress_round(uint64_t period_ns)
+{
+    if (!perfgroup__rec_mode_now())
+        return 0;
+    struct slot_put put[32];
+    unsigned n = 0;
+    int any = 0, make = 0;
+    for (struct pg_thread *t = perfgroup__threads(); t; t = t->next) {
+        struct pgf_open_slot v = {0};
+        uint32_t seq = 0;
+        int64_t bcpu = -1;
+        int pub = atomic_load_explicit(&t->state, memory_order_acquire) == PG_THREAD_LIVE
+                      ? read_pub(t, &seq, &v, &bcpu) : -1;
+        if (pub == 0)
+            continue; /* being rewritten: next round */
+        uint64_t now = pg_clock_now();
+        int show = pub > 0 && v.thread != 0 && (int64_t)(now - v.begin_tsc) >= 0 &&
+                   perfgroup__ticks_to_ns(now - v.begin_tsc) >= period_ns;
+        any |= pub > 0;
+        if (show) {
+            uint32_t life = atomic_load_explicit(&t->life, memory_order_acquire);
+            clockid_t id = (clockid_t)atomic_load_explicit(&t->cpu_clock, memory_order_relaxed);
+            struct timespec ts;
+            int rc = clock_gettime(id, &ts);
+            v.now_tsc = pg_clock_now();
+            /* the thread may have ended it, exited, or left its entry to another since */
+            if (atomic_load_explicit(&t->pub_seq, memory_order_acquire) != seq ||
+                atomic_load_explicit(&t->life, memory_order_acquire) != life)
+                continue;
+            int64_t c = rc == 0 ? (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec : -1;
+            if (bcpu >= 0 && c >= bcpu) {
+                uint64_t wall = perfgroup__ticks_to_ns(v.now_tsc - v.begin_tsc);
+                v.cpu_ns = (uint64_t)(c - bcpu) < wall ? (uint64_t)(c - bcpu) : wall;
+                v.flags |= PGF_OPEN_F_CPU;
+            }
+            if (t->sp_slot_begin && t->sp_slot_index != v.thread) /* its index changed */
+                put[n++] = (struct slot_put){t->sp_slot_index, {0}};
+            put[n++] = (struct slot_put){v.thread, v};
+            t->sp_slot_begin = v.begin_tsc;
+            t->sp_slot_index = v.thread;
+            make = 1;
+        } else if (t->sp_slot_begin && (pub < 0 || v.begin_tsc != t->sp_slot_begin)) {
+            put[n++] = (struct slot_put){t->sp_slot_index, {0}}; /* its event ended */
+            t->sp_slot_begin = 0;
+        }
+        if (n >= 30) {
+            flush(put, n, make);
+            n = 0;
+        }
+    }
+    flush(put, n, make);
+    return any;
+}
