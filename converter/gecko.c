@@ -1061,15 +1061,8 @@ static int copy_file(struct pgc_out *o, FILE *f)
 static void unfinished_marker(struct gthread *t)
 {
     const struct pgc_file *f = t->f;
-    size_t lo = 0, hi = f->nopen;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (f->open[mid].thread < t->th->index)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo == f->nopen || f->open[lo].thread != t->th->index || (f->open_stale[lo] & 1))
+    size_t lo = perfgroup__open_find(f, t->th->index);
+    if (lo == f->nopen || (f->open_stale[lo] & 1))
         return;
     const struct pgf_open_slot *s = &f->open[lo];
     int64_t b, e;

@@ -540,7 +540,7 @@ void perfgroup__file_warnings(const struct pgc_file *f)
 
 /* An EVENT record: the open-event slot of its thread with its begin is stale (the event
  * ended after the slot's last refresh). Slots come in thread order, one per thread. */
-static size_t open_find(const struct pgc_file *f, uint32_t thread)
+size_t perfgroup__open_find(const struct pgc_file *f, uint32_t thread)
 {
     size_t lo = 0, hi = f->nopen;
     while (lo < hi) {
@@ -555,7 +555,7 @@ static size_t open_find(const struct pgc_file *f, uint32_t thread)
 
 static void open_ended(struct pgc_file *f, const struct pgr_record *r)
 {
-    size_t i = open_find(f, r->thread);
+    size_t i = perfgroup__open_find(f, r->thread);
     if (i < f->nopen && f->open[i].begin_tsc == r->u.event.begin_tsc)
         f->open_stale[i] |= 1;
 }
@@ -627,7 +627,7 @@ int perfgroup__file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, v
             if (t < 0)
                 return -1;
             cur = rec.thread;
-            size_t o = f->nopen ? open_find(f, rec.thread) : 0;
+            size_t o = f->nopen ? perfgroup__open_find(f, rec.thread) : 0;
             if (o < f->nopen)
                 f->open_stale[o] |= 2; /* streamed: its outputs show the slot at its end */
             if ((rc = cb->begin_thread(ctx, (uint32_t)t)))

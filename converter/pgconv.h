@@ -210,6 +210,10 @@ struct pgc_file {
     size_t nunfinished;
 };
 
+/* The index in f->open of thread `thread`'s open-event slot, or f->nopen (slots come in
+ * thread order, one per thread). */
+size_t perfgroup__open_find(const struct pgc_file *f, uint32_t thread);
+
 /* Opens and validates a recording and reads all its definitions. Returns 0, or -1 with err
  * set to "<path>: byte <off>: <what>" (bad input: exit 2). */
 int perfgroup__file_open(struct pgc_file *f, const char *path, struct pgc_error *err);

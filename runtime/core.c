@@ -519,7 +519,8 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
     }
     t->nexec = 0;
     t->event_open = PG_EV_NONE;
-    perfgroup__progress_close(t);
+    if (atomic_load_explicit(&t->pub_open, memory_order_relaxed)) /* published: progress.c */
+        perfgroup__progress_close(t);
     t->iter++;
     t->ov_commits++;
     t->ov_commit_ns += perfgroup__ticks_to_ns(pg_clock_now() - t0);

@@ -136,7 +136,8 @@ static void *sampler_main(void *arg)
             if (atomic_load_explicit(&t->state, memory_order_acquire) == PG_THREAD_LIVE)
                 any |= sample_thread(t);
         any |= perfgroup__progress_round(sample_ns); /* the file's open-event slots */
-        idle = any ? 0 : idle + 1;
+        /* recording: no back-off, so an event's slot appears a period after its begin */
+        idle = any || perfgroup__rec_mode_now() ? 0 : idle + 1;
         /* API-free programs have no other point that refines the counter's frequency */
         perfgroup__clock_calibrate(pg_clock_now(), pg_clock_gettime_ns(CLOCK_MONOTONIC));
     }

@@ -403,7 +403,8 @@ PG_HIDDEN void perfgroup__implicit_atfork_child(struct pg_thread *me);
 PG_HIDDEN void perfgroup__sampler_ensure(void);
 
 /* ---- progress.c: open events visible in the file before they end ----------------------- */
-/* The thread opened (t->event_*) or closed its event: publish it for the sampler. may_lock
+/* The thread opened (t->event_*) or closed its event: publish it for the sampler (commit()
+ * calls close only when pub_open is set: no call per event when not recording). may_lock
  * 0 (a fork child's handler, the recorder's lock held): an explicit event's name is not
  * interned now. */
 PG_HIDDEN void perfgroup__progress_open(struct pg_thread *t, int may_lock);
