@@ -354,6 +354,40 @@ static int end_thread(void *ctx, uint32_t ti)
     return C->out->err ? -1 : 0;
 }
 
+/* The events the file still has open (their slots, not stale: docs/file-format.md "Open
+ * events"), once the file is streamed: on their thread's events track, from their begin to
+ * the slot's last refresh, args.unfinished, the CPU so far and the groups so far. A thread
+ * that left no record gets its events track named here. */
+static void unfinished_events(struct chrome *C)
+{
+    const struct pgc_file *f = C->f;
+    struct pgc_out *o = C->out;
+    struct pgc_clock clk;
+    perfgroup__clock_init(&clk, f);
+    for (size_t i = 0; i < f->nunfinished; i++) {
+        const struct pgc_unfinished *u = &f->unfinished[i];
+        uint32_t tid = (u->tid ? u->tid : u->thread) & (MARKERS_TID - 1);
+        char n[300], gl[1024];
+        snprintf(n, sizeof n, "%s events", u->thread_name);
+        meta_name(C, "thread_name", n, tid + EVENTS_TID);
+        head_tid(C, 'X', u->event, strlen(u->event), "event", tid + EVENTS_TID);
+        int64_t b = perfgroup__clock_ns(&clk, u->slot.begin_tsc);
+        span(C, b, b + (int64_t)u->wall_ns);
+        PGC_LIT(o, ",\"args\":{\"unfinished\":true,\"cpu_ms\":");
+        if (u->cpu_known)
+            perfgroup__out_fixed(o, (int64_t)u->cpu_ns, 1000000);
+        else
+            PGC_LIT(o, "null");
+        if (u->cpu_ns > (uint64_t)PGC_JANK_MS * 1000000)
+            PGC_LIT(o, ",\"jank\":\"yes\"");
+        size_t gn = perfgroup__open_groups(f, &u->slot, gl, sizeof gl);
+        PGC_LIT(o, ",\"groups\":");
+        perfgroup__out_json_str(o, gl, gn);
+        PGC_LIT(o, ",\"reason\":\"still open when the file was last written (crash, _exit, "
+                   "kill or hang)\"}}");
+    }
+}
+
 /* "<prefix><group name>" as a JSON string, once per group of the file. */
 static char **group_strings(const struct pgc_file *f, const char *prefix)
 {
@@ -460,6 +494,8 @@ int perfgroup__chrome_write(struct pgc_file *files, size_t nfiles, const struct 
             snprintf(err->msg, sizeof(err->msg), "%s: byte 0: out of memory", files[i].path);
         }
         rc = ok ? perfgroup__file_stream(&files[i], &cb, &C, err) : -1;
+        if (!rc)
+            unfinished_events(&C);
         free_strings(C.cpu_name, files[i].ngroups);
         free_strings(C.cpu_key, files[i].ngroups);
         free(C.pend);

@@ -1056,7 +1056,7 @@ static int copy_file(struct pgc_out *o, FILE *f)
 
 /* The thread's event the file still has open (its slot, not stale: docs/file-format.md "Open
  * events"): a PerfgroupEvent marker from its begin to the slot's last refresh, flags
- * "unfinished" (no group breakdown yet). Threads stream whole (the reader orders chunks by
+ * "unfinished", its groups so far without a CPU split (the slot has none). Threads stream whole (the reader orders chunks by
  * thread), so the slot's staleness is known when the thread ends. */
 static void unfinished_marker(struct gthread *t)
 {
@@ -1075,8 +1075,12 @@ static void unfinished_marker(struct gthread *t)
     uint64_t cpu = (s->flags & PGF_OPEN_F_CPU) ? s->cpu_ns : 0;
     pl_ms(&pl, "cpu", (int64_t)(cpu < (uint64_t)(e - b) ? cpu : (uint64_t)(e - b)));
     pl_ms(&pl, "wall", e - b);
-    const char *why = "still open when the file was last written (crash, _exit or kill)";
-    pl_str(&pl, "groups", why, strlen(why));
+    /* its groups so far, no CPU each yet: "a (running), b" */
+    char gl[1024];
+    size_t gn = perfgroup__open_groups(f, s, gl, sizeof gl);
+    if (!gn)
+        gn = (size_t)snprintf(gl, sizeof gl, "none yet");
+    pl_str(&pl, "groups", gl, gn);
     pl_str(&pl, "jank", cpu > (uint64_t)JANK_MS * 1000000 ? "yes" : "no", cpu > (uint64_t)JANK_MS * 1000000 ? 3 : 2);
     pl_str(&pl, "flags", "unfinished", 10);
     pl_end(&pl);

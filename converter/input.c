@@ -553,6 +553,30 @@ size_t perfgroup__open_find(const struct pgc_file *f, uint32_t thread)
     return lo < f->nopen && f->open[lo].thread == thread ? lo : f->nopen;
 }
 
+size_t perfgroup__open_groups(const struct pgc_file *f, const struct pgf_open_slot *s, char *b,
+                              size_t n)
+{
+    size_t len = 0;
+    b[0] = 0;
+    for (unsigned i = 0; i < s->ngroups && i < PGF_OPEN_GROUPS; i++) {
+        uint32_t gi = perfgroup__group_index(f, s->group[i]);
+        char unk[32];
+        snprintf(unk, sizeof unk, "group %u", s->group[i]);
+        int w = snprintf(b + len, n - len, "%s%s%s", i ? ", " : "",
+                         gi < f->ngroups ? f->groups[gi].name : unk,
+                         i < s->nrunning ? " (running)" : "");
+        if (w < 0 || (size_t)w >= n - len)
+            return strlen(b);
+        len += (size_t)w;
+    }
+    if (s->flags & PGF_OPEN_F_MORE) {
+        int w = snprintf(b + len, n - len, "%s", s->ngroups ? " and more" : "(more)");
+        if (w > 0 && (size_t)w < n - len)
+            len += (size_t)w;
+    }
+    return strlen(b);
+}
+
 static void open_ended(struct pgc_file *f, const struct pgr_record *r)
 {
     size_t i = perfgroup__open_find(f, r->thread);
@@ -588,6 +612,7 @@ static int unfinished_list(struct pgc_file *f)
         double tick = 1e9 / (double)hz;
         u->begin_ns = s->begin_tsc > f->start_tsc ? (uint64_t)((double)(s->begin_tsc - f->start_tsc) * tick) : 0;
         u->wall_ns = s->now_tsc > s->begin_tsc ? (uint64_t)((double)(s->now_tsc - s->begin_tsc) * tick) : 0;
+        u->slot = *s;
         u->cpu_known = (s->flags & PGF_OPEN_F_CPU) != 0;
         u->cpu_ns = u->cpu_known ? (s->cpu_ns < u->wall_ns ? s->cpu_ns : u->wall_ns) : 0;
     }

@@ -116,6 +116,7 @@ struct pgc_unfinished {
     uint64_t begin_ns;               /* from the file's start */
     uint64_t wall_ns, cpu_ns;        /* up to the last refresh; cpu_known: cpu_ns measured */
     int cpu_known;
+    struct pgf_open_slot slot;       /* as read: its groups so far (perfgroup__open_groups) */
 };
 
 struct pgc_thread {
@@ -213,6 +214,10 @@ struct pgc_file {
 /* The index in f->open of thread `thread`'s open-event slot, or f->nopen (slots come in
  * thread order, one per thread). */
 size_t perfgroup__open_find(const struct pgc_file *f, uint32_t thread);
+/* An open event's groups so far as text, "a (running), b, c and more", into b[n] (always
+ * terminated, cut at n; bytes as the file has them: the caller escapes). Returns its length. */
+size_t perfgroup__open_groups(const struct pgc_file *f, const struct pgf_open_slot *s, char *b,
+                              size_t n);
 
 /* Opens and validates a recording and reads all its definitions. Returns 0, or -1 with err
  * set to "<path>: byte <off>: <what>" (bad input: exit 2). */

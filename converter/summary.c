@@ -342,6 +342,23 @@ static void unfinished_json(struct pgc_out *out, const struct pgc_file *f)
             out_ms(out, u->cpu_ns);
         else
             PGC_LIT(out, "null");
+        /* its groups so far: running ones first (innermost first), then those that stopped */
+        PGC_LIT(out, ",\"groups\":[");
+        for (unsigned k = 0; k < u->slot.ngroups; k++) {
+            uint32_t gi = perfgroup__group_index(f, u->slot.group[k]);
+            char unk[32];
+            snprintf(unk, sizeof unk, "group %u", u->slot.group[k]);
+            const char *gn = gi < f->ngroups ? f->groups[gi].name : unk;
+            PGC_SEP(out, k, "{\"group\":");
+            perfgroup__out_json_str(out, gn, strlen(gn));
+            if (k < u->slot.nrunning)
+                PGC_LIT(out, ",\"running\":true}");
+            else
+                PGC_LIT(out, ",\"running\":false}");
+        }
+        PGC_LIT(out, "]");
+        if (u->slot.flags & PGF_OPEN_F_MORE)
+            PGC_LIT(out, ",\"more_groups\":true");
         PGC_LIT(out, "}");
     }
     PGC_LIT(out, "]");
@@ -351,14 +368,16 @@ static void unfinished_text(struct pgc_out *out, const struct pgc_file *f)
 {
     for (size_t i = 0; i < f->nunfinished; i++) {
         const struct pgc_unfinished *u = &f->unfinished[i];
-        char b[400], tn[70], ev[70], cpu[40] = "CPU not known";
+        char b[1200], tn[70], ev[70], cpu[40] = "CPU not known", gl[600], gs[620];
         if (u->cpu_known)
             snprintf(cpu, sizeof cpu, "CPU %.3f ms", (double)u->cpu_ns / 1e6);
+        perfgroup__open_groups(f, &u->slot, gl, sizeof gl);
         snprintf(b, sizeof b, "unfinished: event \"%s\" on thread %s (tid %u), began at %.3f ms, "
-                 "open %.3f ms when last written, %s (not in the tables)\n",
+                 "open %.3f ms when last written, %s, groups: %s (not in the tables)\n",
                  perfgroup__text_safe(ev, sizeof ev, u->event),
                  perfgroup__text_safe(tn, sizeof tn, u->thread_name), u->tid,
-                 (double)u->begin_ns / 1e6, (double)u->wall_ns / 1e6, cpu);
+                 (double)u->begin_ns / 1e6, (double)u->wall_ns / 1e6, cpu,
+                 gl[0] ? perfgroup__text_safe(gs, sizeof gs, gl) : "none yet");
         perfgroup__out_str(out, b);
     }
 }

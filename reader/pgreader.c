@@ -195,9 +195,15 @@ static int read_open_slots(pgr_reader *r, uint64_t at) {
     size_t whole = got > 0 ? (size_t)got / sizeof *all : 0; /* a cut file: the chunk-beyond
                                                              * warning says so */
     for (size_t i = 0; i < whole; i++)
-        if (!(all[i].seq & 1) && all[i].thread == i + 1) /* else: empty, or half rewritten
-                                                          * when its writer died */
-            r->open[r->nopen++] = all[i];
+        if (!(all[i].seq & 1) && all[i].thread == i + 1) { /* else: empty, or half
+                                                            * rewritten when its writer died */
+            struct pgf_open_slot *s = &r->open[r->nopen++];
+            *s = all[i];
+            if (s->ngroups > PGF_OPEN_GROUPS) /* damaged: what the array can hold */
+                s->ngroups = PGF_OPEN_GROUPS;
+            if (s->nrunning > s->ngroups)
+                s->nrunning = s->ngroups;
+        }
     free(all);
     return 0;
 }

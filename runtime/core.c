@@ -378,7 +378,7 @@ static void event_open(struct pg_thread *t, uint64_t tsc, int kind, const char *
     PG_TEST_POINT(1);
     t->iter++;
     t->event_stamp++;
-    t->nexec = 0;
+    pg_exec_clear(t);
     t->event_open = (uint8_t)kind;
     t->event_name = name;
     t->event_begin_tsc = tsc;
@@ -517,7 +517,7 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
         perfgroup__rec_event(t->rec, t->rec_name_id, t->event_begin_tsc, end_tsc, cpu_ns,
                              t->event_flags, shares, nshares);
     }
-    t->nexec = 0;
+    pg_exec_clear(t);
     t->event_open = PG_EV_NONE;
     if (atomic_load_explicit(&t->pub_open, memory_order_relaxed)) /* published: progress.c */
         perfgroup__progress_close(t);
@@ -632,8 +632,9 @@ static void init_once_fn(void)
     if (en && strcmp(en, "0") == 0)
         atomic_store(&user_on, 0);
     gate_update();
-    if (perfgroup__rec_mode_now())
-        perfgroup__sampler_ensure(); /* the open events' slots (progress.c) */
+    if (perfgroup__rec_mode_now() || perfgroup__rseq_cs_off < 0)
+        perfgroup__sampler_ensure(); /* the open events' slots (progress.c); implicit events'
+                                      * CPU without rseq (implicit.c): never from a hook */
 }
 
 PG_HIDDEN void perfgroup__init(void)

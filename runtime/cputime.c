@@ -91,8 +91,7 @@ static void attribute(struct pg_thread *t, uint64_t off)
             t->goff[gid] += off;
             if (s->stamp != t->event_stamp) { /* joins the event's list, as pg_charge does */
                 s->stamp = t->event_stamp;
-                if (t->nexec < t->exec_cap)
-                    t->exec[t->nexec++] = gid;
+                pg_exec_add(t, gid);
             }
         }
     }

@@ -8,9 +8,12 @@
  * hooks settled inside it. This file is the fallback for threads without rseq
  * (PERFGROUP_CPU=getcpu|none, glibc < 2.35, a failed registration), which may not read
  * their CPU clock in a hook either: the sampler, a runtime thread, "perfgroup-cpu", started
- * at the first implicit event of such a thread in a process (and a fork child), or earlier
- * outside any hook when recording (perfgroup__sampler_ensure: each round it also keeps the
- * file's open-event slots, progress.c). At once,
+ * outside any hook (perfgroup__sampler_ensure) at start-up when the process has no rseq or
+ * records (each round it also keeps the file's open-event slots, progress.c), when a
+ * recording is opened or an explicit event begins in a recording process, and in a fork
+ * child whose parent had one. A hook never starts it: a thread whose rseq registration alone
+ * failed, in a process whose others have rseq and that does not record, has no sampler (its
+ * implicit events get W x the last ratio known). At once,
  * then every PG_SAMPLE_NS, it reads the CPU clock of each thread that has implicit events,
  * from outside (the id pthread_getcpuclockid gives works from any thread of the process),
  * and publishes (counter, CPU ns) pairs in a ring of PG_SAMPLES per thread. An event gets
@@ -144,14 +147,12 @@ static void *sampler_main(void *arg)
     return NULL;
 }
 
-/* The first implicit event of the process (or of a fork child) starts the sampler: a
- * one-time thread creation on a cold path, like a thread's own registration. */
-static PG_COLD void sampler_start(struct pg_thread *t)
+/* Start the sampler: a one-time thread creation, never in a hook (perfgroup__sampler_ensure). */
+static PG_COLD void sampler_start(void)
 {
     int expect = SAMPLER_NONE;
     if (!atomic_compare_exchange_strong(&sampler_state, &expect, SAMPLER_RUNNING))
         return;
-    (void)t;
     struct pg_thread *latch = pg_latch_take();
     sigset_t all, old;
     sigfillset(&all);
@@ -174,7 +175,7 @@ static PG_COLD void sampler_start(struct pg_thread *t)
 PG_HIDDEN void perfgroup__sampler_ensure(void)
 {
     if (atomic_load_explicit(&sampler_state, memory_order_relaxed) == SAMPLER_NONE)
-        sampler_start(NULL);
+        sampler_start();
 }
 
 /* ---- the thread's side ------------------------------------------------------------------- */
@@ -192,10 +193,12 @@ PG_HIDDEN void perfgroup__implicit_thread_start(struct pg_thread *t)
     atomic_fetch_add_explicit(&t->life, 1, memory_order_release);
 }
 
-PG_HIDDEN void perfgroup__implicit_atfork_child(struct pg_thread *me)
+PG_HIDDEN int perfgroup__implicit_atfork_child(struct pg_thread *me)
 {
-    /* no sampler in the child until its first implicit event; the parent's one may have
-     * been mid-write of a ring: start every ring over (one thread here, nothing races) */
+    /* the parent's sampler is not in the child (the caller starts the child's one, when the
+     * parent had one, once the locks are released); it may have been mid-write of a ring:
+     * start every ring over (one thread here, nothing races) */
+    int had = atomic_load(&sampler_state) == SAMPLER_RUNNING;
     atomic_store(&sampler_state, sample_ns ? SAMPLER_NONE : SAMPLER_OFF);
     for (struct pg_thread *t = perfgroup__threads(); t; t = t->next) {
         atomic_store(&t->samples.seq, 0);
@@ -207,6 +210,7 @@ PG_HIDDEN void perfgroup__implicit_atfork_child(struct pg_thread *me)
         perfgroup__implicit_thread_start(me);
         atomic_store(&me->imp_open, open); /* an implicit event may go on in the child */
     }
+    return had;
 }
 
 /* A consistent copy of the thread's samples, oldest first. */
@@ -304,9 +308,9 @@ PG_HIDDEN void perfgroup__implicit_arm(struct pg_thread *t, uint64_t tsc)
     atomic_store_explicit(&t->imp_open, 1, memory_order_relaxed);
     if (t->measured)
         return; /* exact from t->off (cputime.c): no estimate, no sampler */
-    /* after imp_open: the sampler's first round, at once, reads this thread */
-    if (PG_UNLIKELY(atomic_load_explicit(&sampler_state, memory_order_relaxed) == SAMPLER_NONE))
-        sampler_start(t);
+    /* the sampler, if it runs, reads this thread from its next round on (imp_open). A hook
+     * never starts it (a thread creation allocates and takes locks: a hook in a signal
+     * handler could deadlock): it was started outside any hook (perfgroup__sampler_ensure) */
     /* provisional CPU clock at the begin, from the newest sample: what the end uses if the
      * event outlives the ring (PG_SAMPLES periods); shorter ones interpolate at the end */
     t->imp_begin_cpu = -1;

@@ -221,6 +221,12 @@ struct pg_thread {
     _Atomic uint32_t pub_tid;
     _Atomic uint64_t pub_begin_tsc;
     _Atomic int64_t pub_begin_cpu;           /* the CPU clock at its begin; < 0: unknown */
+    _Atomic uint64_t pub_iter;               /* t->iter at its open: its frames have >= */
+    /* the event's groups that ran and stopped (exec[]), mirrored outside the seqlock for the
+     * sampler, which cannot read exec[] (reallocated by the thread): the count always, the
+     * first PGF_OPEN_GROUPS ids (pg_exec_add, pg_exec_clear) */
+    _Atomic uint32_t pub_nexec;
+    _Atomic uint32_t pub_exec[PGF_OPEN_GROUPS];
     uint64_t sp_slot_begin;                  /* sampler: the event in the slot, 0: empty */
     uint32_t sp_slot_index;                  /* sampler: that slot's thread index */
     struct pg_samples samples;
@@ -281,6 +287,26 @@ static inline void pg_refuse(void)
 }
 
 
+/* Group `gid` joins the current event's list of executed groups (once per event: its
+ * stamp), mirrored for the sampler's open-event slot (progress.c): two relaxed stores. */
+static inline __attribute__((always_inline)) void pg_exec_add(struct pg_thread *t, uint32_t gid)
+{
+    uint32_t n = t->nexec;
+    if (PG_LIKELY(n < t->exec_cap)) { /* always: exec_cap == cap (grow_groups) */
+        t->exec[n] = gid;
+        t->nexec = n + 1;
+        if (n < PGF_OPEN_GROUPS)
+            atomic_store_explicit(&t->pub_exec[n], gid, memory_order_relaxed);
+        atomic_store_explicit(&t->pub_nexec, n + 1, memory_order_release);
+    }
+}
+
+static inline void pg_exec_clear(struct pg_thread *t)
+{
+    t->nexec = 0;
+    atomic_store_explicit(&t->pub_nexec, 0, memory_order_relaxed);
+}
+
 /*
  * Charge `delta` cycles of a stopwatch of group `gid` to the current event (ok == 0: the
  * measure is dropped and counted), `finished`: the stopwatch ends here (an activation; a
@@ -301,8 +327,7 @@ pg_charge(struct pg_thread *t, uint32_t gid, uint64_t delta, int ok, int finishe
     }
     if (s->stamp != t->event_stamp) {
         s->stamp = t->event_stamp;
-        if (PG_LIKELY(t->nexec < t->exec_cap)) /* always: exec_cap == cap (grow_groups) */
-            t->exec[t->nexec++] = gid;
+        pg_exec_add(t, gid);
     }
 }
 
@@ -395,8 +420,9 @@ PG_HIDDEN uint64_t perfgroup__implicit_cpu(struct pg_thread *t, uint64_t begin, 
 /* The thread read its own CPU clock at `tsc` outside the hooks (events, nested loops,
  * thread exit): one more point for the estimates. */
 PG_HIDDEN void perfgroup__implicit_own(struct pg_thread *t, uint64_t tsc, int64_t cpu_ns);
-/* fork() child: no sampler yet, every ring stale; `me` is the surviving thread. */
-PG_HIDDEN void perfgroup__implicit_atfork_child(struct pg_thread *me);
+/* fork() child: no sampler yet, every ring stale; `me` is the surviving thread. Returns
+ * whether the parent had a sampler running (the child then starts its own). */
+PG_HIDDEN int perfgroup__implicit_atfork_child(struct pg_thread *me);
 
 /* Start the sampler thread now if it is not running (outside any hook: start-up, a
  * recording opened, a fork child); it also keeps the file's open-event slots. */

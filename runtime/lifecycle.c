@@ -136,11 +136,13 @@ static struct pg_thread *thread_build(void)
     t->iter = 1;
     t->depth = 0;
     t->event_open = PG_EV_NONE;
-    t->nexec = 0;
+    pg_exec_clear(t);
     t->nest_depth = 0;
     t->pending_alerts = 0;
     perfgroup__implicit_thread_start(t);
     perfgroup__cputime_thread_start(t);
+    if (!t->measured) /* the anchor's reading: the estimates' first point (implicit.c) */
+        perfgroup__implicit_own(t, t->m_tsc, t->m_cpu);
     t->ov_commit_ns = t->ov_commits = t->ov_slow = t->ov_resyncs = t->ov_dropped = 0;
     t->rec_name_ptr = NULL;
     atomic_store(&t->reset_epoch, atomic_load(&perfgroup__reset_epoch));
@@ -263,6 +265,8 @@ static void atfork_parent(void)
 static void fork_restart_event(struct pg_thread *t)
 {
     perfgroup__cputime_anchor(t); /* the child's CPU clock starts from zero */
+    if (!t->measured)
+        perfgroup__implicit_own(t, t->m_tsc, t->m_cpu);
     uint64_t tsc = pg_clock_now();
     uint32_t cpu = pg_cpu_now();
     for (uint32_t i = 0; i < t->depth; i++) {
@@ -276,7 +280,7 @@ static void fork_restart_event(struct pg_thread *t)
         s->acts = 0;
         s->discarded = 0;
     }
-    t->nexec = 0;
+    pg_exec_clear(t);
     t->event_stamp++; /* the groups of the stopwatches still running join the list anew */
     if (t->event_open == PG_EV_NONE)
         return;
@@ -311,7 +315,7 @@ static void atfork_child(void)
         if (me->tid == (uint32_t)getpid() && !me->name[0])
             strcpy(me->name, "main");
     }
-    perfgroup__implicit_atfork_child(me);
+    int sampler = perfgroup__implicit_atfork_child(me);
     if (me)
         fork_restart_event(me);
     atomic_fetch_add(&perfgroup__reset_epoch, 1);
@@ -321,8 +325,10 @@ static void atfork_child(void)
     perfgroup__rec_atfork_child(); /* its own file; releases the recorder's lock */
     pthread_mutex_unlock(&dead_lock);
     perfgroup__reg_unlock();
-    if (perfgroup__rec_mode_now() && me && me->event_open != PG_EV_NONE)
-        perfgroup__sampler_ensure(); /* the inherited event's slot, even if it never ends */
+    if (sampler)
+        perfgroup__sampler_ensure(); /* as the parent: open events' slots, implicit events'
+                                      * CPU without rseq (the child's first implicit event
+                                      * is in a hook, which may not start it) */
 }
 
 PG_HIDDEN void perfgroup__lifecycle_init(void)

@@ -11,9 +11,11 @@
  *   thread (its own entry)               sampler, every period P (10 ms)
  *   -------------------------------     ---------------------------------------------------
  *   event open:  publish name, begin,    event open for >= P: read the thread's CPU clock
- *                CPU clock at begin      from outside (pthread_getcpuclockid), rewrite its
- *   commit:      publish "none"          slot: begin, now, CPU since begin
- *                                        no event (or another one) since: empty the slot
+ *                CPU clock at begin,     from outside (pthread_getcpuclockid) and its groups
+ *                iteration               so far, rewrite its slot: begin, now, CPU since
+ *   a group's first stop in the event:   begin, groups running (its shadow stack), groups
+ *                its id (pg_exec_add)    stopped (pub_exec)
+ *   commit:      publish "none"          no event (or another one) since: empty the slot
  *
  * The thread's side is a seqlock in its entry (pub_*), written only while recording, at
  * event open and commit (slow paths already: a few stores); the hooks' fast paths do nothing
@@ -43,6 +45,7 @@ static void publish(struct pg_thread *t, uint32_t open, uint32_t index, uint32_t
     atomic_store_explicit(&t->pub_tid, t->tid, memory_order_release);
     atomic_store_explicit(&t->pub_begin_tsc, begin, memory_order_release);
     atomic_store_explicit(&t->pub_begin_cpu, begin_cpu, memory_order_release);
+    atomic_store_explicit(&t->pub_iter, t->iter, memory_order_release);
     atomic_store_explicit(&t->pub_seq, seq + 2, memory_order_release);
 }
 
@@ -91,8 +94,63 @@ static void flush(struct slot_put *p, unsigned n, int make)
     perfgroup__rec_slots_end();
 }
 
+/* Group `gid` into the slot's list, once; PGF_OPEN_F_MORE when the list is full. */
+static void slot_group_add(struct pgf_open_slot *v, uint32_t gid)
+{
+    for (unsigned i = 0; i < v->ngroups; i++)
+        if (v->group[i] == gid)
+            return;
+    if (v->ngroups < PGF_OPEN_GROUPS)
+        v->group[v->ngroups++] = (uint32_t)gid;
+    else
+        v->flags |= PGF_OPEN_F_MORE;
+}
+
+/* The event's groups that ran and stopped (pg_exec_add's mirror), after the running ones. */
+static void stopped_groups(struct pg_thread *t, struct pgf_open_slot *v)
+{
+    uint32_t n = atomic_load_explicit(&t->pub_nexec, memory_order_acquire);
+    for (uint32_t i = 0; i < n && i < PGF_OPEN_GROUPS; i++)
+        slot_group_add(v, atomic_load_explicit(&t->pub_exec[i], memory_order_relaxed));
+    if (n > PGF_OPEN_GROUPS)
+        v->flags |= PGF_OPEN_F_MORE; /* may be listed already (running): said anyway */
+}
+
+/* The groups of the thread's live frames that acquired their stopwatch in the event (its
+ * iteration `iter` or a nested loop's after it), innermost first, into v->group.
+ *
+ * The shadow stack is the thread's own and its hooks write it with plain stores (the hot
+ * path gets no atomics for the sampler's sake), so these reads race with them by design, as
+ * the Linux kernel's data_race() reads do: each is a single aligned load (volatile), a frame's
+ * function is a registry entry never freed (a stale or half-pushed frame still points to a
+ * valid one or to none), every index is bounded, and what is read counts only if the
+ * thread's event is still the one published before and after (the caller's seqlock check).
+ * A frame pushed or popped meanwhile may be missed or kept: the list is of one instant
+ * within the read. TSan is told not to instrument this function (it would report the race
+ * that is meant). */
+__attribute__((no_sanitize("thread"))) static void
+running_groups(struct pg_thread *t, uint64_t iter, struct pgf_open_slot *v)
+{
+    uint32_t d = *(volatile uint32_t *)&t->depth;
+    if (d > PG_STACK_MAX)
+        d = PG_STACK_MAX;
+    while (d-- > 0) {
+        const struct pg_frame *f = &t->stack[d];
+        const struct pg_func *fn = *(const struct pg_func *const volatile *)&f->fn;
+        uint64_t fi = *(const volatile uint64_t *)&f->iter;
+        unsigned mask = *(const volatile uint8_t *)&f->mask;
+        if (!fn || !mask || fi < iter)
+            continue; /* no acquisition, or one from before the event (not charged to it) */
+        unsigned ng = fn->ngroups < PG_SITE_GROUPS ? fn->ngroups : PG_SITE_GROUPS;
+        for (unsigned j = 0; j < ng; j++)
+            if (mask & (1u << j))
+                slot_group_add(v, fn->gid[j]);
+    }
+}
+
 /* The thread's published event, consistent, or 0. */
-static int read_pub(struct pg_thread *t, uint32_t *seq, struct pgf_open_slot *v, int64_t *bcpu)
+static int read_pub(struct pg_thread *t, uint32_t *seq, struct pgf_open_slot *v, int64_t *bcpu,
+                    uint64_t *iter)
 {
     uint32_t s0 = atomic_load_explicit(&t->pub_seq, memory_order_acquire);
     if (s0 & 1)
@@ -103,6 +161,7 @@ static int read_pub(struct pg_thread *t, uint32_t *seq, struct pgf_open_slot *v,
     v->tid = atomic_load_explicit(&t->pub_tid, memory_order_acquire);
     v->begin_tsc = atomic_load_explicit(&t->pub_begin_tsc, memory_order_acquire);
     *bcpu = atomic_load_explicit(&t->pub_begin_cpu, memory_order_acquire);
+    *iter = atomic_load_explicit(&t->pub_iter, memory_order_acquire);
     if (atomic_load_explicit(&t->pub_seq, memory_order_relaxed) != s0)
         return 0;
     *seq = s0;
@@ -121,8 +180,9 @@ PG_HIDDEN int perfgroup__progress_round(uint64_t period_ns)
         struct pgf_open_slot v = {0};
         uint32_t seq = 0;
         int64_t bcpu = -1;
+        uint64_t iter = 0;
         int pub = atomic_load_explicit(&t->state, memory_order_acquire) == PG_THREAD_LIVE
-                      ? read_pub(t, &seq, &v, &bcpu) : -1;
+                      ? read_pub(t, &seq, &v, &bcpu, &iter) : -1;
         if (pub == 0)
             continue; /* being rewritten: next round */
         uint64_t now = pg_clock_now();
@@ -135,6 +195,9 @@ PG_HIDDEN int perfgroup__progress_round(uint64_t period_ns)
             struct timespec ts;
             int rc = clock_gettime(id, &ts);
             v.now_tsc = pg_clock_now();
+            running_groups(t, iter, &v);
+            v.nrunning = v.ngroups;
+            stopped_groups(t, &v);
             /* the thread may have ended it, exited, or left its entry to another since */
             if (atomic_load_explicit(&t->pub_seq, memory_order_acquire) != seq ||
                 atomic_load_explicit(&t->life, memory_order_acquire) != life)

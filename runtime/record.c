@@ -1646,6 +1646,10 @@ void perfgroup__rec_slot_put(uint32_t thread_index, const struct pgf_open_slot *
     __atomic_store_n(&d->now_tsc, v->now_tsc, __ATOMIC_RELEASE);
     __atomic_store_n(&d->cpu_ns, v->cpu_ns, __ATOMIC_RELEASE);
     __atomic_store_n(&d->tid, v->tid, __ATOMIC_RELEASE);
+    __atomic_store_n(&d->ngroups, v->ngroups, __ATOMIC_RELEASE);
+    __atomic_store_n(&d->nrunning, v->nrunning, __ATOMIC_RELEASE);
+    for (unsigned i = 0; i < PGF_OPEN_GROUPS; i++)
+        __atomic_store_n(&d->group[i], i < v->ngroups ? v->group[i] : 0, __ATOMIC_RELEASE);
     __atomic_store_n(&d->seq, seq + 2, __ATOMIC_RELEASE);
 }
 

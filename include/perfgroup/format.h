@@ -24,7 +24,8 @@
  *      WRITING chunk (the one a crash cut) is read unchecked. Readers accept version 1
  *      (no checksum; first_record at offset 20) and 2.
  *      Still version 2: chunk kind PGF_CHUNK_OPEN (the open events' slots, below; older
- *      writers made none; a reader older than it refuses the kind).
+ *      writers made none; a reader older than it refuses the kind). Its slots were 48
+ *      bytes before any release; 96 with the event's groups so far.
  *      Still version 2 (from the zeroed reserved area, 0 in older files): header offsets
  *      424 `refused` and 432 `clamped`, the process's counts of refused calls and clamped
  *      events (issue 19).
@@ -220,22 +221,30 @@ struct pgf_chunk_header {
  * Each slot is a seqlock: `seq` odd while it is rewritten (a reader skips such a slot: the
  * writer died in the middle of it). A slot whose thread also has an EVENT record with the
  * same begin_tsc is stale (the event ended after the last refresh): readers ignore it.
+ * The event's groups so far: those whose stopwatch was running at now_tsc (innermost
+ * first), then those that ran and stopped, in the order they first did; at most
+ * PGF_OPEN_GROUPS (PGF_OPEN_F_MORE: there were more). Their CPU is not split per group
+ * until the EVENT record: the slot has the event's.
  * Files of older writers have no such chunk.
  */
+#define PGF_OPEN_GROUPS 12
 struct pgf_open_slot {
     uint32_t seq;            /*  0 even when whole, odd while being rewritten */
     uint32_t thread;         /*  4 the thread's index (PGF_REC_THREAD); 0: empty slot */
     uint32_t name;           /*  8 string id of the event's name; 0: none (implicit, or not
                               *    interned yet: a fork child's) */
-    uint32_t flags;          /* 12 PGF_EVENT_F_IMPLICIT, PGF_OPEN_F_CPU */
+    uint32_t flags;          /* 12 PGF_EVENT_F_IMPLICIT, PGF_OPEN_F_* */
     uint64_t begin_tsc;      /* 16 the event's begin */
     uint64_t now_tsc;        /* 24 the time of this refresh */
     uint64_t cpu_ns;         /* 32 the thread's CPU time in the event up to now_tsc */
     uint32_t tid;            /* 40 the thread's id (the file may hold no PGF_REC_THREAD
                               *    of it: a fork child that never committed a record) */
-    uint32_t reserved;       /* 44 zero */
+    uint16_t ngroups;        /* 44 entries of group[] used */
+    uint16_t nrunning;       /* 46 of those, the first nrunning were running at now_tsc */
+    uint32_t group[PGF_OPEN_GROUPS]; /* 48 group ids (PGF_REC_GROUP) */
 };
-#define PGF_OPEN_F_CPU 0x100u /* cpu_ns is known (else only the wall time is) */
+#define PGF_OPEN_F_CPU  0x100u /* cpu_ns is known (else only the wall time is) */
+#define PGF_OPEN_F_MORE 0x200u /* the event had more groups than group[] lists */
 
 #define PGF_CSTATE_WRITING 1u
 #define PGF_CSTATE_FULL    2u
@@ -316,7 +325,9 @@ _Static_assert(__builtin_offsetof(struct pgf_file_header, ovh_dropped) == 416, "
 _Static_assert(__builtin_offsetof(struct pgf_file_header, refused) == 424, "refused offset");
 _Static_assert(__builtin_offsetof(struct pgf_file_header, clamped) == 432, "clamped offset");
 _Static_assert(sizeof(struct pgf_chunk_header) == PGF_CHUNK_HEADER_SIZE, "chunk header size");
-_Static_assert(sizeof(struct pgf_open_slot) == 48, "open slot size");
+_Static_assert(sizeof(struct pgf_open_slot) == 96, "open slot size");
+_Static_assert(__builtin_offsetof(struct pgf_open_slot, ngroups) == 44, "open slot ngroups");
+_Static_assert(__builtin_offsetof(struct pgf_open_slot, group) == 48, "open slot group");
 _Static_assert(__builtin_offsetof(struct pgf_open_slot, begin_tsc) == 16, "open slot begin_tsc");
 _Static_assert(__builtin_offsetof(struct pgf_open_slot, cpu_ns) == 32, "open slot cpu_ns");
 _Static_assert(__builtin_offsetof(struct pgf_open_slot, tid) == 40, "open slot tid");

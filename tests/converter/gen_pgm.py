@@ -106,11 +106,14 @@ class Recording:
     def overhead(self, t, commit_ns, commits, slow, resyncs):
         self.data[t].append(pack([R_OVERHEAD, commit_ns, commits, slow, resyncs]))
 
-    def open_slot(self, t, tid, name_id, begin_ns, now_ns, cpu_ns=None, seq=2):
-        """An event of thread t still open at now_ns (cpu_ns None: not known)."""
-        flags = (0 if name_id else 1) | (0 if cpu_ns is None else 0x100)
-        self.open[t] = struct.pack("<IIIIQQQII", seq, t, name_id, flags, self.tsc(begin_ns),
-                                   self.tsc(now_ns), cpu_ns or 0, tid, 0)
+    def open_slot(self, t, tid, name_id, begin_ns, now_ns, cpu_ns=None, seq=2, groups=(),
+                  running=0, more=False):
+        """An event of thread t still open at now_ns (cpu_ns None: not known), its groups so
+        far (ids; the first `running` of them running)."""
+        flags = (0 if name_id else 1) | (0 if cpu_ns is None else 0x100) | (0x200 if more else 0)
+        g = list(groups) + [0] * (12 - len(groups))
+        self.open[t] = struct.pack("<IIIIQQQIHH12I", seq, t, name_id, flags, self.tsc(begin_ns),
+                                   self.tsc(now_ns), cpu_ns or 0, tid, len(groups), running, *g)
 
     def thread_end(self, t, ns):
         self.data[t].append(pack([R_THREAD_END, self.tsc(ns)]))
@@ -155,7 +158,7 @@ class Recording:
         if self.open:  # the open events' chunk: a slot per thread index, WRITING for ever
             slots = bytearray(self.chunk_size - CH)
             for t, b in self.open.items():
-                slots[(t - 1) * 48:t * 48] = b
+                slots[(t - 1) * 96:t * 96] = b
             hdr = struct.pack("<IHHQIIIIQQQQ", CHUNK_MAGIC, 3, WRITING, len(layout) + 1,
                               DEFS_THREAD, 0, 0, 0, 0, 0, 0, 0)
             body += hdr + bytes(slots)
@@ -276,7 +279,8 @@ def scen_cut():
     # a worker in an event for 900 ms when killed (its slot, refreshed at 890 ms), and one
     # whose event ended after its slot's last refresh (stale: the EVENT record is there)
     r.thread(2, 1002, "stuck worker")
-    r.open_slot(2, 1002, 2, 100 * MS, 990 * MS, cpu_ns=850 * MS)
+    r.open_slot(2, 1002, 2, 100 * MS, 990 * MS, cpu_ns=850 * MS, groups=(4, 3, 2),
+               running=1, more=True)
     r.thread(3, 1003, "finished worker")
     r.event(3, 1, 5 * MS, 40 * MS, 30 * MS, [(2, 35 * MS, 30 * MS, 1)])
     r.open_slot(3, 1003, 1, 5 * MS, 30 * MS, cpu_ns=20 * MS)
