@@ -517,28 +517,53 @@ static const char *whySkip(const Function &F, const Want &w)
 }
 
 /* OpenMP: clang outlines each `#pragma omp parallel` body into a function (.omp_outlined.)
- * that __kmpc_fork_call runs on every thread of the team; the front end gives it no group.
- * To charge the worker threads to the enclosing function's group, each outlined body forked
- * by an instrumented function is instrumented as that function (its group, its name), as the
- * GCC plugin does inside the region; nested regions too. On the thread that forked, the pair
- * nests inside the function's own (re-entry of the same group). */
+ * that __kmpc_fork_call runs on every thread of the team, a host `teams` body likewise
+ * (__kmpc_fork_teams), and a `task`'s or `taskloop`'s into a task entry (.omp_task_entry.)
+ * that __kmpc_omp_task_alloc hands to whichever thread runs the task; the front end gives
+ * them no group. To charge the threads that run them to the enclosing function's group, each
+ * such body of an instrumented function is instrumented as that function (its group, its
+ * name), as the GCC plugin does inside the region; nested regions too. On the thread that
+ * forked, the pair nests inside the function's own (re-entry of the same group). A `target`
+ * region is not charged. */
+static int ompBodyArg(const Function &callee)
+{
+    StringRef n = callee.getName();
+    if (n == "__kmpc_fork_call" || n == "__kmpc_fork_teams") return 2; /* (loc, argc, body, ...) */
+    if (n == "__kmpc_omp_task_alloc") return 5; /* (loc, gtid, flags, size, shareds, entry) */
+    return -1;
+}
+
 static void chargeOmpRegions(std::vector<std::pair<Function *, Want>> &work)
 {
-    std::set<Function *> seen;
+    std::set<Function *> seen, scanned;
     for (auto &fw : work) seen.insert(fw.first);
-    for (size_t i = 0; i < work.size(); i++) {
-        Function *F = work[i].first;
+    /* what to look into: the instrumented functions and their outlined bodies, and, with -g,
+     * the body an outlined wrapper calls (.omp_outlined._debug__, from clang 16 on
+     * <fn>.omp_outlined_debug__: the wrapper is what the runtime call gets, the nested
+     * regions are in the body), looked into, not instrumented */
+    std::vector<std::pair<Function *, Want>> scan(work.begin(), work.end());
+    for (size_t i = 0; i < scan.size(); i++) {
+        Function *F = scan[i].first;
+        if (!scanned.insert(F).second)
+            continue;
         for (Instruction &I : instructions(*F)) {
             auto *call = dyn_cast<CallBase>(&I);
             Function *callee = call ? call->getCalledFunction() : nullptr;
-            if (!callee || callee->getName() != "__kmpc_fork_call" || call->arg_size() < 3)
-                continue;
-            auto *body = dyn_cast<Function>(call->getArgOperand(2)->stripPointerCasts());
-            if (!body || body->isDeclaration() || !seen.insert(body).second)
-                continue;
-            Want w = work[i].second;
-            if (w.display.empty()) w.display = F->getName().str();
-            work.emplace_back(body, w);
+            if (!callee || callee->isDeclaration()) {
+                int arg = callee ? ompBodyArg(*callee) : -1;
+                if (arg < 0 || call->arg_size() <= (unsigned)arg)
+                    continue;
+                auto *body = dyn_cast<Function>(call->getArgOperand(arg)->stripPointerCasts());
+                if (!body || body->isDeclaration() || !seen.insert(body).second)
+                    continue;
+                Want w = scan[i].second;
+                if (w.display.empty()) w.display = F->getName().str();
+                work.emplace_back(body, w);
+                scan.emplace_back(body, w);
+            } else if (callee->hasLocalLinkage() &&
+                       callee->getName().find(".omp_outlined") != StringRef::npos) {
+                scan.emplace_back(callee, scan[i].second);
+            }
         }
     }
 }
@@ -572,8 +597,9 @@ static std::set<const Function *> threadRoots(Module &M)
  * A call inside a running group changes nothing, so hooks pay only where a group can be
  * entered. An instrumented function gets no hooks when it can only be a re-entry: local
  * linkage (static, anonymous namespace); every use a direct call (no address taken: no
- * callback, function-pointer table, vtable, alias or llvm.used); no OpenMP parallel region
- * (__kmpc_fork_call: the outlined body is charged through its site); at least one caller, and
+ * callback, function-pointer table, vtable, alias or llvm.used); no OpenMP region
+ * (__kmpc_fork_call, __kmpc_fork_teams, __kmpc_omp_task_alloc: the outlined body is charged
+ * through its site); at least one caller, and
  * every caller instrumented with the same attribute and file groups, neither beginning an
  * event or a nested loop (calls perfgroup_event_begin / perfgroup_nested_loop_begin) nor
  * `main` (a thread's root opens no implicit event, its callees do). The module is as CodeGen
@@ -603,7 +629,9 @@ static std::string keepReason(Function &F, const Want &w, const std::map<Functio
         auto *cb = dyn_cast<CallBase>(u.getUser());
         if (!cb || !cb->isCallee(&u)) return "address taken: may be called from anywhere";
     }
-    if (callsNamed(F, "__kmpc_fork_call", "__kmpc_fork_teams")) return "holds an OpenMP parallel region";
+    if (callsNamed(F, "__kmpc_fork_call", "__kmpc_fork_teams") ||
+        callsNamed(F, "__kmpc_omp_task_alloc", "__kmpc_omp_task_alloc"))
+        return "holds an OpenMP region";
     if (F.use_empty()) return "no direct caller in this unit";
     static const char *const why[] = {
         "",

@@ -677,18 +677,27 @@ wrap_body (function *fun, tree site)
 
 /* OpenMP: the body of each `#pragma omp parallel` becomes a child function (work._omp_fn.0)
  * that every thread of the team runs; it is compiler-generated, so never instrumented itself.
- * To charge the worker threads to the enclosing function's group, the region's body gets an
+ * So do a `task`'s and a `taskloop`'s (run by whichever thread of the team takes the task:
+ * GOMP_task, GOMP_taskloop) and a host `teams` construct's (GOMP_teams_reg). To charge the
+ * threads that run them to the enclosing function's group, the region's body gets an
  * enter/exit pair of the enclosing function's site, inside the region: omplower has run
  * (this pass is before "lower"), ompexp moves the body, hooks and token with it, into the
  * child. On the thread that started the region it nests inside the function's own pair
  * (re-entry of the same group). No exception leaves a region (OpenMP makes it terminate), so
- * the exit goes before the region's closing GIMPLE_OMP_RETURN. */
+ * the exit goes before the region's closing GIMPLE_OMP_RETURN. A `target` region (offloaded,
+ * or its host fallback) is not charged; a `taskwait` with dependences (a body-less
+ * GIMPLE_OMP_TASK) has no body to charge. */
 static tree
 find_omp_parallel (gimple_stmt_iterator *gsi, bool *handled, struct walk_stmt_info *wi)
 {
-  if (gimple_code (gsi_stmt (*gsi)) == GIMPLE_OMP_PARALLEL)
-    ((vec<gimple *> *) wi->info)->safe_push (gsi_stmt (*gsi));
-  *handled = false; /* walk into the region too: nested parallels */
+  gimple *g = gsi_stmt (*gsi);
+  bool region = gimple_code (g) == GIMPLE_OMP_PARALLEL
+                || (gimple_code (g) == GIMPLE_OMP_TASK && !gimple_omp_task_taskwait_p (g))
+                || (gimple_code (g) == GIMPLE_OMP_TEAMS
+                    && gimple_omp_teams_host (as_a<gomp_teams *> (g)));
+  if (region)
+    ((vec<gimple *> *) wi->info)->safe_push (g);
+  *handled = false; /* walk into the region too: nested regions */
   return NULL_TREE;
 }
 
@@ -719,7 +728,13 @@ charge_omp_regions (function *fun, tree site)
         gimple_seq_add_stmt (&pre, gimple_build_assign (tok, build_int_cst (uint64_type_node, 0)));
       add_guarded_call (&pre, enter_decl, enter);
       add_guarded_call (&post, exit_decl, leave);
+      /* before the closing GIMPLE_OMP_RETURN, and before a task's GIMPLE_OMP_CONTINUE that
+       * precedes it (the end of the part ompexp moves into the child) */
       gimple_stmt_iterator gsi = gsi_last (*body);
+      gimple_stmt_iterator prev = gsi;
+      gsi_prev (&prev);
+      if (!gsi_end_p (prev) && gimple_code (gsi_stmt (prev)) == GIMPLE_OMP_CONTINUE)
+        gsi = prev;
       gsi_insert_seq_before (&gsi, post, GSI_SAME_STMT);
       gsi = gsi_start (*body);
       gsi_insert_seq_before (&gsi, pre, GSI_SAME_STMT);
@@ -778,7 +793,8 @@ find_thread_create (gimple_stmt_iterator *gsi, bool *handled, struct walk_stmt_i
 struct hooked_fn {
   tree decl, site;       /* both stay reachable from the symbol table until elision */
   const char *attr, *file; /* "" when absent */
-  bool omp;              /* holds an OpenMP parallel region charged through its site */
+  bool omp;              /* holds an OpenMP region (parallel, task, host teams) charged
+                          * through its site */
 };
 static vec<hooked_fn> hooked;
 
@@ -856,7 +872,7 @@ public:
  *   - not externally visible (static, anonymous namespace), no alias, not `used`, not virtual;
  *   - its address is never taken: only direct calls reach it (a callback, a function-pointer
  *     table or a vtable could call it from anywhere);
- *   - it holds no OpenMP parallel region (the region's hooks charge the worker threads);
+ *   - it holds no OpenMP region (the region's hooks charge the threads that run it);
  *   - it has at least one caller, and every caller in the unit is instrumented with the same
  *     attribute and file groups, and neither begins an event or a nested loop (calls
  *     perfgroup_event_begin or perfgroup_nested_loop_begin: what it calls next may run in a new
@@ -971,7 +987,7 @@ keep_reason (const hooked_fn &fn, hash_map<tree, unsigned> &index, const char **
   if (is_entry_point (node))
     return "address taken: may be called from anywhere";
   if (fn.omp)
-    return "holds an OpenMP parallel region";
+    return "holds an OpenMP region";
   bool called = false;
   for (cgraph_edge *e = node->callers; e && !called; e = e->next_caller)
     called = reachable->contains (e->caller);
