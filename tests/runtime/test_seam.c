@@ -216,14 +216,20 @@ int main(int argc, char **argv)
     ASSERT_U64(stats(s, "A")->cpu_ns, ==, a_cpu);
     /* and a sane event after all that is counted normally */
     perfgroup_snapshot_free(s);
+    int64_t w0 = mono_ns();
     perfgroup_event_begin("ev");
     ta = __perfgroup_enter(&site_a);
     burn(1000000);
     __perfgroup_exit(&site_a, ta);
     perfgroup_event_end();
+    int64_t wall = mono_ns() - w0;
     s = perfgroup_snapshot_take();
     ASSERT_U64(stats(s, "A")->activations, ==, 2 - d1);
-    ASSERT_NEAR(stats(s, "A")->cpu_ns - a_cpu, 1000000, 400000);
+    /* counted: at least most of the 1 ms burn and at most the event's wall time (how exact
+     * the CPU time is under load is runtime.blocked_nested's and accuracy.*'s to say: once,
+     * under TSan on a loaded CI machine, a preemption inside the burn was charged, 2.34 ms) */
+    ASSERT_U64(stats(s, "A")->cpu_ns - a_cpu, >=, 600000);
+    ASSERT_U64(stats(s, "A")->cpu_ns - a_cpu, <=, (uint64_t)wall);
     perfgroup_snapshot_free(s);
     printf("ok seam\n");
     return 0;
