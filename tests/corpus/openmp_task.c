@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* openmp_task: a `task`'s body and a host `teams` construct's are outlined too (GCC:
- * spawn._omp_fn.N run by GOMP_task, league._omp_fn.N by GOMP_teams_reg; clang: a task entry
- * handed to __kmpc_omp_task_alloc, an outlined body to __kmpc_fork_teams). Both plugins charge
+/* openmp_task: a `task`'s body, a `taskloop`'s and a host `teams` construct's are outlined too
+ * (GCC: spawn._omp_fn.N run by GOMP_task / GOMP_taskloop, league._omp_fn.N by GOMP_teams_reg;
+ * clang: a task entry handed to __kmpc_omp_task_alloc, an outlined body to __kmpc_fork_teams). Both plugins charge
  * them to the enclosing function: one pair per task run, one per team, on the thread that runs
  * it. A team of one thread and a league of one team keep every pair on main, in one order
- * whatever the runtime defers: each task's pair nests in the parallel region's, which nests in
- * spawn's own. */
+ * whatever the runtime defers: each task's pair (3 tasks, then a taskloop of 2) nests in the
+ * parallel region's, which nests in spawn's own. */
 /* perfgroup-cflags: -fopenmp */
 #include <perfgroup.h>
 #include <stdio.h>
@@ -24,6 +24,11 @@ PERF_GROUP("tasks") long spawn(int n)
             }
         }
 #pragma omp taskwait
+#pragma omp taskloop num_tasks(2) shared(s)
+        for (int i = 0; i < 4; i++) {
+#pragma omp atomic
+            s += i;
+        }
     }
     return s;
 }
@@ -40,5 +45,5 @@ int main(void)
 {
     long a = spawn(3), b = league();
     printf("%ld %ld\n", a, b);
-    return a == 3 && b == 1 ? 0 : 1;
+    return a == 9 && b == 1 ? 0 : 1;
 }
