@@ -414,8 +414,6 @@ private:
         if (FD->hasAttr<NakedAttr>()) return "naked function";
         /* The user's explicit opt-out (PERF_GROUP_NONE). */
         if (FD->hasAttr<NoInstrumentFunctionAttr>()) return "no_instrument_function attribute";
-        /* LLVM splits a coroutine into ramp/resume/destroy after the pass: no single exit. */
-        if (isa_and_nonnull<CoroutineBodyStmt>(FD->getBody())) return "C++20 coroutine";
         /* The runtime's own functions: instrumenting them would recurse into the hooks. */
         if (FD->getDeclName().isIdentifier() &&
             (pgStartsWith(FD->getName(), "__perfgroup") || pgStartsWith(FD->getName(), "perfgroup_")))

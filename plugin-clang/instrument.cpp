@@ -90,9 +90,11 @@
 #include "perfgroup/abi.h"
 
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DebugInfoMetadata.h"
 #include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InlineAsm.h"
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/IntrinsicInst.h"
@@ -103,6 +105,7 @@
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/Local.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
+#include "llvm/Transforms/Utils/SSAUpdater.h"
 
 #include "llvm-compat.h" /* after clang/LLVM: every version #if */
 
@@ -237,8 +240,10 @@ public:
     }
 
     void instrument(Function &F, const Want &w);
+    const char *instrumentCoroutine(Function &F, const Want &w);
     void emitModuleConstructor();
     std::set<const Function *> Roots; /* thread start routines (threadRoots) */
+    bool Launder = false; /* weak-hooks guards of a coroutine: not one value for all runs */
 
 private:
     Module &M;
@@ -273,14 +278,34 @@ private:
             c->setDoesNotThrow();
             return c;
         }
-        Value *live = b.CreateICmpNE(h.getCallee(),
-                                     ConstantPointerNull::get(cast<PointerType>(h.getCallee()->getType())));
+        Value *addr = h.getCallee();
+        if (Launder) /* an opaque copy: see instrumentCoroutine */
+            addr = b.CreateCall(InlineAsm::get(FunctionType::get(addr->getType(), {addr->getType()}, false),
+                                               "", "=r,0", /*hasSideEffects=*/true),
+                                {addr});
+        Value *live = b.CreateICmpNE(addr, ConstantPointerNull::get(cast<PointerType>(addr->getType())));
         Instruction *then = SplitBlockAndInsertIfThen(live, at, /*Unreachable=*/false);
         IRBuilder<> t(then);
         t.SetCurrentDebugLocation(dl);
         CallInst *c = t.CreateCall(h, args);
         c->setDoesNotThrow();
         return c;
+    }
+
+    /* token = enter(site) before `at`; with weak-hooks, &enter ? enter(site) : 0 (a phi). */
+    Instruction *enterCall(Instruction *at, Value *siteArg, const DebugLoc &dl)
+    {
+        auto *call = guarded(at, Enter, {siteArg}, dl);
+        if (!Weak) {
+            call->setName("perfgroup.token");
+            return call;
+        }
+        BasicBlock *test = call->getParent()->getSinglePredecessor();
+        PHINode *phi = PHINode::Create(I64, 2, "perfgroup.token",
+                                       &call->getParent()->getSingleSuccessor()->front());
+        phi->addIncoming(call, call->getParent());
+        phi->addIncoming(ConstantInt::get(I64, 0), test);
+        return phi;
     }
 
     /* A private, mergeable string holding `s` as is (it carries its own NULs). */
@@ -298,7 +323,8 @@ private:
     }
 
     GlobalVariable *site(Function &F, const Want &w, StringRef fname);
-    void exitsOnUnwind(Function &F, Value *site, Value *tok, const DebugLoc &dl);
+    void exitsOnUnwind(Function &F, Value *site, function_ref<Value *(Instruction *)> tokAt,
+                       const DebugLoc &dl, function_ref<bool(const Instruction *)> open);
 };
 
 GlobalVariable *Instrumenter::site(Function &F, const Want &w, StringRef fname)
@@ -346,15 +372,18 @@ GlobalVariable *Instrumenter::site(Function &F, const Want &w, StringRef fname)
  * exit and resumes. LLVM's own EntryExitInstrumenter does neither (clang
  * -finstrument-functions: 6 enters, 0 exits across a C++ throw).
  */
-void Instrumenter::exitsOnUnwind(Function &F, Value *siteArg, Value *tok, const DebugLoc &dl)
+void Instrumenter::exitsOnUnwind(Function &F, Value *siteArg,
+                                 function_ref<Value *(Instruction *)> tokAt, const DebugLoc &dl,
+                                 function_ref<bool(const Instruction *)> open)
 {
     std::vector<ResumeInst *> resumes;
     std::vector<CallInst *> calls;
     Type *lpTy = nullptr;
     for (BasicBlock &BB : F)
         for (Instruction &I : BB) {
-            if (auto *r = dyn_cast<ResumeInst>(&I)) resumes.push_back(r);
             if (auto *lp = dyn_cast<LandingPadInst>(&I)) lpTy = lp->getType();
+            if (!open(&I)) continue;
+            if (auto *r = dyn_cast<ResumeInst>(&I)) resumes.push_back(r);
             auto *c = dyn_cast<CallInst>(&I);
             /* Intrinsics and inline asm do not unwind here; a musttail call has its exit
              * before it already, and cannot become an invoke. */
@@ -362,9 +391,8 @@ void Instrumenter::exitsOnUnwind(Function &F, Value *siteArg, Value *tok, const 
                 !c->isMustTailCall())
                 calls.push_back(c);
         }
-    for (ResumeInst *r : resumes) {
-        guarded(r, Exit, {siteArg, tok}, r->getDebugLoc() ? r->getDebugLoc() : dl);
-    }
+    for (ResumeInst *r : resumes)
+        guarded(r, Exit, {siteArg, tokAt(r)}, r->getDebugLoc() ? r->getDebugLoc() : dl);
     if (calls.empty()) return;
     if (F.hasPersonalityFn()) {
         /* Funclet-based EH (Windows) would need cleanuppads: not a target of this project. */
@@ -385,8 +413,9 @@ void Instrumenter::exitsOnUnwind(Function &F, Value *siteArg, Value *tok, const 
     b.SetCurrentDebugLocation(dl);
     LandingPadInst *lp = b.CreateLandingPad(lpTy, 0);
     lp->setCleanup(true);
-    guarded(b.CreateResume(lp), Exit, {siteArg, tok}, dl);
+    ResumeInst *r = b.CreateResume(lp);
     for (CallInst *c : calls) changeToInvokeAndSplitBasicBlock(c, pad);
+    guarded(r, Exit, {siteArg, tokAt(r)}, dl); /* the pad's predecessors exist now */
 }
 
 void Instrumenter::instrument(Function &F, const Want &w)
@@ -411,22 +440,14 @@ void Instrumenter::instrument(Function &F, const Want &w)
     BasicBlock::iterator at = entry.getFirstInsertionPt();
     while (isa<AllocaInst>(*at)) ++at; /* keep the static allocas together */
     Value *siteArg = ConstantExpr::getPointerCast(gv, I8Ptr);
-    /* weak-hooks: token = &enter ? enter(site) : 0 (see hook()) */
-    Value *tok = guarded(&*at, Enter, {siteArg}, dl);
-    if (Weak) {
-        auto *call = cast<CallInst>(tok);
-        PHINode *phi = PHINode::Create(I64, 2, "perfgroup.token",
-                                       &call->getParent()->getSingleSuccessor()->front());
-        phi->addIncoming(call, call->getParent());
-        phi->addIncoming(ConstantInt::get(I64, 0), &entry);
-        tok = phi;
-    } else {
-        tok->setName("perfgroup.token");
-    }
+    Instruction *tok = enterCall(&*at, siteArg, dl);
 
     for (Instruction *r : rets)
         guarded(r, Exit, {siteArg, tok}, r->getDebugLoc() ? r->getDebugLoc() : dl);
-    if (!F.doesNotThrow()) exitsOnUnwind(F, siteArg, tok, dl);
+    if (!F.doesNotThrow())
+        exitsOnUnwind(
+            F, siteArg, [&](Instruction *) { return tok; }, dl,
+            [](const Instruction *) { return true; });
 
     /* The body now calls the runtime: memory-effect attributes clang derived from
      * __attribute__((const/pure)) would be false for the definition. (Call sites keep theirs:
@@ -436,6 +457,204 @@ void Instrumenter::instrument(Function &F, const Want &w)
 #undef PG_REMOVE
     F.removeFnAttr(Attribute::Speculatable);
     F.addFnAttr("perfgroup-instrumented");
+}
+
+/*
+ * C++20 coroutines. Clang emits a coroutine as one function that LLVM's CoroSplit later splits
+ * into the ramp (the call: the body up to its first suspension), a .resume clone (every
+ * resumption, from wherever the handle is resumed) and a .destroy clone (destroying a
+ * suspended frame). This pass runs before the split (pipeline start), so it cuts the body into
+ * the runs that will exist after it, as the GCC plugin charges g++'s actor:
+ *
+ *   coro.begin                  enter (the frame exists; its allocation is the caller's)
+ *   ... body ...
+ *   [llvm.coro.resume(h) |      exit: before the symmetric transfer that await_suspend asked
+ *    coro.await.suspend.handle]       for (the other coroutine's run, a musttail call after
+ *   coro.suspend                       CoroSplit), else just before the suspension
+ *   switch -> 0: resume         enter, on the edge
+ *          -> 1: destroy        enter, on the edge
+ *          -> default: ret      (suspended: nothing open)
+ *   ret, resume, unwinding      exit where a run is open
+ *
+ * "Open" is decided on the CFG: a block reached from coro.begin without a suspension's
+ * default edge is open; one reached from a default edge (the return to the resumer) is closed;
+ * where an open block flows into a closed one (the end of the body or of a destruction, into
+ * the shared coro.end/ret), the exit goes on that edge. Each run's token is an SSA value of its
+ * own (never live across a suspension, so never in the frame: a run that hands its handle to
+ * another thread in await_suspend cannot read the token of the run that thread starts).
+ * Returns why the coroutine was left alone, or nullptr.
+ */
+static bool isCall(const Instruction &I, StringRef name)
+{
+    auto *cb = dyn_cast<CallBase>(&I);
+    const Function *f = cb ? cb->getCalledFunction() : nullptr;
+    return f && f->getName() == name;
+}
+
+const char *Instrumenter::instrumentCoroutine(Function &F, const Want &w)
+{
+    Instruction *begin = nullptr;
+    std::vector<CallBase *> suspends;
+    for (Instruction &I : instructions(F)) {
+        if (isCall(I, "llvm.coro.begin")) begin = begin ? nullptr : &I;
+        if (isCall(I, "llvm.coro.suspend")) suspends.push_back(cast<CallBase>(&I));
+        if (isCall(I, "llvm.coro.suspend.retcon") || isCall(I, "llvm.coro.suspend.async"))
+            return "C++20 coroutine of a shape this pass does not know (not switch-lowered)";
+    }
+    if (!begin || suspends.empty())
+        return "C++20 coroutine of a shape this pass does not know (no single coro.begin)";
+
+    /* Each suspension: its switch (0 resume, 1 destroy, default: suspended) and where its run
+     * ends. */
+    struct Suspend {
+        CallBase *call;
+        SwitchInst *sw;
+        Instruction *end;
+    };
+    std::vector<Suspend> points;
+    std::set<const BasicBlock *> closedEntries;
+    std::set<const Instruction *> suspendSwitches;
+    for (CallBase *c : suspends) {
+        SwitchInst *sw = c->hasOneUse() ? dyn_cast<SwitchInst>(c->user_back()) : nullptr;
+        if (!sw || sw->getNumCases() != 2)
+            return "C++20 coroutine of a shape this pass does not know (suspension without its switch)";
+        std::set<BasicBlock *> dests{sw->getDefaultDest()};
+        for (auto &cs : sw->cases()) dests.insert(cs.getCaseSuccessor());
+        if (dests.size() != 3)
+            return "C++20 coroutine of a shape this pass does not know (suspension switch)";
+        /* the symmetric transfer, if any, between the save and the suspension */
+        Instruction *end = c;
+        if (auto *save = dyn_cast<Instruction>(c->getArgOperand(0))) {
+            Instruction *i = save->getNextNode();
+            for (unsigned steps = 0; i && i != c && steps < 256; steps++) {
+                if (isCall(*i, "llvm.coro.resume") || isCall(*i, "llvm.coro.await.suspend.handle")) {
+                    end = i;
+                    break;
+                }
+                if (auto *br = dyn_cast<BranchInst>(i))
+                    i = br->isUnconditional() ? &br->getSuccessor(0)->front() : nullptr;
+                else if (auto *inv = dyn_cast<InvokeInst>(i))
+                    i = &inv->getNormalDest()->front();
+                else
+                    i = i->getNextNode();
+            }
+        }
+        points.push_back({c, sw, end});
+        closedEntries.insert(sw->getDefaultDest());
+        suspendSwitches.insert(sw);
+    }
+
+    /* Open: reached from coro.begin without a default edge. Closed: reached from one. */
+    auto reach = [&](std::vector<const BasicBlock *> from, bool skipDefaults) {
+        std::set<const BasicBlock *> seen(from.begin(), from.end());
+        while (!from.empty()) {
+            const BasicBlock *b = from.back();
+            from.pop_back();
+            const Instruction *t = b->getTerminator();
+            for (unsigned k = 0; k < t->getNumSuccessors(); k++) {
+                if (skipDefaults && suspendSwitches.count(t) &&
+                    t->getSuccessor(k) == cast<SwitchInst>(t)->getDefaultDest())
+                    continue;
+                if (seen.insert(t->getSuccessor(k)).second) from.push_back(t->getSuccessor(k));
+            }
+        }
+        return seen;
+    };
+    std::set<const BasicBlock *> open = reach({begin->getParent()}, true);
+    std::set<const BasicBlock *> closed =
+        reach(std::vector<const BasicBlock *>(closedEntries.begin(), closedEntries.end()), false);
+    auto isOpen = [&](const BasicBlock *b) { return open.count(b) && !closed.count(b); };
+    std::vector<std::pair<BasicBlock *, BasicBlock *>> closing; /* open -> closed edges */
+    for (const BasicBlock *cb : open) {
+        if (closed.count(cb)) continue;
+        auto *b = const_cast<BasicBlock *>(cb);
+        Instruction *t = b->getTerminator();
+        std::set<BasicBlock *> done;
+        for (unsigned k = 0; k < t->getNumSuccessors(); k++) {
+            BasicBlock *to = t->getSuccessor(k);
+            if (!closed.count(to) || !done.insert(to).second) continue;
+            if (suspendSwitches.count(t) && to == cast<SwitchInst>(t)->getDefaultDest()) continue;
+            if (isa<InvokeInst>(t) && cast<InvokeInst>(t)->getUnwindDest() == to)
+                return "C++20 coroutine of a shape this pass does not know (unwinding into its return)";
+            closing.emplace_back(b, to);
+        }
+    }
+
+    StringRef fname = w.display.empty() ? F.getName() : StringRef(w.display);
+    fname.consume_front("\1");
+    GlobalVariable *gv = site(F, w, fname);
+    Value *siteArg = ConstantExpr::getPointerCast(gv, I8Ptr);
+    DebugLoc dl;
+    if (DISubprogram *sp = F.getSubprogram()) dl = DILocation::get(Ctx, sp->getScopeLine(), 0, sp);
+    /* weak-hooks: GVN makes every `&hook != 0` of the function one value, defined in the ramp
+     * and live across the suspensions, which CoroSplit 19 turned into poison in a .resume
+     * clone's unwinding path (the guard of that exit chose at random: a crash at -O2 without
+     * the runtime). Each guard tests an opaque copy of the address instead (an empty asm:
+     * one register move). */
+    Launder = Weak;
+    auto locOf = [&](Instruction *i) { return i->getDebugLoc() ? i->getDebugLoc() : dl; };
+
+    /* What exits where, found before the CFG changes (splits move instructions to new blocks). */
+    std::vector<Instruction *> rets;
+    std::set<const Instruction *> inRun; /* the instructions of open blocks */
+    for (BasicBlock &BB : F)
+        if (isOpen(&BB)) {
+            for (Instruction &I : BB) inRun.insert(&I);
+            if (isa<ReturnInst>(BB.getTerminator())) rets.push_back(BB.getTerminator());
+        }
+
+    /* The enters: after coro.begin, and on each suspension's resume and destroy edges. */
+    std::vector<Instruction *> enters;
+    auto enterAt = [&](Instruction *at) { enters.push_back(enterCall(at, siteArg, locOf(at))); };
+    enterAt(begin->getNextNode());
+    for (Suspend &p : points)
+        for (auto &cs : p.sw->cases()) {
+            BasicBlock *nb = SplitEdge(p.sw->getParent(), cs.getCaseSuccessor());
+            enterAt(nb->getTerminator());
+        }
+
+    /* Where the exits go (before the token values are asked for: the CFG still changes). */
+    std::vector<Instruction *> exits;
+    for (Suspend &p : points) exits.push_back(p.end);
+    for (auto &e : closing) {
+        BasicBlock *from = e.first, *to = e.second;
+        if (from->getSingleSuccessor() == to) {
+            exits.push_back(from->getTerminator());
+        } else if (to->getUniquePredecessor() == from) {
+            exits.push_back(&*to->getFirstInsertionPt());
+        } else {
+            Instruction *t = from->getTerminator();
+            unsigned k = 0;
+            while (t->getSuccessor(k) != to) k++;
+            BasicBlock *nb = SplitCriticalEdge(t, k, CriticalEdgeSplittingOptions().setMergeIdenticalEdges());
+            if (!nb) nb = SplitEdge(from, to);
+            exits.push_back(nb->getTerminator());
+        }
+    }
+    for (Instruction *r : rets) exits.push_back(r);
+
+    /* Each exit gets the token of the run it ends: the enter before it in its block, else
+     * the value reaching the block (phis where runs meet, e.g. an unwinding pad). */
+    SSAUpdater ssa;
+    bool ssaReady = false;
+    auto tokAt = [&](Instruction *at) -> Value * {
+        for (Instruction *i = at->getPrevNode(); i; i = i->getPrevNode())
+            for (Instruction *e : enters)
+                if (e == i) return e;
+        if (!ssaReady) {
+            ssa.Initialize(I64, "perfgroup.token");
+            for (Instruction *e : enters) ssa.AddAvailableValue(e->getParent(), e);
+            ssaReady = true;
+        }
+        return ssa.GetValueInMiddleOfBlock(at->getParent());
+    };
+    if (!F.doesNotThrow())
+        exitsOnUnwind(F, siteArg, tokAt, dl, [&](const Instruction *i) { return inRun.count(i) > 0; });
+    /* after the unwinding invokes: their splits move instructions between blocks */
+    for (Instruction *at : exits) guarded(at, Exit, {siteArg, tokAt(at)}, locOf(at));
+    Launder = false;
+    F.addFnAttr("perfgroup-instrumented");
+    return nullptr;
 }
 
 /*
@@ -505,8 +724,6 @@ static const char *whySkip(const Function &F, const Want &w)
         return "already instrumented: running the pass twice adds nothing";
     if (F.hasFnAttribute(Attribute::Naked))
         return "naked: no prologue, the body is asm that expects the caller's registers";
-    if (pgIsPresplitCoroutine(F))
-        return "C++20 coroutine: split into ramp/resume/destroy after this pass, no single exit";
     if (pgStartsWith(n, "__perfgroup") || pgStartsWith(n, "perfgroup_"))
         return "the runtime's own function: instrumenting it recursed to a crash";
     if (!w.skip.empty())
@@ -623,6 +840,7 @@ static bool callsNamed(const Function &F, StringRef a, StringRef b)
 static std::string keepReason(Function &F, const Want &w, const std::map<Function *, const Want *> &inst,
                               const std::set<const Function *> &roots, std::string &who)
 {
+    if (pgIsPresplitCoroutine(F)) return "a C++20 coroutine: resumed through its handle, from anywhere";
     if (!F.hasLocalLinkage()) return "externally visible: callers outside this unit";
     F.removeDeadConstantUsers(); /* e.g. the llvm.global.annotations entry just taken out */
     for (const Use &u : F.uses()) {
@@ -741,7 +959,16 @@ static bool runOnModule(Module &M)
         return haveTable || !annotated.empty();
     Instrumenter ins(M, cxx, weak);
     ins.Roots = roots;
-    for (auto &fw : work) ins.instrument(*fw.first, fw.second);
+    for (auto &fw : work) {
+        if (!pgIsPresplitCoroutine(*fw.first)) {
+            ins.instrument(*fw.first, fw.second);
+        } else if (const char *why = ins.instrumentCoroutine(*fw.first, fw.second)) {
+            /* the front end announced it as instrumented: say it is not, whatever verbose says */
+            errs() << fw.second.file << ':' << fw.second.line << ": warning: perfgroup: '"
+                   << (fw.second.display.empty() ? fw.first->getName() : StringRef(fw.second.display))
+                   << "' not instrumented: " << why << '\n';
+        }
+    }
     ins.emitModuleConstructor();
     return true;
 }
@@ -755,6 +982,44 @@ struct PerfGroupPass : PassInfoMixin<PerfGroupPass> {
     static bool isRequired() { return true; }
 };
 
+/*
+ * LLVM's CoroElide (13-19, at -O1 and above) puts a coroutine's frame on its caller's stack
+ * when the caller destroys it on every path, and then clears the `tail` marker only of the
+ * calls whose operands may point into that frame (removeTailCallAttribute: operandReferences).
+ * A `tail` call promises that the callee touches no alloca of the caller, so when the frame's
+ * handle escaped through memory first (stored into another coroutine's promise, which a
+ * symmetric transfer then resumes), DSE deletes the frame's initialisation and the program
+ * jumps to a null resume pointer. Uninstrumented programs rarely meet it (the resumed
+ * coroutine is usually inlined and elided too); an instrumented coroutine, bigger by its
+ * hooks, is not inlined: clang 19 -O2 crashed on the corpus's coroutine.cc. So, right after
+ * CoroElide (the scalar-optimizer-late extension point follows it in every release 13-19), a
+ * function holding an elided frame (an alloca a `.resume` function's address is stored into,
+ * at its start: CoroElide reaches it through a cast)
+ * loses the `tail` marker of every call that is not musttail: a hint for code generation,
+ * never a change of meaning.
+ */
+struct CoroElideTailFix : PassInfoMixin<CoroElideTailFix> {
+    PreservedAnalyses run(Function &F, FunctionAnalysisManager &)
+    {
+        bool elided = false;
+        for (Instruction &I : instructions(F))
+            if (auto *st = dyn_cast<StoreInst>(&I))
+                if (auto *fn = dyn_cast<Function>(st->getValueOperand()->stripPointerCasts()))
+                    elided |= pgEndsWith(fn->getName(), ".resume") &&
+                              isa<AllocaInst>(getUnderlyingObject(st->getPointerOperand()));
+        if (!elided) return PreservedAnalyses::all();
+        bool changed = false;
+        for (Instruction &I : instructions(F))
+            if (auto *c = dyn_cast<CallInst>(&I))
+                if (c->isTailCall() && !c->isMustTailCall()) {
+                    c->setTailCall(false);
+                    changed = true;
+                }
+        return changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
+    }
+    static bool isRequired() { return true; }
+};
+
 } // namespace
 
 extern "C" __attribute__((visibility("default"))) PassPluginLibraryInfo llvmGetPassPluginInfo()
@@ -764,6 +1029,9 @@ extern "C" __attribute__((visibility("default"))) PassPluginLibraryInfo llvmGetP
                  * pre-link pipelines. */
                 PB.registerPipelineStartEPCallback(
                     [](ModulePassManager &MPM, PgOptimizationLevel) { MPM.addPass(PerfGroupPass()); });
+                /* Right after CoroElide (see CoroElideTailFix). */
+                PB.registerScalarOptimizerLateEPCallback(
+                    [](FunctionPassManager &FPM, PgOptimizationLevel) { FPM.addPass(CoroElideTailFix()); });
                 /* opt -load-pass-plugin=perfgroup-clang.so -passes=perfgroup */
                 PB.registerPipelineParsingCallback(
                     [](StringRef name, ModulePassManager &MPM,

@@ -69,4 +69,13 @@
  * reference would stop lto1 from loading the plugin (-flto links with -fplugin=), so weak. */
 extern cpp_reader *parse_in __attribute__ ((weak));
 
+/* C++20 coroutines: the C++ front end's map between a coroutine (the ramp: the function the
+ * user wrote, as called) and the two functions it splits it into, the actor (the body, run at
+ * every resumption) and the destroyer (which calls the actor to destroy the frame). Defined in
+ * cc1plus (cp/coroutines.cc, exported: `nm -D cc1plus`) of GCC 11 and 12, with the same
+ * signatures in a later revision of cp/coroutines.cc read for this (13 and 14 themselves not
+ * checked); absent from cc1 and lto1, hence weak: null there, and no coroutine exists. */
+extern tree coro_get_ramp_function (tree) __attribute__ ((weak));
+extern tree coro_get_actor_function (tree) __attribute__ ((weak));
+
 #endif /* PERFGROUP_GCC_COMPAT_H */

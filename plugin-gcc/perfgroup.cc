@@ -652,8 +652,41 @@ build_hook_calls (tree site, tree tok, location_t in, location_t out, gcall **en
   gimple_set_location (*leave, out);
 }
 
+/* A coroutine's symmetric transfer: an await_suspend that returns another coroutine's handle
+ * makes the actor end in __builtin_coro_resume (h) flagged [tail call], the other coroutine's
+ * resumption. It is the other coroutine's, not this one's: the actor's pair ends just before
+ * it (a flag set there skips the exit of the finally block on the way out), as
+ * perfgroup-clang's ends before the resumption that CoroSplit makes a musttail call. The flag is cleared: a call in a try/finally cannot be a sibling call, and expanding
+ * it as one is an ICE (GCC 11 and 12 -O2, with -finstrument-functions alike: purge_dead_edges).
+ * The transfer is then an ordinary call: a chain of transfers grows the stack, as it does at
+ * -O0. */
+struct coro_transfer_info {
+  tree site, tok, done;
+  unsigned n;
+};
+
+static tree
+end_before_transfer (gimple_stmt_iterator *gsi, bool *handled, struct walk_stmt_info *wi)
+{
+  *handled = false;
+  gcall *call = dyn_cast<gcall *> (gsi_stmt (*gsi));
+  if (!call || !gimple_call_builtin_p (call, BUILT_IN_CORO_RESUME))
+    return NULL_TREE;
+  coro_transfer_info *info = (coro_transfer_info *) wi->info;
+  gcall *enter, *leave;
+  build_hook_calls (info->site, info->tok, gimple_location (call), gimple_location (call), &enter,
+                    &leave);
+  gimple_seq seq = NULL;
+  add_guarded_call (&seq, exit_decl, leave);
+  gimple_seq_add_stmt (&seq, gimple_build_assign (info->done, boolean_true_node));
+  gsi_insert_seq_before (gsi, seq, GSI_SAME_STMT);
+  gimple_call_set_tail (call, false);
+  info->n++;
+  return NULL_TREE;
+}
+
 static void
-wrap_body (function *fun, tree site)
+wrap_body (function *fun, tree site, bool coro)
 {
   tree fndecl = fun->decl;
   tree tok = create_tmp_var (uint64_type_node, "perfgroup_tok");
@@ -661,10 +694,34 @@ wrap_body (function *fun, tree site)
   build_hook_calls (site, tok, DECL_SOURCE_LOCATION (fndecl), fun->function_end_locus, &enter,
                     &leave);
 
+  coro_transfer_info info = { site, tok, NULL_TREE, 0 };
+  if (coro)
+    {
+      info.done = create_tmp_var (boolean_type_node, "perfgroup_transferred");
+      struct walk_stmt_info wi;
+      memset (&wi, 0, sizeof wi);
+      wi.info = &info;
+      gimple_seq inner = gimple_body (fndecl);
+      walk_gimple_seq_mod (&inner, end_before_transfer, NULL, &wi);
+      gimple_set_body (fndecl, inner);
+    }
   gimple_seq cleanup = NULL;
+  tree skip = NULL_TREE;
+  if (info.n)
+    { /* if (!perfgroup_transferred) exit (...) */
+      tree yes = create_artificial_label (UNKNOWN_LOCATION);
+      skip = create_artificial_label (UNKNOWN_LOCATION);
+      gimple_seq_add_stmt (&cleanup, gimple_build_cond (EQ_EXPR, info.done, boolean_false_node,
+                                                        yes, skip));
+      gimple_seq_add_stmt (&cleanup, gimple_build_label (yes));
+    }
   add_guarded_call (&cleanup, exit_decl, leave);
+  if (skip)
+    gimple_seq_add_stmt (&cleanup, gimple_build_label (skip));
   gtry *tf = gimple_build_try (gimple_body (fndecl), cleanup, GIMPLE_TRY_FINALLY);
   gimple_seq seq = NULL;
+  if (info.n)
+    gimple_seq_add_stmt (&seq, gimple_build_assign (info.done, boolean_false_node));
   if (weak_hooks)
     gimple_seq_add_stmt (&seq, gimple_build_assign (tok, build_int_cst (uint64_type_node, 0)));
   add_guarded_call (&seq, enter_decl, enter);
@@ -789,12 +846,40 @@ find_thread_create (gimple_stmt_iterator *gsi, bool *handled, struct walk_stmt_i
   return NULL_TREE;
 }
 
+/* ---- C++20 coroutines -----------------------------------------------------------------------
+ * g++ splits a coroutine `gen` when it finishes parsing it: `gen` itself becomes the ramp
+ * (allocates the frame, constructs the promise, calls the actor once), the body moves into
+ * the actor (gen.actor, artificial: run at the first call and at every resumption, from
+ * wherever the coroutine handle is resumed) and a destroyer (gen.destroy, which calls the
+ * actor to destroy a suspended frame). Hooks on the ramp would charge one pair per call and
+ * none of the resumptions (a body doing 2e8 additions across its resumptions was charged
+ * 0.011 ms). So the actor is instrumented as the coroutine itself (its groups, its name, one
+ * site) and the ramp not at all: one pair per run of the body from one suspension to the
+ * next, on the thread that resumes it, plus one when a suspended frame is destroyed. The
+ * ramp's own work (frame allocation, promise construction) is its caller's, as in
+ * perfgroup-clang, whose pairs are those of LLVM's ramp, .resume and .destroy clones. */
+static tree
+coro_ramp_of (tree fndecl) /* the ramp of an actor or a destroyer */
+{
+  if (!coro_get_ramp_function || !coro_get_actor_function || !DECL_ARTIFICIAL (fndecl))
+    return NULL_TREE;
+  return coro_get_ramp_function (fndecl);
+}
+
+static bool
+is_coro_ramp (tree fndecl)
+{
+  return coro_get_actor_function && coro_get_actor_function (fndecl);
+}
+
 /* What elision (below) needs to know of each function this pass wrapped. */
 struct hooked_fn {
   tree decl, site;       /* both stay reachable from the symbol table until elision */
+  tree shown;            /* the function as the user wrote it: decl, or a coroutine's ramp */
   const char *attr, *file; /* "" when absent */
   bool omp;              /* holds an OpenMP region (parallel, task, host teams) charged
                           * through its site */
+  bool coro;             /* a coroutine's actor: resumed through its handle */
 };
 static vec<hooked_fn> hooked;
 
@@ -809,32 +894,41 @@ instrument_function (function *fun)
     memset (&wi, 0, sizeof wi);
     walk_gimple_seq (gimple_body (fndecl), find_thread_create, NULL, &wi);
   }
-  const char *attr = attribute_group (fndecl);
-  const char *file = file_group (fndecl);
+  /* A coroutine: its groups, name and verdict are those of the function the user wrote (the
+   * ramp), its hooks go on the actor. */
+  tree ramp = coro_ramp_of (fndecl);
+  if (ramp && coro_get_actor_function (ramp) != fndecl)
+    return 0; /* the destroyer: it calls the actor */
+  if (!ramp && is_coro_ramp (fndecl))
+    return 0;
+  tree shown = ramp ? ramp : fndecl;
+  const char *attr = attribute_group (shown);
+  const char *file = file_group (shown);
   if (!attr && !file)
     return 0;
-  if (const char *why = skip_reason (fndecl))
+  if (const char *why = skip_reason (shown))
     {
       if (verbose)
-        inform (DECL_SOURCE_LOCATION (fndecl), "perfgroup: %qs not instrumented: %s",
-                asm_name (fndecl), why);
+        inform (DECL_SOURCE_LOCATION (shown), "perfgroup: %qs not instrumented: %s",
+                asm_name (shown), why);
       return 0;
     }
   if (verbose)
-    inform (DECL_SOURCE_LOCATION (fndecl), "perfgroup: instrumenting %qs (group %qs, file group %qs)",
-            asm_name (fndecl), attr ? attr : "", file ? file : "");
-  if (verbose && !strcmp (asm_name (fndecl), "main"))
-    inform (DECL_SOURCE_LOCATION (fndecl), "perfgroup: %qs is the outermost frame of the "
-            "main thread: it opens no implicit event (its calls do)", asm_name (fndecl));
+    inform (DECL_SOURCE_LOCATION (shown), "perfgroup: instrumenting %qs (group %qs, file group %qs)",
+            asm_name (shown), attr ? attr : "", file ? file : "");
+  if (verbose && !strcmp (asm_name (shown), "main"))
+    inform (DECL_SOURCE_LOCATION (shown), "perfgroup: %qs is the outermost frame of the "
+            "main thread: it opens no implicit event (its calls do)", asm_name (shown));
   build_abi_trees ();
-  tree site = build_site (fndecl, attr, file);
-  sites.safe_push (std::make_pair (fndecl, site));
-  if (root_fns.contains (fndecl))
+  tree site = build_site (shown, attr, file);
+  sites.safe_push (std::make_pair (shown, site));
+  if (root_fns.contains (shown))
     mark_site_root (site);
   bool omp = charge_omp_regions (fun, site) > 0;
-  wrap_body (fun, site);
+  wrap_body (fun, site, ramp != NULL_TREE);
   emit_module_constructor ();
-  hooked_fn h = { fndecl, site, xstrdup (attr ? attr : ""), xstrdup (file ? file : ""), omp };
+  hooked_fn h = { fndecl, site, shown, xstrdup (attr ? attr : ""), xstrdup (file ? file : ""),
+                  omp, ramp != NULL_TREE };
   hooked.safe_push (h);
   return 0;
 }
@@ -982,12 +1076,15 @@ keep_reason (const hooked_fn &fn, hash_map<tree, unsigned> &index, const char **
   cgraph_node *node = cgraph_node::get (decl);
   if (!node)
     return "not in the call graph";
+  if (fn.coro)
+    return "a C++20 coroutine: resumed through its handle, from anywhere";
   if (TREE_PUBLIC (decl) || DECL_EXTERNAL (decl))
     return "externally visible: callers outside this unit";
   if (is_entry_point (node))
     return "address taken: may be called from anywhere";
   if (fn.omp)
     return "holds an OpenMP region";
+
   bool called = false;
   for (cgraph_edge *e = node->callers; e && !called; e = e->next_caller)
     called = reachable->contains (e->caller);
@@ -1045,15 +1142,15 @@ elide_reentries (void *, void *)
         elide.safe_push (i);
       if (!verbose)
         continue;
-      location_t loc = DECL_SOURCE_LOCATION (fn->decl);
+      location_t loc = DECL_SOURCE_LOCATION (fn->shown);
       if (!why)
         inform (loc, "perfgroup: %qs elided: every caller is in its groups, it is only ever "
-                "a re-entry", asm_name (fn->decl));
+                "a re-entry", asm_name (fn->shown));
       else
         {
           pretty_printer pp;
           pp_printf (&pp, why, who ? who : "");
-          inform (loc, "perfgroup: %qs keeps its hooks: %s", asm_name (fn->decl),
+          inform (loc, "perfgroup: %qs keeps its hooks: %s", asm_name (fn->shown),
                   pp_formatted_text (&pp));
         }
     }

@@ -77,7 +77,9 @@ def main():
             continue
         if a.combo in PREPROCESS:
             cc = run_corpus.compiler(a.cc, "c++" if cxx else "c")
-            cmd = [cc, *shlex.split(plugin), *PREPROCESS[a.combo], "-I" + a.include[0], prog]
+            # the program's own flags too (coroutine.cc's -std=c++20: <coroutine> needs it)
+            cmd = [cc, *shlex.split(plugin), *PREPROCESS[a.combo], "-I" + a.include[0],
+                   *run_corpus.directives(prog)["cflags"], prog]
             if family == "clang":
                 cmd.insert(1, "-D__PERFGROUP__=1")
             print("+ " + " ".join(shlex.quote(c) for c in cmd), flush=True)

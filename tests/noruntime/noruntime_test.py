@@ -35,8 +35,8 @@ def check(a, src):
         return f"{name}: __perfgroup_enter is not a weak undefined symbol of the object:\n{nm}"
 
     strong = os.path.join(a.workdir, name + ".strong.o")
-    if run([cc, a.opt, "-pthread"] + shlex.split(a.plugin) + ["-I" + i for i in a.include]
-           + ["-c", src, "-o", strong]).returncode:
+    if run([cc, a.opt, "-pthread"] + shlex.split(a.plugin) + d["cflags"]
+           + ["-I" + i for i in a.include] + ["-c", src, "-o", strong]).returncode:
         return f"{name}: compile without weak-hooks failed"
     if run([cc, a.opt, "-pthread", strong, "-o", strong + ".exe"]).returncode == 0:
         return f"{name}: without weak-hooks the object linked without the runtime"
