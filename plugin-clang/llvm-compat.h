@@ -6,7 +6,8 @@
  * changed between releases, so their bodies read the same on every supported version.
  * Built and tested: LLVM/Clang 13, 14, 15, 16 and 19 (Debian bookworm's llvm-N-dev,
  * libclang-N-dev). 17 and 18 are covered by the same guards (each #if below names the release
- * that made the change, from the LLVM release notes and headers) but were not compiled here.
+ * that made the change, from the LLVM release notes and headers): compiled and linked against
+ * their headers (Debian trixie's llvm-N-dev, libclang-N-dev: scripts/headers.sh), not run.
  *
  *   change                                         release   here
  *   StringLiteral::Ascii / isAscii -> Ordinary      15        PG_STRING_ORDINARY, pgIsOrdinary

@@ -3,8 +3,8 @@
  * gcc-compat.h — every GCC header and every GCC-version #if of the perfgroup GCC plugin.
  *
  * perfgroup.cc includes only this file from GCC, so the plugin body reads the same on every
- * supported GCC. Built and tested: GCC 11 and 12 (Debian bookworm's gcc-N-plugin-dev). Written
- * for, not compiled here: GCC 13 and 14 (from those releases' plugin headers). Older releases
+ * supported GCC. Built and tested: GCC 11 and 12 (Debian bookworm's gcc-N-plugin-dev).
+ * Compiled, not run: GCC 13 and 14 (their plugin headers from Debian trixie, scripts/headers.sh). Older releases
  * lack pieces the plugin relies on (symtab states of GCC 10+, attribute_spec::exclude, the
  * `final override` pass methods of GCC 11's pass manager); newer ones changed the
  * attribute-table registration, handled below.
@@ -51,7 +51,8 @@
  * scoped_attribute_specs &, bool ignored_p = false); c-attribs.cc: tables written
  * { "ns", { array } } with the same nine attribute_spec fields as GCC 11 and 12). The other
  * interfaces perfgroup.cc uses (gimple builders, cpp_callbacks::define, debug_hooks->define,
- * varpool/cgraph, pass_data, walk_gimple_seq) were not re-read from 13/14 headers. */
+ * varpool/cgraph, pass_data, walk_gimple_seq) compile unchanged against 13's and 14's headers
+ * (scripts/headers.sh); what they do there was not run. */
 #if GCCPLUGIN_VERSION_MAJOR >= 14
 #define PG_REGISTER_SCOPED_ATTRIBUTE(spec_array, ns)                                          \
   do {                                                                                       \

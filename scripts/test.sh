@@ -44,6 +44,12 @@ if ! scripts/compilers.sh >build/compilers.log 2>&1; then
   exit 1
 fi
 tail -1 build/compilers.log
+echo "== compiler releases bookworm lacks: both plugins compiled against GCC 13/14 and LLVM 17/18 headers"
+if ! scripts/headers.sh >build/headers.log 2>&1; then
+  cat build/headers.log
+  exit 1
+fi
+grep -c ': ok$' build/headers.log | sed 's/$/ compiles ok (scripts\/headers.sh)/'
 # Lua with the oldest GCC and the newest Clang of the matrix too, through the plugins
 # compilers.sh built (build-compilers/) and this build's runtime and converter.
 echo "== real projects: Lua (+ lpeg, cjson suites) with gcc-11 and clang-19"

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# headers.sh — compiles both plugins against the headers of compiler releases Debian bookworm
+# does not ship: GCC 13 and 14 (gcc-N-plugin-dev) and LLVM 17 and 18 (llvm-N-dev,
+# libclang-N-dev), from Debian trixie. The flags are those of plugin-gcc/ and plugin-clang/
+# CMakeLists.txt plus -Werror: "written for" those releases, checked by their own headers.
+# Nothing runs (no gcc-13/14 or clang-17/18 here) and nothing is installed: the .deb files are
+# downloaded with a private apt list and unpacked under build-compilers/headers/.
+#
+#   scripts/headers.sh                                   # gcc 13 14, llvm 17 18
+#   HEADERS_GCC="14" HEADERS_LLVM="" scripts/headers.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=$PWD/build-compilers/headers
+GCCS=${HEADERS_GCC-"13 14"}
+LLVMS=${HEADERS_LLVM-"17 18"}
+SUITE=${HEADERS_SUITE:-trixie}
+mkdir -p "$OUT/lists/partial" "$OUT/debs" "$OUT/obj"
+echo "deb http://deb.debian.org/debian $SUITE main" >"$OUT/sources.list"
+apt_opts=(-o Dir::Etc::sourcelist="$OUT/sources.list" -o Dir::Etc::sourceparts=/dev/null
+          -o Dir::State::Lists="$OUT/lists" -o APT::Get::List-Cleanup=0
+          -o APT::Sandbox::User="$(id -un)")
+need=()
+for v in $GCCS; do need+=("gcc-$v-plugin-dev"); done
+for v in $LLVMS; do need+=("llvm-$v-dev" "libclang-$v-dev"); done
+missing=()
+for p in "${need[@]}"; do
+  ls "$OUT/debs/${p}_"*.deb >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  apt-get "${apt_opts[@]}" update -qq
+  (cd "$OUT/debs" && apt-get "${apt_opts[@]}" download "${missing[@]}" >/dev/null)
+fi
+unpack() { # dir deb...
+  local dir=$1; shift
+  [ -d "$dir" ] && return 0
+  mkdir -p "$dir.tmp"
+  for deb in "$@"; do dpkg-deb -x "$deb" "$dir.tmp"; done
+  mv "$dir.tmp" "$dir"
+}
+fails=0
+check() { # label log command...
+  local label=$1 log=$2; shift 2
+  if "$@" 2>"$log"; then
+    echo "headers.sh: $label: ok"
+  else
+    echo "headers.sh: $label: FAILED"; cat "$log"; fails=$((fails + 1))
+  fi
+}
+for v in $GCCS; do
+  unpack "$OUT/gcc-$v" "$OUT"/debs/gcc-"$v"-plugin-dev_*.deb
+  inc=$(echo "$OUT/gcc-$v"/usr/lib/gcc/*/"$v"/plugin/include)
+  check "GCC $v plugin headers ($(cd "$OUT/debs" && echo gcc-"$v"-plugin-dev_*.deb))" "$OUT/gcc-$v.log" \
+    g++ -shared -fPIC -O2 -std=gnu++17 -fvisibility=hidden -fno-rtti -fno-exceptions \
+        -Wall -Wextra -Wno-unused-parameter -Werror -I"$inc" -Iplugin-gcc -Iinclude \
+        plugin-gcc/perfgroup.cc -o "$OUT/obj/perfgroup-gcc$v.so"
+done
+for v in $LLVMS; do
+  unpack "$OUT/llvm-$v" "$OUT"/debs/llvm-"$v"-dev_*.deb "$OUT"/debs/libclang-"$v"-dev_*.deb
+  inc=$OUT/llvm-$v/usr/lib/llvm-$v/include
+  objs=()
+  for f in frontend instrument table version; do
+    objs+=("$OUT/obj/$f-$v.o")
+    check "LLVM $v headers: plugin-clang/$f.cpp" "$OUT/llvm-$v-$f.log" \
+      g++ -c -fPIC -O2 -std=c++17 -fvisibility=hidden -fvisibility-inlines-hidden -fno-exceptions \
+          -Wall -Wextra -Wno-unused-parameter -Wno-nonnull -Werror -D_GNU_SOURCE \
+          -D__STDC_CONSTANT_MACROS -D__STDC_FORMAT_MACROS -D__STDC_LIMIT_MACROS \
+          -isystem "$inc" -Iplugin-clang -Iinclude "plugin-clang/$f.cpp" -o "$OUT/obj/$f-$v.o"
+  done
+  check "LLVM $v: perfgroup-clang-$v.so linked" "$OUT/llvm-$v-link.log" \
+    g++ -shared -Wl,--allow-shlib-undefined "${objs[@]}" -o "$OUT/obj/perfgroup-clang-$v.so"
+done
+[ $fails -eq 0 ]
