@@ -32,6 +32,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -412,7 +413,11 @@ def case_flips():
 
     def one(i):
         pos, bit = flips[i]
-        d = os.path.join(WORK, "f%d" % (i % 4))
+        # a directory per worker thread: flip i and flip i + 4 may run at the same time (the
+        # pool hands i + 4 to whichever worker is free first), and a shared in.pgm made one
+        # flip's conversions read the other's file (CI once: a flip in a sealed chunk "not
+        # detected")
+        d = os.path.join(WORK, "f%d" % threading.get_ident())
         os.makedirs(d, exist_ok=True)
         path = os.path.join(d, "in.pgm")
         b = bytearray(img)
