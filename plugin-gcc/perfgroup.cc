@@ -27,8 +27,6 @@
  *                                 __stop_perfgroup_sites); }
  * whose hidden __start_/__stop_ references resolve inside the module (executable or shared
  * object) being linked, so every module registers its own sites; the runtime ignores repeats.
- * The site of a COMDAT function (inline, template) is a hidden COMDAT of its own in section
- * perfgroup_sites_comdat (one per module), registered by __perfgroup_module_ctor_comdat.
  * With weak-hooks, the three runtime functions are declared weak, each call guarded by `if (&hook)`
  * (perfgroup_tok starts at 0): an object links and runs without the runtime, hooks doing
  * nothing, and linking the runtime makes them live.
@@ -503,15 +501,7 @@ site_field (const char *name)
   gcc_unreachable ();
 }
 
-/* A function emitted in every unit that uses it, kept once by the linker. */
-static bool
-site_is_comdat (tree fndecl)
-{
-  return TREE_PUBLIC (fndecl) && (DECL_COMDAT (fndecl) || DECL_ONE_ONLY (fndecl));
-}
-
-/* The static descriptor of FNDECL, placed in PERFGROUP_SITES_SECTION (COMDAT functions':
- * PERFGROUP_SITES_COMDAT_SECTION). */
+/* The static descriptor of FNDECL, placed in PERFGROUP_SITES_SECTION. */
 static tree
 build_site (tree fndecl, const char *attr, const char *file)
 {
@@ -564,20 +554,11 @@ build_site (tree fndecl, const char *attr, const char *file)
   SET_DECL_ALIGN (var, 64);
   DECL_USER_ALIGN (var) = 1;
   DECL_INITIAL (var) = init;
-  /* A COMDAT function's (inline, template) site: a hidden COMDAT of its own, so the program
-   * (executable or shared object) holds one whichever units emit the function, as with
-   * perfgroup-clang. Not in the function's group: a unit that inlined every call emits the
-   * site without the function. In a section of its own (see abi.h), registered by a
-   * constructor of its own (emit_module_constructor). */
-  if (site_is_comdat (fndecl))
-    {
-      TREE_PUBLIC (var) = 1;
-      DECL_VISIBILITY (var) = VISIBILITY_HIDDEN;
-      DECL_VISIBILITY_SPECIFIED (var) = 1;
-      make_decl_one_only (var, DECL_ASSEMBLER_NAME (var));
-    }
-  set_decl_section_name (var, site_is_comdat (fndecl) ? PERFGROUP_SITES_COMDAT_SECTION
-                                                      : PERFGROUP_SITES_SECTION);
+  set_decl_section_name (var, PERFGROUP_SITES_SECTION);
+  /* Not deduplicated for a COMDAT function (inline, template): each unit keeps its own site
+   * (perfgroup-clang makes it a hidden COMDAT of its own). GCC refuses a COMDAT and a plain
+   * variable in one named section in a unit ("section type conflict"), and the runtime finds
+   * sites in that one section only. */
   varpool_node::finalize_decl (var);
   return var;
 }
@@ -597,20 +578,16 @@ extern_hidden_site_symbol (const char *name)
   return var;
 }
 
-/* Once per translation unit that has a site: a constructor registering the module's sites;
- * and once per unit that has a COMDAT site, one registering the module's COMDAT sites (a unit
- * never names the bounds of a section no unit may have: they would be undefined). */
+/* Once per translation unit that has a site: a constructor registering the module's sites. */
 static void
-emit_module_constructor (bool comdat)
+emit_module_constructor (void)
 {
-  static bool done[2];
-  if (done[comdat])
+  static bool done;
+  if (done)
     return;
-  done[comdat] = true;
-  tree start = extern_hidden_site_symbol (comdat ? PERFGROUP_SITES_COMDAT_START_NAME
-                                                 : PERFGROUP_SITES_START_NAME);
-  tree stop = extern_hidden_site_symbol (comdat ? PERFGROUP_SITES_COMDAT_STOP_NAME
-                                                : PERFGROUP_SITES_STOP_NAME);
+  done = true;
+  tree start = extern_hidden_site_symbol (PERFGROUP_SITES_START_NAME);
+  tree stop = extern_hidden_site_symbol (PERFGROUP_SITES_STOP_NAME);
   tree call = build_call_expr (register_decl, 3,
                                build_int_cst (unsigned_type_node, PERFGROUP_ABI_VERSION),
                                build_fold_addr_expr_with_type (start, ptr_type_node),
@@ -628,9 +605,7 @@ emit_module_constructor (bool comdat)
    * COMDAT copy would save only bytes, and LTO merges all the constructors into one. */
   function *saved_fun = cfun; /* we are inside the pass of another function */
   tree saved_decl = current_function_decl;
-  tree fn = build_decl (BUILTINS_LOCATION, FUNCTION_DECL,
-                        get_identifier (comdat ? PERFGROUP_MODULE_CTOR_NAME "_comdat"
-                                               : PERFGROUP_MODULE_CTOR_NAME),
+  tree fn = build_decl (BUILTINS_LOCATION, FUNCTION_DECL, get_identifier (PERFGROUP_MODULE_CTOR_NAME),
                         build_function_type_list (void_type_node, NULL_TREE));
   SET_DECL_ASSEMBLER_NAME (fn, DECL_NAME (fn));
   tree result = build_decl (BUILTINS_LOCATION, RESULT_DECL, NULL_TREE, void_type_node);
@@ -951,7 +926,7 @@ instrument_function (function *fun)
     mark_site_root (site);
   bool omp = charge_omp_regions (fun, site) > 0;
   wrap_body (fun, site, ramp != NULL_TREE);
-  emit_module_constructor (site_is_comdat (shown));
+  emit_module_constructor ();
   hooked_fn h = { fndecl, site, shown, xstrdup (attr ? attr : ""), xstrdup (file ? file : ""),
                   omp, ramp != NULL_TREE };
   hooked.safe_push (h);

@@ -47,14 +47,6 @@
 #define PERFGROUP_SITES_SECTION      "perfgroup_sites"
 #define PERFGROUP_SITES_START_NAME   "__start_perfgroup_sites"
 #define PERFGROUP_SITES_STOP_NAME    "__stop_perfgroup_sites"
-/* GCC only: the sites of COMDAT functions (inline, templates), each a hidden COMDAT of its own
- * (one per module, whichever units emit the function), in a section of their own: GCC refuses
- * a COMDAT and a plain variable in one named section of a unit ("section type conflict"). The
- * constructor of a unit that has such a site registers this range too. Clang's COMDAT sites
- * share PERFGROUP_SITES_SECTION (LLVM allows it). */
-#define PERFGROUP_SITES_COMDAT_SECTION    "perfgroup_sites_comdat"
-#define PERFGROUP_SITES_COMDAT_START_NAME "__start_perfgroup_sites_comdat"
-#define PERFGROUP_SITES_COMDAT_STOP_NAME  "__stop_perfgroup_sites_comdat"
 /* Name of the per-module constructor a plugin emits (one per module, hidden, COMDAT/weak so
  * that N translation units of one module give one constructor). */
 #define PERFGROUP_MODULE_CTOR_NAME   "__perfgroup_module_ctor"
