@@ -466,7 +466,8 @@ void Instrumenter::instrument(Function &F, const Want &w)
  * suspended frame). This pass runs before the split (pipeline start), so it cuts the body into
  * the runs that will exist after it, as the GCC plugin charges g++'s actor:
  *
- *   coro.begin                  enter (the frame exists; its allocation is the caller's)
+ *   get_return_object()         enter (after it: the frame, the promise and the return object
+ *                               are the caller's, as with g++; else after coro.begin)
  *   ... body ...
  *   [llvm.coro.resume(h) |      exit: before the symmetric transfer that await_suspend asked
  *    coro.await.suspend.handle]       for (the other coroutine's run, a musttail call after
@@ -560,10 +561,55 @@ const char *Instrumenter::instrumentCoroutine(Function &F, const Want &w)
         }
         return seen;
     };
-    std::set<const BasicBlock *> open = reach({begin->getParent()}, true);
+    /* The first run starts after the promise's get_return_object(), as g++'s actor does (its
+     * ramp calls get_return_object before the actor): the frame, the promise and the return
+     * object are the caller's. If the call is not found once, after coro.begin. */
+    Instruction *start = begin->getNextNode();
+    {
+        CallBase *gro = nullptr;
+        unsigned n = 0;
+        for (Instruction &I : instructions(F))
+            if (auto *cb = dyn_cast<CallBase>(&I))
+                if (Function *f = cb->getCalledFunction())
+                    if (f->getName().find("17get_return_object") != StringRef::npos) {
+                        gro = cb;
+                        n++;
+                    }
+        if (n == 1) {
+            if (auto *inv = dyn_cast<InvokeInst>(gro))
+                start = &*inv->getNormalDest()->getFirstInsertionPt();
+            else
+                start = gro->getNextNode();
+        }
+    }
+    std::set<const BasicBlock *> open = reach({start->getParent()}, true);
     std::set<const BasicBlock *> closed =
         reach(std::vector<const BasicBlock *>(closedEntries.begin(), closedEntries.end()), false);
     auto isOpen = [&](const BasicBlock *b) { return open.count(b) && !closed.count(b); };
+    /* Blocks of the ramp's own paths (from the entry, not through the start) that flow into
+     * open blocks (a landing pad of get_return_object joining the body's cleanups): the run
+     * is entered on those edges too, so every path into an open block has one. */
+    std::vector<std::pair<BasicBlock *, BasicBlock *>> opening;
+    {
+        std::set<const BasicBlock *> pre{&F.getEntryBlock()};
+        std::vector<const BasicBlock *> work{&F.getEntryBlock()};
+        while (!work.empty()) {
+            const BasicBlock *b = work.back();
+            work.pop_back();
+            if (b == start->getParent() || isOpen(b)) continue; /* the start, or joined a run */
+            const Instruction *t = b->getTerminator();
+            for (unsigned k = 0; k < t->getNumSuccessors(); k++) {
+                BasicBlock *to = t->getSuccessor(k);
+                if (isOpen(to) && to != start->getParent()) {
+                    if (isa<InvokeInst>(t) && cast<InvokeInst>(t)->getUnwindDest() == to)
+                        return "C++20 coroutine of a shape this pass does not know (the ramp unwinds into a run)";
+                    opening.emplace_back(const_cast<BasicBlock *>(b), to);
+                } else if (pre.insert(to).second) {
+                    work.push_back(to);
+                }
+            }
+        }
+    }
     std::vector<std::pair<BasicBlock *, BasicBlock *>> closing; /* open -> closed edges */
     for (const BasicBlock *cb : open) {
         if (closed.count(cb)) continue;
@@ -596,17 +642,26 @@ const char *Instrumenter::instrumentCoroutine(Function &F, const Want &w)
 
     /* What exits where, found before the CFG changes (splits move instructions to new blocks). */
     std::vector<Instruction *> rets;
-    std::set<const Instruction *> inRun; /* the instructions of open blocks */
+    std::set<const Instruction *> inRun; /* the instructions of open blocks, from the start */
     for (BasicBlock &BB : F)
         if (isOpen(&BB)) {
-            for (Instruction &I : BB) inRun.insert(&I);
+            bool before = &BB == start->getParent();
+            for (Instruction &I : BB) {
+                before = before && &I != start;
+                if (!before) inRun.insert(&I);
+            }
             if (isa<ReturnInst>(BB.getTerminator())) rets.push_back(BB.getTerminator());
         }
 
-    /* The enters: after coro.begin, and on each suspension's resume and destroy edges. */
+    /* The enters: at the start, on the ramp's edges into a run, and on each suspension's
+     * resume and destroy edges. */
     std::vector<Instruction *> enters;
     auto enterAt = [&](Instruction *at) { enters.push_back(enterCall(at, siteArg, locOf(at))); };
-    enterAt(begin->getNextNode());
+    enterAt(start);
+    for (auto &e : opening) {
+        BasicBlock *nb = SplitEdge(e.first, e.second);
+        enterAt(nb->getTerminator());
+    }
     for (Suspend &p : points)
         for (auto &cs : p.sw->cases()) {
             BasicBlock *nb = SplitEdge(p.sw->getParent(), cs.getCaseSuccessor());

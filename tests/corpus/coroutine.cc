@@ -6,7 +6,8 @@
 // the body as the coroutine itself (its group, its name): one pair per run from one
 // suspension to the next, on the thread that resumes it, and the destruction of a suspended
 // frame (its locals' destructors run) as one more. What the ramp does before the body (the
-// frame's allocation, the promise's construction) is charged to the caller; the resumption of
+// frame's allocation, the promise's construction, get_return_object) is charged to the
+// caller (comdat_sets.cc instruments those too); the resumption of
 // another coroutine it transfers to (symmetric transfer) is that coroutine's.
 //
 // gen(n) suspends at its start, then after each value (suspend_always); ints() is a second
