@@ -27,6 +27,8 @@
  *                                 __stop_perfgroup_sites); }
  * whose hidden __start_/__stop_ references resolve inside the module (executable or shared
  * object) being linked, so every module registers its own sites; the runtime ignores repeats.
+ * A COMDAT function's site is a hidden COMDAT variable outside the section (one per module),
+ * which an entry of the section points at (see build_site).
  * With weak-hooks, the three runtime functions are declared weak, each call guarded by `if (&hook)`
  * (perfgroup_tok starts at 0): an object links and runs without the runtime, hooks doing
  * nothing, and linking the runtime makes them live.
@@ -501,12 +503,12 @@ site_field (const char *name)
   gcc_unreachable ();
 }
 
-/* The static descriptor of FNDECL, placed in PERFGROUP_SITES_SECTION. */
+/* A site's initializer: FNDECL's version, flags (plus EXTRA), line, groups, where; CACHE. */
 static tree
-build_site (tree fndecl, const char *attr, const char *file)
+site_init (tree fndecl, const char *attr, const char *file, unsigned extra, tree cache)
 {
   const char *fn = asm_name (fndecl);
-  unsigned flags = PERFGROUP_SITE_F_GCC;
+  unsigned flags = PERFGROUP_SITE_F_GCC | extra;
   if (!strncmp (fn, "_Z", 2))
     flags |= PERFGROUP_SITE_F_CXX;
   if (DECL_DECLARED_INLINE_P (fndecl) || DECL_COMDAT (fndecl) || DECL_ONE_ONLY (fndecl))
@@ -531,12 +533,18 @@ build_site (tree fndecl, const char *attr, const char *file)
     shown = xstrndup (fn, strchr (fn, '.') - fn);
   CONSTRUCTOR_APPEND_ELT (v, site_field ("where"),
                           two_strings (shown, DECL_SOURCE_FILE (fndecl) ? DECL_SOURCE_FILE (fndecl) : ""));
-  CONSTRUCTOR_APPEND_ELT (v, site_field ("cache"), null_pointer_node);
+  CONSTRUCTOR_APPEND_ELT (v, site_field ("cache"), cache);
   tree init = build_constructor (site_type, v);
   TREE_CONSTANT (init) = 1;
   TREE_STATIC (init) = 1;
+  return init;
+}
 
-  char *name = concat ("__perfgroup_site_", fn, NULL);
+/* A static, writable, kept site variable PREFIX<asm name of FNDECL> holding INIT. */
+static tree
+site_var (const char *prefix, tree fndecl, tree init)
+{
+  char *name = concat (prefix, asm_name (fndecl), NULL);
   tree var = build_decl (DECL_SOURCE_LOCATION (fndecl), VAR_DECL, get_identifier (name), site_type);
   free (name);
   SET_DECL_ASSEMBLER_NAME (var, DECL_NAME (var));
@@ -554,12 +562,39 @@ build_site (tree fndecl, const char *attr, const char *file)
   SET_DECL_ALIGN (var, 64);
   DECL_USER_ALIGN (var) = 1;
   DECL_INITIAL (var) = init;
-  set_decl_section_name (var, PERFGROUP_SITES_SECTION);
-  /* Not deduplicated for a COMDAT function (inline, template): each unit keeps its own site
-   * (perfgroup-clang makes it a hidden COMDAT of its own). GCC refuses a COMDAT and a plain
-   * variable in one named section in a unit ("section type conflict"), and the runtime finds
-   * sites in that one section only. */
+  return var;
+}
+
+/* The static descriptor of FNDECL, placed in PERFGROUP_SITES_SECTION. A COMDAT function's
+ * (inline, template: emitted by every unit that uses it) is a hidden COMDAT variable of its
+ * own instead, outside the section, so the module keeps one whichever units emit the function
+ * (as perfgroup-clang's); the unit's section gets an entry pointing at it
+ * (PERFGROUP_SITE_F_INDIRECT, abi.h), which the runtime registers it by. It cannot go in the
+ * section: GCC keys named sections by name, so every COMDAT variable of a unit in one named
+ * section lands in the COMDAT group of the first one (two units with different sets of inline
+ * functions then define the same site twice: corpus comdat_sets.cc), and refuses a COMDAT
+ * and a plain variable in one named section ("section type conflict"). Not in the function's
+ * group either: a unit that inlined every call emits the site without the function. */
+static tree
+build_site (tree fndecl, const char *attr, const char *file)
+{
+  tree var = site_var ("__perfgroup_site_", fndecl, site_init (fndecl, attr, file, 0, null_pointer_node));
+  if (!(TREE_PUBLIC (fndecl) && (DECL_COMDAT (fndecl) || DECL_ONE_ONLY (fndecl))))
+    {
+      set_decl_section_name (var, PERFGROUP_SITES_SECTION);
+      varpool_node::finalize_decl (var);
+      return var;
+    }
+  TREE_PUBLIC (var) = 1;
+  DECL_VISIBILITY (var) = VISIBILITY_HIDDEN;
+  DECL_VISIBILITY_SPECIFIED (var) = 1;
+  make_decl_one_only (var, DECL_ASSEMBLER_NAME (var)); /* after DECL_INITIAL: not common */
   varpool_node::finalize_decl (var);
+  tree entry = site_var ("__perfgroup_isite_", fndecl,
+                         site_init (fndecl, attr, file, PERFGROUP_SITE_F_INDIRECT,
+                                    build_fold_addr_expr_with_type (var, ptr_type_node)));
+  set_decl_section_name (entry, PERFGROUP_SITES_SECTION);
+  varpool_node::finalize_decl (entry);
   return var;
 }
 

@@ -306,9 +306,13 @@ void PERFGROUP_MODULE_REGISTER(uint32_t abi_version, struct perfgroup_site *star
             goto out; /* every TU of a module registers it: once is enough */
     if (nmodules < MODULES_MAX)
         modules[nmodules++] = start;
-    for (struct perfgroup_site *s = start; s < stop; s++)
-        if (s->version != 0 && !resolve_locked(s))
+    for (struct perfgroup_site *s = start; s < stop; s++) {
+        struct perfgroup_site *site = s;
+        if (s->version != 0 && (s->flags & PERFGROUP_SITE_F_INDIRECT))
+            site = s->cache; /* a COMDAT function's site, outside the section (abi.h) */
+        if (site && site->version != 0 && !resolve_locked(site))
             break;
+    }
 out:
     pthread_mutex_unlock(&reg_lock);
 }

@@ -62,6 +62,15 @@
  * as a thread's outermost frame with no event open, it opens no implicit event (its callees
  * do, docs/accounting.md). The runtime treats `main` so whatever the flag says. */
 #define PERFGROUP_SITE_F_ROOT       0x0040u
+/* Not a function's site but an entry pointing at one (GCC): its `cache` holds the site's
+ * address, set when emitted; the runtime registers that site instead and never writes the
+ * entry. The site of a COMDAT function (inline, template) is then a hidden COMDAT variable
+ * of its own outside PERFGROUP_SITES_SECTION, so a module keeps one whichever units emit the
+ * function (GCC puts every COMDAT variable of one named section into the COMDAT group of the
+ * unit's first one: the section itself cannot hold them), and each unit's section holds an
+ * indirect entry for it. A runtime older than the flag registers the entry as a site of the
+ * same function (name, file, line) and resolves the real site at its first call. */
+#define PERFGROUP_SITE_F_INDIRECT   0x0080u
 
 /*
  * One static, writable descriptor per instrumented function, in PERFGROUP_SITES_SECTION.
@@ -77,7 +86,8 @@
  *       16     8  where     "function\0file\0": function name (assembler/mangled), NUL,
  *                           defining file as the compiler saw it, NUL
  *       24     8  cache     owned by the runtime (0 when emitted); the runtime stores its
- *                           resolved per-function record here
+ *                           resolved per-function record here (PERFGROUP_SITE_F_INDIRECT: the
+ *                           site's address, emitted so, never written)
  */
 struct perfgroup_site {
     uint16_t version;

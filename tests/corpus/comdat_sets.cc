@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
 // comdat_sets: two units whose sets of COMDAT functions differ (this one: obj::values, a
 // lambda coroutine; both: the promise's members and counter<3>), every function in one group
-// (default=): the program links and gives one trace with every compiler. A GCC plugin that put
-// the COMDAT sites in a section of their own failed to link it at -O2 (GCC groups every
-// COMDAT variable of one named section under the first one's COMDAT group: "multiple
-// definition of __perfgroup_site_..."), docs/plugins.md.
+// (default=): the program links, gives one trace with every compiler and holds one site per
+// function, 11. A GCC plugin that put the COMDAT sites in a section of their own failed to
+// link it at -O2 (GCC groups every COMDAT variable of one named section under the first one's
+// COMDAT group: "multiple definition of __perfgroup_site_..."), docs/plugins.md.
 // perfgroup-options: default=app
 // perfgroup-cflags: -std=c++20
 // perfgroup-sources: comdat_sets_b.cxx
+// perfgroup-sites: gcc 11 clang 11
 // perfgroup-only: gcc clang>=14   (clang 13 finds C++20 coroutines only in libc++'s std::experimental)
 #include "comdat_sets.h"
 #include <cstdio>

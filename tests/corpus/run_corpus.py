@@ -16,10 +16,10 @@ Directives, in comments near the top of a program (one per line):
                                                family>=major version)
     perfgroup-sources: b.cxx                   more units of the program (in the program's dir;
                                                not .c/.cc, which are programs), compiled alike
-    perfgroup-sites: clang 4                   with that compiler family, the linked program
-                                               holds exactly 4 sites (its perfgroup_sites
-                                               section: one site per function per executable,
-                                               whatever the units)
+    perfgroup-sites: gcc 4 clang 4             with that compiler family, the linked program
+                                               holds exactly 4 sites (one site per function per
+                                               executable, whatever the units; clang: counted
+                                               in its perfgroup_sites section, gcc: by symbol)
 
 Expected verdicts (optional): <program>.verdicts, the elision verdicts the plugin's `verbose`
 notes give for the program's main unit (one line per instrumented function, "'name' elided: …"
@@ -82,8 +82,8 @@ def directives(src):
                 d["sources"] += [os.path.join(os.path.dirname(os.path.abspath(src)), f)
                                  for f in value.split()]
             elif key == "sites":
-                fam, n = value.split()
-                d["sites"] = (fam, int(n))
+                v = value.split()
+                d["sites"] = {fam: int(n) for fam, n in zip(v[::2], v[1::2])}
             elif key == "exit":
                 d[key] = int(value)
             else:
@@ -196,13 +196,20 @@ def main():
         print("FAIL: link")
         return 1
 
-    if d["sites"] is not None and d["sites"][0] == family:
-        # Every site is a 32-byte perfgroup_site (include/perfgroup/abi.h) in one section.
-        sections = run(["readelf", "-SW", exe], capture_output=True, text=True).stdout
-        m = re.search(r"\sperfgroup_sites\s+\S+\s+\S+\s+\S+\s+([0-9a-f]+)", sections)
-        n = int(m.group(1), 16) // 32 if m else 0
-        if n != d["sites"][1]:
-            print(f"FAIL: {n} sites in the program's perfgroup_sites section, expected {d['sites'][1]}")
+    if d["sites"] is not None and family in d["sites"]:
+        if family == "clang":
+            # Every site is a 32-byte perfgroup_site (include/perfgroup/abi.h) in one section.
+            sections = run(["readelf", "-SW", exe], capture_output=True, text=True).stdout
+            m = re.search(r"\sperfgroup_sites\s+\S+\s+\S+\s+\S+\s+([0-9a-f]+)", sections)
+            n = int(m.group(1), 16) // 32 if m else 0
+        else:
+            # GCC: a COMDAT function's site lives outside the section, which holds an entry
+            # per unit pointing at it (PERFGROUP_SITE_F_INDIRECT): count the sites' symbols,
+            # __perfgroup_site_<function>, not the entries' (__perfgroup_isite_...).
+            syms = run(["nm", exe], capture_output=True, text=True).stdout.split("\n")
+            n = sum(1 for s in syms if s.split()[-1:] and s.split()[-1].startswith("__perfgroup_site_"))
+        if n != d["sites"][family]:
+            print(f"FAIL: {n} sites in the program, expected {d['sites'][family]}")
             print(run(["nm", exe], capture_output=True, text=True).stdout)
             return 1
 

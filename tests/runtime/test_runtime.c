@@ -796,20 +796,28 @@ static void case_control(void)
     ASSERT_I64(perfgroup_thread_name(NULL), ==, -EINVAL);
 }
 
-/* Module registration: every site resolved at once; a second registration changes nothing. */
-static struct perfgroup_site mod_sites[3] __attribute__((aligned(8))) = {
+/* Module registration: every site resolved at once; a second registration changes nothing.
+ * The last entry points at a site outside the section (PERFGROUP_SITE_F_INDIRECT, a GCC
+ * COMDAT function's): that site is resolved, the entry itself left as emitted. */
+static struct perfgroup_site comdat_site __attribute__((aligned(8))) =
+    {PERFGROUP_ABI_VERSION, PERFGROUP_SITE_F_INLINE, 3, "M\0", "m3\0mod.h", 0};
+static struct perfgroup_site mod_sites[4] __attribute__((aligned(8))) = {
     {PERFGROUP_ABI_VERSION, 0, 1, "M\0", "m1\0mod.c", 0},
     {PERFGROUP_ABI_VERSION, 0, 2, "M\0", "m2\0mod.c", 0},
     {PERFGROUP_ABI_VERSION, 0, 1, "M\0", "m1\0mod.c", 0}, /* same function, another TU */
+    {PERFGROUP_ABI_VERSION, PERFGROUP_SITE_F_INLINE | PERFGROUP_SITE_F_INDIRECT, 3, "M\0",
+     "m3\0mod.h", &comdat_site},
 };
 static void case_modules(void)
 {
-    __perfgroup_register_module(PERFGROUP_ABI_VERSION, mod_sites, mod_sites + 3);
-    __perfgroup_register_module(PERFGROUP_ABI_VERSION, mod_sites, mod_sites + 3);
+    __perfgroup_register_module(PERFGROUP_ABI_VERSION, mod_sites, mod_sites + 4);
+    __perfgroup_register_module(PERFGROUP_ABI_VERSION, mod_sites, mod_sites + 4);
     for (int i = 0; i < 3; i++)
         ASSERT(mod_sites[i].cache != NULL);
     ASSERT(mod_sites[0].cache == mod_sites[2].cache);
     ASSERT(mod_sites[0].cache != mod_sites[1].cache);
+    ASSERT(mod_sites[3].cache == &comdat_site);
+    ASSERT(comdat_site.cache != NULL && comdat_site.cache != mod_sites[0].cache);
     ASSERT_I64(perfgroup_group_activate("m1"), ==, 0);
     one_event(&mod_sites[0], MS / 10);
     one_event(&mod_sites[2], MS / 10);
