@@ -4,8 +4,8 @@
  *
  * perfgroup.cc includes only this file from GCC, so the plugin body reads the same on every
  * supported GCC. Built and tested: GCC 11 and 12 (Debian bookworm's gcc-N-plugin-dev).
- * Compiled, not run: GCC 13 and 14 (their plugin headers from Debian trixie, scripts/headers.sh). Older releases
- * lack pieces the plugin relies on (symtab states of GCC 10+, attribute_spec::exclude, the
+ * Compiled, not run: GCC 13 and 14 (their plugin headers from Debian trixie,
+ * scripts/headers.sh). Older releases lack pieces the plugin relies on (symtab states of GCC 10+, attribute_spec::exclude, the
  * `final override` pass methods of GCC 11's pass manager); newer ones changed the
  * attribute-table registration, handled below.
  */

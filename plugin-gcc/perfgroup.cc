@@ -691,8 +691,9 @@ build_hook_calls (tree site, tree tok, location_t in, location_t out, gcall **en
  * makes the actor end in __builtin_coro_resume (h) flagged [tail call], the other coroutine's
  * resumption. It is the other coroutine's, not this one's: the actor's pair ends just before
  * it (a flag set there skips the exit of the finally block on the way out), as
- * perfgroup-clang's ends before the resumption that CoroSplit makes a musttail call. The flag is cleared: a call in a try/finally cannot be a sibling call, and expanding
- * it as one is an ICE (GCC 11 and 12 -O2, with -finstrument-functions alike: purge_dead_edges).
+ * perfgroup-clang's ends before the resumption that CoroSplit makes a musttail call. The flag
+ * is cleared: a call in a try/finally cannot be a sibling call, and expanding it as one is an
+ * ICE (GCC 11 and 12 -O2, with -finstrument-functions alike: purge_dead_edges).
  * The transfer is then an ordinary call: a chain of transfers grows the stack, as it does at
  * -O0. */
 struct coro_transfer_info {
@@ -708,9 +709,10 @@ end_before_transfer (gimple_stmt_iterator *gsi, bool *handled, struct walk_stmt_
   if (!call || !gimple_call_builtin_p (call, BUILT_IN_CORO_RESUME))
     return NULL_TREE;
   coro_transfer_info *info = (coro_transfer_info *) wi->info;
-  gcall *enter, *leave;
-  build_hook_calls (info->site, info->tok, gimple_location (call), gimple_location (call), &enter,
-                    &leave);
+  gcall *leave = gimple_build_call (exit_decl, 2,
+                                    build_fold_addr_expr_with_type (info->site, ptr_type_node),
+                                    info->tok);
+  gimple_set_location (leave, gimple_location (call));
   gimple_seq seq = NULL;
   add_guarded_call (&seq, exit_decl, leave);
   gimple_seq_add_stmt (&seq, gimple_build_assign (info->done, boolean_true_node));
@@ -1119,7 +1121,6 @@ keep_reason (const hooked_fn &fn, hash_map<tree, unsigned> &index, const char **
     return "address taken: may be called from anywhere";
   if (fn.omp)
     return "holds an OpenMP region";
-
   bool called = false;
   for (cgraph_edge *e = node->callers; e && !called; e = e->next_caller)
     called = reachable->contains (e->caller);
