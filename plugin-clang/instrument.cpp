@@ -232,8 +232,15 @@ public:
         if (!SiteTy)
             SiteTy = StructType::create(Ctx,
                                         {Type::getInt16Ty(Ctx), Type::getInt16Ty(Ctx),
-                                         Type::getInt32Ty(Ctx), I8Ptr, I8Ptr, I8Ptr},
+                                         Type::getInt32Ty(Ctx), I8Ptr, I8Ptr, I8Ptr, I64},
                                         "perfgroup_site");
+        /* extern __thread struct perfgroup_cur PERFGROUP_TLS_CUR, initial-exec (abi.h) */
+        CurTy = StructType::get(Ctx, {I64, I64});
+        Cur = M.getNamedGlobal(PERFGROUP_TLS_CUR_NAME);
+        if (!Cur)
+            Cur = new GlobalVariable(M, CurTy, /*isConstant=*/false, GlobalValue::ExternalLinkage,
+                                     nullptr, PERFGROUP_TLS_CUR_NAME, nullptr,
+                                     GlobalValue::InitialExecTLSModel);
         Enter = hook(PERFGROUP_HOOK_ENTER_NAME, FunctionType::get(I64, {I8Ptr}, false));
         Exit = hook(PERFGROUP_HOOK_EXIT_NAME,
                     FunctionType::get(Type::getVoidTy(Ctx), {I8Ptr, I64}, false));
@@ -251,7 +258,8 @@ private:
     bool Cxx;
     bool Weak; /* weak-hooks */
     Type *I8Ptr, *I64;
-    StructType *SiteTy;
+    StructType *SiteTy, *CurTy;
+    GlobalVariable *Cur; /* PERFGROUP_TLS_CUR */
     FunctionCallee Enter, Exit;
     StringMap<Constant *> Strings;
 
@@ -265,6 +273,18 @@ private:
             if (Weak && f->isDeclaration()) f->setLinkage(GlobalValue::ExternalWeakLinkage);
         }
         return c;
+    }
+
+    /* if (tok != 0) exit(site, tok) before `at`: the exit hook only ever gets a token (abi.h;
+     * with weak-hooks too: a token that is not 0 came from the runtime). */
+    void exitCall(Instruction *at, Value *siteArg, Value *tok, const DebugLoc &dl)
+    {
+        IRBuilder<> b(at);
+        Value *live = b.CreateICmpNE(tok, ConstantInt::get(I64, 0));
+        Instruction *then = SplitBlockAndInsertIfThen(live, at, /*Unreachable=*/false);
+        IRBuilder<> t(then);
+        t.SetCurrentDebugLocation(dl);
+        t.CreateCall(Exit, {siteArg, tok})->setDoesNotThrow();
     }
 
     /* hook(args) before `at`; with weak-hooks, if (&hook != 0) hook(args), the call in its
@@ -292,9 +312,37 @@ private:
         return c;
     }
 
-    /* token = enter(site) before `at`; with weak-hooks, &enter ? enter(site) : 0 (a phi). */
-    Instruction *enterCall(Instruction *at, Value *siteArg, const DebugLoc &dl)
+    /* token = enter(site) before `at`; with weak-hooks, &enter ? enter(site) : 0 (a phi).
+     * check: the inline re-entry check of abi.h first (not with weak-hooks: the thread-local
+     * may not exist), `key != cur.key || CFA > cur.sp ? enter(site) : 0` (a phi): a call of a
+     * function whose groups already run, below the frame that started them, calls nothing. */
+    Instruction *enterCall(Instruction *at, Value *siteArg, const DebugLoc &dl, bool check = false)
     {
+        if (check && !Weak) {
+            IRBuilder<> b(at);
+            Value *key = b.CreateLoad(I64, b.CreateConstInBoundsGEP2_32(SiteTy, siteArg->stripPointerCasts(), 0, 6),
+                                      "perfgroup.key");
+            Value *curKey = b.CreateLoad(I64, b.CreateConstInBoundsGEP2_32(CurTy, Cur, 0, 0),
+                                         "perfgroup.cur.key");
+            Value *curSp = b.CreateLoad(I64, b.CreateConstInBoundsGEP2_32(CurTy, Cur, 0, 1),
+                                        "perfgroup.cur.sp");
+            /* the CFA: the address of the return address, plus its slot (no frame pointer
+             * needed, unlike llvm.eh.dwarf.cfa); an inlined copy gets its caller's */
+            Function *aora = pgIntrinsic(M, Intrinsic::addressofreturnaddress, I8Ptr);
+            Value *cfa = b.CreateAdd(b.CreatePtrToInt(b.CreateCall(aora), I64), b.getInt64(8),
+                                     "perfgroup.cfa");
+            Value *need = b.CreateOr(b.CreateICmpNE(key, curKey), b.CreateICmpUGT(cfa, curSp),
+                                     "perfgroup.enter");
+            Instruction *then = SplitBlockAndInsertIfThen(need, at, /*Unreachable=*/false);
+            IRBuilder<> t(then);
+            t.SetCurrentDebugLocation(dl);
+            CallInst *call = t.CreateCall(Enter, {siteArg});
+            call->setDoesNotThrow();
+            PHINode *phi = PHINode::Create(I64, 2, "perfgroup.token", &at->getParent()->front());
+            phi->addIncoming(call, then->getParent());
+            phi->addIncoming(ConstantInt::get(I64, 0), then->getParent()->getSinglePredecessor());
+            return phi;
+        }
         auto *call = guarded(at, Enter, {siteArg}, dl);
         if (!Weak) {
             call->setName("perfgroup.token");
@@ -344,7 +392,7 @@ GlobalVariable *Instrumenter::site(Function &F, const Want &w, StringRef fname)
         SiteTy, {ConstantInt::get(Type::getInt16Ty(Ctx), PERFGROUP_ABI_VERSION),
                  ConstantInt::get(Type::getInt16Ty(Ctx), flags),
                  ConstantInt::get(Type::getInt32Ty(Ctx), w.line), string(groups), string(where),
-                 ConstantPointerNull::get(cast<PointerType>(I8Ptr))});
+                 ConstantPointerNull::get(cast<PointerType>(I8Ptr)), ConstantInt::get(I64, 0)});
     auto *gv = new GlobalVariable(M, SiteTy, /*isConstant=*/false, GlobalValue::InternalLinkage,
                                   init, "__perfgroup_site." + fname);
     gv->setSection(PERFGROUP_SITES_SECTION);
@@ -392,7 +440,7 @@ void Instrumenter::exitsOnUnwind(Function &F, Value *siteArg,
                 calls.push_back(c);
         }
     for (ResumeInst *r : resumes)
-        guarded(r, Exit, {siteArg, tokAt(r)}, r->getDebugLoc() ? r->getDebugLoc() : dl);
+        exitCall(r, siteArg, tokAt(r), r->getDebugLoc() ? r->getDebugLoc() : dl);
     if (calls.empty()) return;
     if (F.hasPersonalityFn()) {
         /* Funclet-based EH (Windows) would need cleanuppads: not a target of this project. */
@@ -415,7 +463,7 @@ void Instrumenter::exitsOnUnwind(Function &F, Value *siteArg,
     lp->setCleanup(true);
     ResumeInst *r = b.CreateResume(lp);
     for (CallInst *c : calls) changeToInvokeAndSplitBasicBlock(c, pad);
-    guarded(r, Exit, {siteArg, tokAt(r)}, dl); /* the pad's predecessors exist now */
+    exitCall(r, siteArg, tokAt(r), dl); /* the pad's predecessors exist now */
 }
 
 void Instrumenter::instrument(Function &F, const Want &w)
@@ -440,10 +488,10 @@ void Instrumenter::instrument(Function &F, const Want &w)
     BasicBlock::iterator at = entry.getFirstInsertionPt();
     while (isa<AllocaInst>(*at)) ++at; /* keep the static allocas together */
     Value *siteArg = ConstantExpr::getPointerCast(gv, I8Ptr);
-    Instruction *tok = enterCall(&*at, siteArg, dl);
+    Instruction *tok = enterCall(&*at, siteArg, dl, /*check=*/true);
 
     for (Instruction *r : rets)
-        guarded(r, Exit, {siteArg, tok}, r->getDebugLoc() ? r->getDebugLoc() : dl);
+        exitCall(r, siteArg, tok, r->getDebugLoc() ? r->getDebugLoc() : dl);
     if (!F.doesNotThrow())
         exitsOnUnwind(
             F, siteArg, [&](Instruction *) { return tok; }, dl,
@@ -706,7 +754,7 @@ const char *Instrumenter::instrumentCoroutine(Function &F, const Want &w)
     if (!F.doesNotThrow())
         exitsOnUnwind(F, siteArg, tokAt, dl, [&](const Instruction *i) { return inRun.count(i) > 0; });
     /* after the unwinding invokes: their splits move instructions between blocks */
-    for (Instruction *at : exits) guarded(at, Exit, {siteArg, tokAt(at)}, locOf(at));
+    for (Instruction *at : exits) exitCall(at, siteArg, tokAt(at), locOf(at));
     Launder = false;
     F.addFnAttr("perfgroup-instrumented");
     return nullptr;

@@ -131,4 +131,17 @@ inline bool pgIsOrdinary(const clang::StringLiteral *lit)
 #define PG_AS_C23 AS_C23
 #endif
 
+#ifdef LLVM_IR_MODULE_H
+#include "llvm/IR/Intrinsics.h"
+/* An intrinsic's declaration, overloaded on one type: renamed getOrInsertDeclaration in 20. */
+static inline llvm::Function *pgIntrinsic(llvm::Module &M, llvm::Intrinsic::ID id, llvm::Type *ty)
+{
+#if LLVM_VERSION_MAJOR < 20
+    return llvm::Intrinsic::getDeclaration(&M, id, {ty});
+#else
+    return llvm::Intrinsic::getOrInsertDeclaration(&M, id, {ty});
+#endif
+}
+#endif /* LLVM_IR_MODULE_H */
+
 #endif /* PERFGROUP_LLVM_COMPAT_H */

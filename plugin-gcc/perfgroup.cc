@@ -10,16 +10,24 @@
  *   PERF_GROUP("net")                         static struct perfgroup_site __perfgroup_site_parse
  *   int parse(const char *s) {                  __attribute__((section("perfgroup_sites"),
  *       if (!s)                                               aligned(8), used))
- *           return -1;                          = { 1, GCC|ATTR, 2, "net\0\0", "parse\0x.c\0", 0 };
+ *           return -1;                          = { 2, GCC|ATTR, 2, "net\0\0", "parse\0x.c\0", 0, 0 };
  *       return work(s);                       int parse(const char *s) {
- *   }                                           perfgroup_tok = __perfgroup_enter(&__perfgroup_site_parse);
+ *   }                                           perfgroup_tok = 0;
+ *                                               if (__perfgroup_site_parse.key != __perfgroup_cur.key
+ *                                                   || __builtin_dwarf_cfa () > __perfgroup_cur.sp)
+ *                                                 perfgroup_tok = __perfgroup_enter(&__perfgroup_site_parse);
  *                                               try {
  *                                                   if (!s) return -1;
  *                                                   return work(s);
  *                                               } finally {
- *                                                   __perfgroup_exit(&__perfgroup_site_parse, perfgroup_tok);
+ *                                                   if (perfgroup_tok != 0)
+ *                                                     __perfgroup_exit(&__perfgroup_site_parse, perfgroup_tok);
  *                                               }
  *                                             }
+ *
+ * The test before the enter hook is the inline re-entry check (include/perfgroup/abi.h): a
+ * call of a function whose groups already run, below the frame that started them, calls
+ * nothing (the runtime keeps the site's key and the thread's __perfgroup_cur).
  *
  * plus, once per translation unit that got a site, a static constructor (priority 101)
  *   static void __perfgroup_module_ctor(void) {
@@ -400,12 +408,14 @@ static GTY (()) tree site_type;
 static GTY (()) tree enter_decl;
 static GTY (()) tree exit_decl;
 static GTY (()) tree register_decl;
+static GTY (()) tree cur_var; /* PERFGROUP_TLS_CUR */
 
 static const struct ggc_root_tab roots[] = {
   { &site_type, 1, sizeof (site_type), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
   { &enter_decl, 1, sizeof (enter_decl), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
   { &exit_decl, 1, sizeof (exit_decl), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
   { &register_decl, 1, sizeof (register_decl), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
+  { &cur_var, 1, sizeof (cur_var), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
   LAST_GGC_ROOT_TAB
 };
 
@@ -425,22 +435,80 @@ extern_c_function (const char *name, tree type)
   return decl;
 }
 
-/* CALL; with weak-hooks, if (&hook != 0) { CALL } as high GIMPLE (see extern_c_function). */
+/* if (A CODE B) { CALL } as high GIMPLE: A and B gimple values. */
 static void
-add_guarded_call (gimple_seq *seq, tree hook, gimple *call)
+add_call_if (gimple_seq *seq, enum tree_code code, tree a, tree b, gimple *call)
 {
-  if (!weak_hooks)
-    {
-      gimple_seq_add_stmt (seq, call);
-      return;
-    }
   tree yes = create_artificial_label (UNKNOWN_LOCATION);
   tree no = create_artificial_label (UNKNOWN_LOCATION);
-  gimple_seq_add_stmt (seq, gimple_build_cond (NE_EXPR, build_fold_addr_expr (hook),
-                                               null_pointer_node, yes, no));
+  gimple_seq_add_stmt (seq, gimple_build_cond (code, a, b, yes, no));
   gimple_seq_add_stmt (seq, gimple_build_label (yes));
   gimple_seq_add_stmt (seq, call);
   gimple_seq_add_stmt (seq, gimple_build_label (no));
+}
+
+static tree site_field (const char *name);
+
+/* TMP = REF, a new temporary of REF's type. */
+static tree
+load_tmp (gimple_seq *seq, tree ref, const char *name)
+{
+  tree tmp = create_tmp_var (TREE_TYPE (ref), name);
+  gimple_seq_add_stmt (seq, gimple_build_assign (tmp, ref));
+  return tmp;
+}
+
+/*
+ * tok = 0; if (site.key != cur.key || CFA > cur.sp) tok = enter (&site); — the inline
+ * re-entry check of abi.h: a call of a function whose active groups all run already, below
+ * the frame that started them, makes no call at all. With weak-hooks, tok = 0; if (&enter)
+ * tok = enter (&site) instead (without the runtime the thread-local does not exist).
+ */
+static void
+add_enter (gimple_seq *seq, tree site, tree tok, gcall *enter, bool check = true)
+{
+  gimple_seq_add_stmt (seq, gimple_build_assign (tok, build_int_cst (uint64_type_node, 0)));
+  if (!check && !weak_hooks)
+    {
+      gimple_seq_add_stmt (seq, enter);
+      return;
+    }
+  if (weak_hooks)
+    {
+      add_call_if (seq, NE_EXPR, build_fold_addr_expr (enter_decl), null_pointer_node, enter);
+      return;
+    }
+  tree call = create_artificial_label (UNKNOWN_LOCATION);
+  tree check_sp = create_artificial_label (UNKNOWN_LOCATION);
+  tree done = create_artificial_label (UNKNOWN_LOCATION);
+  tree key = load_tmp (seq, build3 (COMPONENT_REF, uint64_type_node, site, site_field ("key"),
+                                    NULL_TREE), "perfgroup_key");
+  tree cur_key = TYPE_FIELDS (TREE_TYPE (cur_var)); /* key, then sp */
+  tree cur_sp = DECL_CHAIN (cur_key);
+  tree ckey = load_tmp (seq, build3 (COMPONENT_REF, uint64_type_node, cur_var, cur_key, NULL_TREE),
+                        "perfgroup_cur_key");
+  gimple_seq_add_stmt (seq, gimple_build_cond (NE_EXPR, key, ckey, call, check_sp));
+  gimple_seq_add_stmt (seq, gimple_build_label (check_sp));
+  tree cfa = create_tmp_var (ptr_type_node, "perfgroup_cfa");
+  gcall *get_cfa = gimple_build_call (builtin_decl_explicit (BUILT_IN_DWARF_CFA), 0);
+  gimple_call_set_lhs (get_cfa, cfa);
+  gimple_call_set_nothrow (get_cfa, true);
+  gimple_seq_add_stmt (seq, get_cfa);
+  tree at = create_tmp_var (pointer_sized_int_node, "perfgroup_at");
+  gimple_seq_add_stmt (seq, gimple_build_assign (at, NOP_EXPR, cfa));
+  tree csp = load_tmp (seq, build3 (COMPONENT_REF, pointer_sized_int_node, cur_var, cur_sp,
+                                    NULL_TREE), "perfgroup_cur_sp");
+  gimple_seq_add_stmt (seq, gimple_build_cond (GT_EXPR, at, csp, call, done));
+  gimple_seq_add_stmt (seq, gimple_build_label (call));
+  gimple_seq_add_stmt (seq, enter);
+  gimple_seq_add_stmt (seq, gimple_build_label (done));
+}
+
+/* if (tok != 0) exit (&site, tok); — the exit hook only ever gets a token (abi.h). */
+static void
+add_exit (gimple_seq *seq, tree tok, gcall *leave)
+{
+  add_call_if (seq, NE_EXPR, tok, build_int_cst (uint64_type_node, 0), leave);
 }
 
 static tree
@@ -465,9 +533,26 @@ build_abi_trees (void)
   fields = add_field (fields, "groups", cstr);
   fields = add_field (fields, "where", cstr);
   fields = add_field (fields, "cache", ptr_type_node);
+  fields = add_field (fields, "key", uint64_type_node);
   site_type = make_node (RECORD_TYPE);
   finish_builtin_struct (site_type, "perfgroup_site", fields, NULL_TREE);
   gcc_assert (tree_to_uhwi (TYPE_SIZE_UNIT (site_type)) == sizeof (struct perfgroup_site));
+
+  /* extern __thread struct perfgroup_cur PERFGROUP_TLS_CUR, initial-exec (abi.h) */
+  tree cur_fields = NULL_TREE;
+  cur_fields = add_field (cur_fields, "key", uint64_type_node);
+  cur_fields = add_field (cur_fields, "sp", pointer_sized_int_node);
+  tree cur_type = make_node (RECORD_TYPE);
+  finish_builtin_struct (cur_type, "perfgroup_cur", cur_fields, NULL_TREE);
+  gcc_assert (tree_to_uhwi (TYPE_SIZE_UNIT (cur_type)) == sizeof (struct perfgroup_cur));
+  cur_var = build_decl (BUILTINS_LOCATION, VAR_DECL, get_identifier (PERFGROUP_TLS_CUR_NAME),
+                        cur_type);
+  SET_DECL_ASSEMBLER_NAME (cur_var, DECL_NAME (cur_var));
+  TREE_PUBLIC (cur_var) = 1;
+  DECL_EXTERNAL (cur_var) = 1;
+  DECL_ARTIFICIAL (cur_var) = 1;
+  TREE_STATIC (cur_var) = 1;
+  set_decl_tls_model (cur_var, TLS_MODEL_INITIAL_EXEC);
 
   enter_decl = extern_c_function (PERFGROUP_HOOK_ENTER_NAME,
                                   build_function_type_list (uint64_type_node, ptr_type_node,
@@ -534,6 +619,7 @@ site_init (tree fndecl, const char *attr, const char *file, unsigned extra, tree
   CONSTRUCTOR_APPEND_ELT (v, site_field ("where"),
                           two_strings (shown, DECL_SOURCE_FILE (fndecl) ? DECL_SOURCE_FILE (fndecl) : ""));
   CONSTRUCTOR_APPEND_ELT (v, site_field ("cache"), cache);
+  CONSTRUCTOR_APPEND_ELT (v, site_field ("key"), build_int_cst (uint64_type_node, 0));
   tree init = build_constructor (site_type, v);
   TREE_CONSTANT (init) = 1;
   TREE_STATIC (init) = 1;
@@ -673,8 +759,8 @@ emit_module_constructor (void)
 
 /* ---- The pass -------------------------------------------------------------------------- */
 
-/* tok = enter(&site); try { BODY } finally { exit(&site, tok); }
- * weak-hooks: tok = 0; if (&enter) tok = enter(&site); ... finally { if (&exit) exit(...); } */
+/* tok = 0; if (<not a re-entry>) tok = enter(&site); try { BODY } finally { if (tok) exit(&site, tok); }
+ * (add_enter, add_exit; weak-hooks: if (&enter) tok = enter(&site)). */
 /* tok = __perfgroup_enter (&site) at IN, and __perfgroup_exit (&site, tok) at OUT. */
 static void
 build_hook_calls (tree site, tree tok, location_t in, location_t out, gcall **enter, gcall **leave)
@@ -714,7 +800,7 @@ end_before_transfer (gimple_stmt_iterator *gsi, bool *handled, struct walk_stmt_
                                     info->tok);
   gimple_set_location (leave, gimple_location (call));
   gimple_seq seq = NULL;
-  add_guarded_call (&seq, exit_decl, leave);
+  add_exit (&seq, info->tok, leave);
   gimple_seq_add_stmt (&seq, gimple_build_assign (info->done, boolean_true_node));
   gsi_insert_seq_before (gsi, seq, GSI_SAME_STMT);
   gimple_call_set_tail (call, false);
@@ -752,16 +838,14 @@ wrap_body (function *fun, tree site, bool coro)
                                                         yes, skip));
       gimple_seq_add_stmt (&cleanup, gimple_build_label (yes));
     }
-  add_guarded_call (&cleanup, exit_decl, leave);
+  add_exit (&cleanup, tok, leave);
   if (skip)
     gimple_seq_add_stmt (&cleanup, gimple_build_label (skip));
   gtry *tf = gimple_build_try (gimple_body (fndecl), cleanup, GIMPLE_TRY_FINALLY);
   gimple_seq seq = NULL;
   if (info.n)
     gimple_seq_add_stmt (&seq, gimple_build_assign (info.done, boolean_false_node));
-  if (weak_hooks)
-    gimple_seq_add_stmt (&seq, gimple_build_assign (tok, build_int_cst (uint64_type_node, 0)));
-  add_guarded_call (&seq, enter_decl, enter);
+  add_enter (&seq, site, tok, enter);
   gimple_seq_add_stmt (&seq, tf);
   gbind *bind = gimple_build_bind (NULL_TREE, seq, NULL_TREE);
   gimple_seq body = NULL;
@@ -818,10 +902,10 @@ charge_omp_regions (function *fun, tree site)
       build_hook_calls (site, tok, gimple_location (region), gimple_location (region), &enter,
                         &leave);
       gimple_seq pre = NULL, post = NULL;
-      if (weak_hooks)
-        gimple_seq_add_stmt (&pre, gimple_build_assign (tok, build_int_cst (uint64_type_node, 0)));
-      add_guarded_call (&pre, enter_decl, enter);
-      add_guarded_call (&post, exit_decl, leave);
+      /* no inline check: control flow at the region's start breaks ompexp (an ICE in
+       * expand_omp_taskreg), and a region's start is no frequent call */
+      add_enter (&pre, site, tok, enter, false);
+      add_exit (&post, tok, leave);
       /* before the closing GIMPLE_OMP_RETURN, and before a task's GIMPLE_OMP_CONTINUE that
        * precedes it (the end of the part ompexp moves into the child) */
       gimple_stmt_iterator gsi = gsi_last (*body);
@@ -1029,8 +1113,31 @@ is_hook_call_of (gimple *stmt, tree site)
   return TREE_CODE (arg) == ADDR_EXPR && TREE_OPERAND (arg, 0) == site;
 }
 
+/* Is T one of the temporaries add_enter and wrap_body make (by name: create_tmp_var gives
+ * "perfgroup_key.3")? ANY: the tokens too. */
+static bool
+is_our_tmp (tree t, bool any)
+{
+  static const char *const loads[] = { "perfgroup_key", "perfgroup_cur_key", "perfgroup_cfa",
+                                       "perfgroup_at", "perfgroup_cur_sp" };
+  static const char *const tokens[] = { "perfgroup_tok", "perfgroup_omp_tok" };
+  if (!t || TREE_CODE (t) != VAR_DECL || !DECL_ARTIFICIAL (t) || !DECL_NAME (t))
+    return false;
+  const char *n = IDENTIFIER_POINTER (DECL_NAME (t));
+  for (const char *p : loads)
+    if (!strncmp (n, p, strlen (p)) && !ISALNUM (n[strlen (p)]) && n[strlen (p)] != '_')
+      return true;
+  if (any)
+    for (const char *p : tokens)
+      if (!strncmp (n, p, strlen (p)) && !ISALNUM (n[strlen (p)]) && n[strlen (p)] != '_')
+        return true;
+  return false;
+}
+
 /* Takes the enter call, every exit call (each return path and the cleanup landing pad the
- * finally became) and the site out of an already lowered body. */
+ * finally became), the inline re-entry check and the site out of an already lowered body
+ * (not in SSA form yet: this runs before the IPA passes). The check's and the exits'
+ * conditions become false, their loads go: nothing of the pair is left, at -O0 too. */
 static void
 remove_hooks (cgraph_node *node, tree site)
 {
@@ -1039,10 +1146,17 @@ remove_hooks (cgraph_node *node, tree site)
   basic_block bb;
   FOR_EACH_BB_FN (bb, fun)
     for (gimple_stmt_iterator gsi = gsi_start_bb (bb); !gsi_end_p (gsi);)
-      if (is_hook_call_of (gsi_stmt (gsi), site))
-        gsi_remove (&gsi, true);
-      else
-        gsi_next (&gsi);
+      {
+        gimple *stmt = gsi_stmt (gsi);
+        if (gcond *c = dyn_cast<gcond *> (stmt))
+          if (is_our_tmp (gimple_cond_lhs (c), true))
+            gimple_cond_make_false (c);
+        if (is_hook_call_of (stmt, site)
+            || (gimple_has_lhs (stmt) && is_our_tmp (gimple_get_lhs (stmt), false)))
+          gsi_remove (&gsi, true);
+        else
+          gsi_next (&gsi);
+      }
   cgraph_edge::rebuild_edges (); /* drops the edges to the hooks and the site's references */
   pop_cfun ();
   if (varpool_node *v = varpool_node::get (site))

@@ -9,6 +9,7 @@
  * site whose module did not register) only try-locks it and skips the call if busy.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -43,7 +44,9 @@ static struct pg_func *func_hash[FUNC_HASH];
 static struct pg_func *all_funcs;
 static uint32_t nfuncs;
 #define MODULES_MAX 1024
-static struct perfgroup_site *modules[MODULES_MAX];
+static struct module {
+    struct perfgroup_site *start, *stop;
+} modules[MODULES_MAX];
 static unsigned nmodules;
 
 
@@ -80,6 +83,8 @@ static char *arena_strdup(const char *s)
         memcpy(p, s, n);
     return p;
 }
+
+PG_HIDDEN void *perfgroup__arena_alloc(size_t size) { return arena_alloc(size); }
 
 static uint32_t hash_str(const char *s, uint32_t h)
 {
@@ -246,6 +251,7 @@ static struct pg_func *resolve_locked(struct perfgroup_site *site)
     fn->id = nfuncs++;
     fn->rec_head = perfgroup__rec_interval_head(fn->id);
     func_update_mask(fn);
+    fn->key = perfgroup__key_locked(fn);
     fn->hash_next = func_hash[h];
     func_hash[h] = fn;
     fn->all_next = all_funcs;
@@ -302,16 +308,24 @@ void PERFGROUP_MODULE_REGISTER(uint32_t abi_version, struct perfgroup_site *star
         return;
     pthread_mutex_lock(&reg_lock);
     for (unsigned i = 0; i < nmodules; i++)
-        if (modules[i] == start)
+        if (modules[i].start == start)
             goto out; /* every TU of a module registers it: once is enough */
-    if (nmodules < MODULES_MAX)
-        modules[nmodules++] = start;
+    /* Only a module on the list is re-keyed (perfgroup__rekey): one past the limit gets no
+     * keys, its calls always reach the hooks. */
+    int keyed = nmodules < MODULES_MAX;
+    if (keyed)
+        modules[nmodules++] = (struct module){start, stop};
     for (struct perfgroup_site *s = start; s < stop; s++) {
         struct perfgroup_site *site = s;
         if (s->version != 0 && (s->flags & PERFGROUP_SITE_F_INDIRECT))
             site = s->cache; /* a COMDAT function's site, outside the section (abi.h) */
-        if (site && site->version != 0 && !resolve_locked(site))
+        if (!site || site->version == 0)
+            continue;
+        struct pg_func *fn = resolve_locked(site);
+        if (!fn)
             break;
+        if (keyed)
+            __atomic_store_n(&site->key, fn->key, __ATOMIC_RELAXED);
     }
 out:
     pthread_mutex_unlock(&reg_lock);
@@ -398,6 +412,7 @@ static void event_open(struct pg_thread *t, uint64_t tsc, int kind, const char *
     }
     if (perfgroup__rec_mode_now())
         perfgroup__progress_open(t, 1);
+    pg_cur_refresh(t); /* a new iteration: every frame's stopwatch is stale */
     PG_TEST_POINT(2);
     pg_latch_drop(latch);
 }
@@ -526,6 +541,7 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
     if (atomic_load_explicit(&t->pub_open, memory_order_relaxed)) /* published: progress.c */
         perfgroup__progress_close(t);
     t->iter++;
+    pg_cur_refresh(t); /* no event: off */
     t->ov_commits++;
     t->ov_commit_ns += perfgroup__ticks_to_ns(pg_clock_now() - t0);
     if (perfgroup__rec_mode_now() && t->rec && (t->ov_commits & 1023) == 0) {
@@ -613,6 +629,7 @@ PG_HIDDEN void perfgroup__resync(struct pg_thread *t, uint32_t keep, uint64_t ts
                 t->g[f->fn->gid[j]].running = 0;
     }
     t->depth = keep;
+    pg_cur_refresh(t);
     t->ov_resyncs++;
     if (t->event_open == PG_EV_IMPLICIT && t->implicit_frame >= keep)
         perfgroup__implicit_end(t, pg_clock_settled(t));
@@ -758,6 +775,7 @@ void perfgroup_nested_loop_begin(void)
     } else {
         t->iter++;           /* every running stopwatch becomes stale */
     }
+    pg_cur_refresh(t);
     pg_latch_drop(latch);
 }
 
@@ -791,6 +809,7 @@ void perfgroup_nested_loop_end(void)
             split_frames(t, n->depth, tsc);
         }
     }
+    pg_cur_refresh(t); /* restarted frames are of the new iteration */
     pg_latch_drop(latch);
     perfgroup__alerts_deliver(t);
 }
@@ -832,6 +851,39 @@ int perfgroup_reset(void)
     return 0;
 }
 
+/*
+ * A new generation of re-entry keys (reentry.c): every function's key recomputed, every site
+ * of every registered module still mapped rewritten. A module unloaded by dlclose is not
+ * written (dladdr finds no object at its sites any more).
+ */
+static void rekey_locked(void)
+{
+    perfgroup__key_generation_locked();
+    for (struct pg_func *fn = all_funcs; fn; fn = fn->all_next)
+        fn->key = perfgroup__key_locked(fn);
+    for (unsigned m = 0; m < nmodules; m++) {
+        Dl_info info;
+        if (!dladdr(modules[m].start, &info) || !info.dli_fname)
+            continue;
+        for (struct perfgroup_site *s = modules[m].start; s < modules[m].stop; s++) {
+            struct perfgroup_site *site = s;
+            if (s->version != 0 && (s->flags & PERFGROUP_SITE_F_INDIRECT))
+                site = s->cache;
+            struct pg_func *fn = site ? __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE) : NULL;
+            if (fn)
+                __atomic_store_n(&site->key, fn->key, __ATOMIC_RELAXED);
+        }
+    }
+}
+
+/* The recording mode changed (record.c, after its lock is let go): trace mode has no keys. */
+PG_HIDDEN void perfgroup__rekey(void)
+{
+    pthread_mutex_lock(&reg_lock);
+    rekey_locked();
+    pthread_mutex_unlock(&reg_lock);
+}
+
 static int set_active(const char *name, int on)
 {
     if (!name)
@@ -850,6 +902,7 @@ static int set_active(const char *name, int on)
             for (unsigned i = 0; i < fn->ngroups; i++)
                 if (fn->gid[i] == g->id)
                     func_update_mask(fn);
+        rekey_locked(); /* the functions' sets changed: no thread skips on an old one */
     }
     pthread_mutex_unlock(&reg_lock);
     return g ? 0 : -ENOENT;

@@ -6,7 +6,9 @@
  * site, a group id past the thread's table, a skipped exit to resynchronise, the start and
  * end of an implicit event, the text trace) goes to an out-of-line cold function.
  *
- * Token returned by enter: 0 = nothing to do at exit; else (gen << 32) | (stack index + 1).
+ * Token returned by enter: 0 = nothing to do at exit (the plugins call no exit hook then);
+ * else (gen << 32) | (stack index + 1), or PG_TOKEN_NO_FRAME: an exit to see with no frame
+ * (the text trace prints every exit).
  * The generation makes an exit whose frame was already dropped by a resynchronisation
  * (longjmp, exit hooks skipped by a frame without unwind tables) a no-op.
  *
@@ -18,6 +20,7 @@
 #include "internal.h"
 
 #define PG_ALWAYS_INLINE inline __attribute__((always_inline))
+#define PG_TOKEN_NO_FRAME 0xffffffffull /* index 0xfffffffe: never a frame's */
 
 /* A hook leaves errno as it found it (the code around a call site may be between a failing
  * call and its check, or a signal handler's): every cold path, the only ones that may reach
@@ -53,10 +56,13 @@ static PG_ALWAYS_INLINE uint64_t push_frame(struct pg_thread *t, struct pg_func 
     f->tsc = tsc;
     f->iter = t->iter;
     f->fn = fn;
+    uint64_t key = fn->key;
+    f->key = key;
     f->cpu = cpu;
     f->gen = ++t->gen;
     f->mask = (uint8_t)mask;
     t->depth = d + 1;
+    pg_cur_set(key, sp); /* fn's active groups all run now: its set's calls are re-entries */
     return ((uint64_t)f->gen << 32) | (d + 1);
 }
 
@@ -130,8 +136,10 @@ static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func 
     if (pg_descheduled())
         tsc = perfgroup__cputime_settle(t, tsc);
     uint64_t token = push_frame(t, fn, sp, ra, mask, d, tsc, pg_cpu_now());
-    if (root)
+    if (root) {
         t->stack[d].iter = 0;
+        pg_cur_off(); /* (a root function has no key: this is only explicit) */
+    }
     return token;
 }
 
@@ -165,7 +173,7 @@ static PG_COLD uint64_t enter_prepare(struct pg_thread *t, struct pg_func *fn, u
 static PG_COLD void exit_implicit_end(struct pg_thread *t, uint64_t tsc)
 {
     PG_ERRNO_SAVE();
-    perfgroup__implicit_end(t, tsc);
+    perfgroup__implicit_end(t, tsc); /* its commit turns the re-entry key off */
     pg_latch_drop(t);
     PG_ERRNO_RESTORE();
 }
@@ -202,6 +210,7 @@ static PG_ALWAYS_INLINE void exit_frame(struct pg_thread *t, uint32_t idx, uint6
             perfgroup__implicit_end(t, tsc);
         return;
     }
+    pg_cur_refresh(t); /* the frame below, if its stopwatches still run */
     if (hot)
         pg_latch_drop(t);
 }
@@ -226,6 +235,8 @@ static PG_COLD uint64_t enter_slow(struct perfgroup_site *site, uintptr_t sp, ui
         if (perfgroup__text_on)
             perfgroup__text_enter(t, fn);
         token = enter_fast(t, fn, sp, ra, 0);
+        if (perfgroup__text_on && token == 0)
+            token = PG_TOKEN_NO_FRAME; /* the exit hook is called for a token only */
     }
     PG_TEST_POINT(10);
     pg_latch_drop(latch);
@@ -248,6 +259,7 @@ static PG_COLD void exit_slow(struct perfgroup_site *site, uint64_t token, uint6
     }
     PG_ERRNO_SAVE();
     struct pg_thread *latch = pg_latch_take();
+    pg_cur_off();
     PG_TEST_POINT(11);
     if (perfgroup__text_on) {
         struct pg_func *fn = __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE);
@@ -265,6 +277,7 @@ static PG_COLD void exit_slow(struct perfgroup_site *site, uint64_t token, uint6
         exit_frame(t, idx, tsc, 0, perfgroup__rec_mode_now() == PGF_MODE_TRACE);
     }
     PG_TEST_POINT(12);
+    pg_cur_refresh(t);
     pg_latch_drop(latch);
     PG_ERRNO_RESTORE();
 }
@@ -355,6 +368,7 @@ void PERFGROUP_HOOK_EXIT(struct perfgroup_site *site, uint64_t token)
      * checked here, a group appended to the event's list, the stack's depth), and a handler
      * that ran before it ended before this stopwatch's end. */
     pg_latch_hold();
+    pg_cur_off(); /* before any stopwatch stops: exit_frame (or exit_slow) turns it on again */
     uint64_t tsc = pg_clock_fast();
     uint32_t idx = (uint32_t)token - 1;
     int trace = perfgroup__rec_mode_now() == PGF_MODE_TRACE;

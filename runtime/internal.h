@@ -65,6 +65,7 @@ struct pg_func {
     uint8_t ngroups;
     _Atomic uint8_t active_mask; /* bit i: gid[i] is active */
     uint16_t flags;              /* PERFGROUP_SITE_F_* of the first site seen */
+    uint64_t key;                /* re-entry key of its active groups (reentry.c); 0: none */
     uint32_t gid[PG_SITE_GROUPS];
     uint32_t max_gid;
     uint32_t line;
@@ -93,6 +94,7 @@ struct pg_frame {
     uint64_t tsc;
     uint64_t iter;
     struct pg_func *fn;
+    uint64_t key;        /* fn's re-entry key when pushed: the thread's while on top */
     uint32_t cpu;
     uint16_t gen;        /* token check: a frame dropped by resync is never charged */
     uint8_t mask;        /* bit i: fn->gid[i] was acquired here */
@@ -279,6 +281,42 @@ static inline __attribute__((always_inline)) void pg_latch_drop(struct pg_thread
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     perfgroup__tls = was;
 }
+
+/* The inline re-entry state of the thread (reentry.c has its state table). Its own thread
+ * writes it, a signal handler's inline checks may read it between two stores: sp = 0 first
+ * to turn it off, the key before sp to turn it on. */
+static inline __attribute__((always_inline)) void pg_cur_off(void)
+{
+    __atomic_store_n(&PERFGROUP_TLS_CUR.sp, 0, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+static inline __attribute__((always_inline)) void pg_cur_set(uint64_t key, uintptr_t sp)
+{
+    if (!key) {
+        pg_cur_off();
+        return;
+    }
+    __atomic_store_n(&PERFGROUP_TLS_CUR.key, key, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    __atomic_store_n(&PERFGROUP_TLS_CUR.sp, sp, __ATOMIC_RELAXED);
+}
+
+/* From the top frame: its key while its stopwatches run in this event's iteration. */
+static inline __attribute__((always_inline)) void pg_cur_refresh(const struct pg_thread *t)
+{
+    uint32_t d = t->depth;
+    const struct pg_frame *f = &t->stack[d ? d - 1 : 0];
+    if (d != 0 && f->iter == t->iter && t->event_open != PG_EV_NONE)
+        pg_cur_set(f->key, f->sp);
+    else
+        pg_cur_off();
+}
+
+PG_HIDDEN uint64_t perfgroup__key_locked(const struct pg_func *fn);
+PG_HIDDEN void perfgroup__key_generation_locked(void);
+PG_HIDDEN void *perfgroup__arena_alloc(size_t size);
+PG_HIDDEN void perfgroup__rekey(void);
 
 /* A call the latch turns away (busy, being registered, or gone): counted, lock-free. */
 static inline void pg_refuse(void)

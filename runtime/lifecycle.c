@@ -214,6 +214,7 @@ static void thread_exit(void *arg)
         if (blk)
             perfgroup__totals_zero(blk, PG_GROUP_BLOCK);
     }
+    pg_cur_off(); /* its calls reach the hooks, which refuse them */
     perfgroup__tls_state = PG_TLS_GONE; /* perfgroup__tls stays NULL: latched for good */
     atomic_store(&t->state, PG_THREAD_FREE);
     pthread_mutex_unlock(&dead_lock);

@@ -442,6 +442,7 @@ static void store_max(uint64_t *field, uint64_t v)
 uint64_t perfgroup__count_refused(void) __attribute__((weak));
 uint64_t perfgroup__count_clamped(void) __attribute__((weak));
 void perfgroup__sampler_ensure(void) __attribute__((weak)); /* implicit.c */
+void perfgroup__rekey(void) __attribute__((weak)); /* core.c: the re-entry keys (reentry.c) */
 static void header_counts(struct pgf_file_header *h)
 {
     if (perfgroup__count_refused)
@@ -1716,6 +1717,8 @@ int perfgroup_record_open(const char *path, int mode, uint64_t buffer_bytes,
                             chunk_bytes ? chunk_bytes : DEFAULT_CHUNK, out, sizeof out);
     if (rc == 0 && perfgroup__sampler_ensure)
         perfgroup__sampler_ensure(); /* it keeps the open events' slots (progress.c) */
+    if (rc == 0 && perfgroup__rekey)
+        perfgroup__rekey(); /* trace mode: every call reaches the hooks (reentry.c) */
     return rc;
 }
 
@@ -1725,6 +1728,8 @@ int perfgroup_record_close(void) {
     int rc = g.hdr || g.child_pending ? 0 : -ENOENT;
     close_locked();
     unlock();
+    if (rc == 0 && perfgroup__rekey)
+        perfgroup__rekey(); /* out of trace mode: keys again */
     return rc;
 }
 

@@ -3,7 +3,8 @@
 # compilers.sh — the compiler matrix: builds perfgroup.so for each GCC and perfgroup-clang.so
 # for each LLVM in COMPILERS (from the same sources, through plugin-gcc/gcc-compat.h and
 # plugin-clang/llvm-compat.h), then runs the shared corpus (tests/corpus) at -O0 and -O2 with
-# each compiler against the same expected traces. Installs the compilers that are missing.
+# each compiler against the same expected traces, and tests/reentry's program (the inline
+# re-entry check) at -O0 and -O2. Installs the compilers that are missing.
 #
 #   scripts/compilers.sh                  # gcc-11 gcc-12 clang-13 clang-14 clang-15 clang-16 clang-19
 #   COMPILERS="gcc-11 clang-19" scripts/compilers.sh
@@ -85,7 +86,20 @@ for c in $COMPILERS; do
       n=$((n + 1))
     done
   done
-  echo "compilers.sh: $c: $n corpus runs" >&2
+  # The inline re-entry check (tests/reentry): the corpus runs its programs with the text
+  # trace, which has no re-entry keys, so the check skips nothing there; this program counts
+  # the hook calls the check saves and the ones it must let through.
+  for opt in -O0 -O2; do
+    log=$OUT/$c/reentry$opt.log
+    exe=$OUT/$c/reentry$opt
+    rc=0
+    { "$c" $opt -Wall -Wextra -Werror -Iinclude "-fplugin=$plugin" tests/reentry/reentry_prog.c \
+        -o "$exe" "$RUNTIME" "-Wl,-rpath,$(dirname "$RUNTIME")" -ldl && "$exe"; } >"$log" 2>&1 || rc=$?
+    total=$((total + 1))
+    if [ $rc -ne 0 ]; then fails+=("$c $opt reentry ($log)"); fi
+    n=$((n + 1))
+  done
+  echo "compilers.sh: $c: $n runs (corpus and reentry)" >&2
 done
 echo "compilers.sh: $total runs, ${#fails[@]} failed"
 for f in "${fails[@]}"; do echo "FAIL: $f"; done

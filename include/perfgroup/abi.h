@@ -12,12 +12,22 @@
  *         PERFGROUP_ABI_VERSION, flags, line,
  *         "addon\0core",         -- PERFGROUP_SITE_GROUPS: attribute group, NUL, file group
  *         "F\0src/addon.c",      -- PERFGROUP_SITE_WHERE: function (mangled), NUL, file
- *         0 };                   -- runtime cache slot
+ *         0,                     -- runtime cache slot
+ *         0 };                   -- runtime re-entry key
  *
  *     rettype F(args) {
- *         uint64_t tok = PERFGROUP_HOOK_ENTER(&__perfgroup_site_F);
- *         try { body } finally { PERFGROUP_HOOK_EXIT(&__perfgroup_site_F, tok); }
+ *         uint64_t tok = 0;
+ *         if (__perfgroup_site_F.key != PERFGROUP_TLS_CUR.key || CFA > PERFGROUP_TLS_CUR.sp)
+ *             tok = PERFGROUP_HOOK_ENTER(&__perfgroup_site_F);
+ *         try { body } finally { if (tok != 0) PERFGROUP_HOOK_EXIT(&__perfgroup_site_F, tok); }
  *     }
+ *
+ * CFA: the function's canonical frame address (the caller's stack pointer at the call), as
+ * __builtin_dwarf_cfa() gives it (in a copy inlined into a caller, the caller's). The test
+ * is the re-entry check, inline: see "Re-entry without a call" below. With weak-hooks the
+ * plugins emit instead `if (&PERFGROUP_HOOK_ENTER) tok = PERFGROUP_HOOK_ENTER(&site)` (the
+ * thread-local may not exist: no runtime linked) and `if (&PERFGROUP_HOOK_EXIT)` around the
+ * exit.
  *
  * and, once per module (executable or shared object), a reference that makes the module's
  * sites known to the runtime: PERFGROUP_MODULE_REGISTER is called from a constructor with the
@@ -25,13 +35,16 @@
  *
  * History of PERFGROUP_ABI_VERSION:
  *   1  first version: 32-byte site, enter returns a token, exit takes it back.
+ *   2  40-byte site with the re-entry key; the thread-local PERFGROUP_TLS_CUR; an exit hook
+ *      is called only with a token that is not 0.
  */
 #ifndef PERFGROUP_ABI_H
 #define PERFGROUP_ABI_H
 
+#include <stddef.h>
 #include <stdint.h>
 
-#define PERFGROUP_ABI_VERSION 1u
+#define PERFGROUP_ABI_VERSION 2u
 
 /* Hook names. Plugins must build their calls from these macros, never from literals. */
 #define PERFGROUP_HOOK_ENTER       __perfgroup_enter
@@ -41,6 +54,9 @@
 #define PERFGROUP_STR(x) PERFGROUP_STR_(x)
 #define PERFGROUP_HOOK_ENTER_NAME      PERFGROUP_STR(PERFGROUP_HOOK_ENTER)
 #define PERFGROUP_HOOK_EXIT_NAME       PERFGROUP_STR(PERFGROUP_HOOK_EXIT)
+/* The thread-local the inline re-entry check reads (struct perfgroup_cur, initial-exec). */
+#define PERFGROUP_TLS_CUR          __perfgroup_cur
+#define PERFGROUP_TLS_CUR_NAME     PERFGROUP_STR(PERFGROUP_TLS_CUR)
 #define PERFGROUP_MODULE_REGISTER_NAME PERFGROUP_STR(PERFGROUP_MODULE_REGISTER)
 
 /* The ELF section holding every site descriptor of a module, and its bound symbols. */
@@ -74,7 +90,7 @@
 
 /*
  * One static, writable descriptor per instrumented function, in PERFGROUP_SITES_SECTION.
- * Fixed size 32, alignment 8, so the section is a dense array (emit with an explicit
+ * Fixed size 40, alignment 8, so the section is a dense array (emit with an explicit
  * user alignment of 8: GCC raises statics >= 32 bytes to 32 otherwise, leaving holes).
  *
  *   offset  size  field
@@ -88,6 +104,9 @@
  *       24     8  cache     owned by the runtime (0 when emitted); the runtime stores its
  *                           resolved per-function record here (PERFGROUP_SITE_F_INDIRECT: the
  *                           site's address, emitted so, never written)
+ *       32     8  key       owned by the runtime (0 when emitted, and while the function must
+ *                           always call its hooks): the re-entry key of the function's active
+ *                           groups, compared with PERFGROUP_TLS_CUR.key
  */
 struct perfgroup_site {
     uint16_t version;
@@ -96,6 +115,28 @@ struct perfgroup_site {
     const char *groups;
     const char *where;
     void *cache;
+    uint64_t key;
+};
+
+/*
+ * Re-entry without a call. A call of a function whose every active group is already running
+ * on the thread (the stopwatches started by an enclosing frame) changes nothing: most calls
+ * of a code base put into groups. The runtime keeps, per thread, the key of the group set of
+ * the innermost frame that started a stopwatch and that frame's stack position (the enter
+ * hook's CFA); a site's key is its function's active group set's (one key for every function
+ * of the same active groups), and a call whose site key equals the thread's and whose CFA is
+ * at or below that position (a callee of that frame, not a call made after a longjmp out of
+ * it) skips both hooks. sp == 0: nothing to skip (no such frame, another iteration, trace
+ * mode, ...). Keys hold a generation: the runtime re-keys every site when the activation of a
+ * group or the recording mode changes, so a thread's older key matches no site.
+ *
+ *   offset  size  field
+ *        0     8  key   the frame's group set key; never 0 while sp != 0
+ *        8     8  sp    the frame's stack position; 0: no skipping
+ */
+struct perfgroup_cur {
+    uint64_t key;
+    uintptr_t sp;
 };
 
 #ifdef __cplusplus
@@ -113,9 +154,13 @@ extern "C" {
  */
 PERFGROUP_ABI_EXPORT_ uint64_t PERFGROUP_HOOK_ENTER(struct perfgroup_site *site) PERFGROUP_ABI_NOTHROW_;
 
+/* The thread's re-entry state: written by the runtime only, read by instrumented code. */
+PERFGROUP_ABI_EXPORT_ extern __thread struct perfgroup_cur PERFGROUP_TLS_CUR
+    __attribute__((tls_model("initial-exec")));
+
 /*
  * Called on every way out of the function — return, and unwinding of an exception — with
- * the token its enter returned. Exits may be skipped (longjmp, exit(), a frame without
+ * the token its enter returned, when that is not 0. Exits may be skipped (longjmp, exit(), a frame without
  * unwind tables): the runtime resynchronises from the token and the stack position.
  */
 PERFGROUP_ABI_EXPORT_ void PERFGROUP_HOOK_EXIT(struct perfgroup_site *site, uint64_t token) PERFGROUP_ABI_NOTHROW_;
@@ -134,11 +179,17 @@ PERFGROUP_ABI_EXPORT_ void PERFGROUP_MODULE_REGISTER(uint32_t abi_version, struc
 #endif
 
 #if defined(__cplusplus) && __cplusplus >= 201103L
-static_assert(sizeof(struct perfgroup_site) == 32, "perfgroup_site must be 32 bytes");
+static_assert(sizeof(struct perfgroup_site) == 40, "perfgroup_site must be 40 bytes");
 static_assert(alignof(struct perfgroup_site) == 8, "perfgroup_site must be 8-aligned");
+static_assert(offsetof(struct perfgroup_site, key) == 32, "perfgroup_site.key at 32");
+static_assert(sizeof(struct perfgroup_cur) == 16, "perfgroup_cur must be 16 bytes");
+static_assert(offsetof(struct perfgroup_cur, sp) == 8, "perfgroup_cur.sp at 8");
 #elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
-_Static_assert(sizeof(struct perfgroup_site) == 32, "perfgroup_site must be 32 bytes");
+_Static_assert(sizeof(struct perfgroup_site) == 40, "perfgroup_site must be 40 bytes");
 _Static_assert(_Alignof(struct perfgroup_site) == 8, "perfgroup_site must be 8-aligned");
+_Static_assert(offsetof(struct perfgroup_site, key) == 32, "perfgroup_site.key at 32");
+_Static_assert(sizeof(struct perfgroup_cur) == 16, "perfgroup_cur must be 16 bytes");
+_Static_assert(offsetof(struct perfgroup_cur, sp) == 8, "perfgroup_cur.sp at 8");
 #endif
 
 #endif /* PERFGROUP_ABI_H */

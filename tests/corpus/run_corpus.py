@@ -198,10 +198,10 @@ def main():
 
     if d["sites"] is not None and family in d["sites"]:
         if family == "clang":
-            # Every site is a 32-byte perfgroup_site (include/perfgroup/abi.h) in one section.
+            # Every site is a 40-byte perfgroup_site (include/perfgroup/abi.h) in one section.
             sections = run(["readelf", "-SW", exe], capture_output=True, text=True).stdout
             m = re.search(r"\sperfgroup_sites\s+\S+\s+\S+\s+\S+\s+([0-9a-f]+)", sections)
-            n = int(m.group(1), 16) // 32 if m else 0
+            n = int(m.group(1), 16) // 40 if m else 0
         else:
             # GCC: a COMDAT function's site lives outside the section, which holds an entry
             # per unit pointing at it (PERFGROUP_SITE_F_INDIRECT): count the sites' symbols,

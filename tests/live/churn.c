@@ -23,7 +23,7 @@ static volatile unsigned sink;
 #ifdef LIVE_CHURN_HOOKS
 #include <perfgroup/abi.h>
 static struct perfgroup_site spell_site __attribute__((aligned(8))) = {
-    PERFGROUP_ABI_VERSION, 0, __LINE__, "spell\0", "spell_check\0" __FILE__, 0};
+    PERFGROUP_ABI_VERSION, 0, __LINE__, "spell\0", "spell_check\0" __FILE__, 0, 0};
 __attribute__((noinline)) static void spell_check(unsigned x)
 {
     uint64_t t = __perfgroup_enter(&spell_site);

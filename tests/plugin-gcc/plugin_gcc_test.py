@@ -178,13 +178,13 @@ def case_shared_lib():
 
 def check_shared_lib(lib, exe, env=None):
     """What both plugins' shared-library cases check of libshlib.so and of shmain linked
-    with it: a perfgroup_sites section of its own (2 x 32 bytes, aligned 8), hidden bounds,
+    with it: a perfgroup_sites section of its own (2 x 40 bytes, aligned 8), hidden bounds,
     its module constructor's registration call, both sites registered before main, and the
     library's functions traced with their groups."""
     sections = sh(["readelf", "-SW", lib]).stdout
     m = re.search(r"perfgroup_sites\s+PROGBITS\s+\S+\s+\S+\s+(\S+)\s+\S+\s+WA\s+\d+\s+\d+\s+(\d+)", sections)
-    if not m or int(m.group(1), 16) != 2 * 32 or m.group(2) != "8":
-        raise Fail("libshlib.so: expected a perfgroup_sites section of 2 x 32 bytes, aligned 8")
+    if not m or int(m.group(1), 16) != 2 * 40 or m.group(2) != "8":
+        raise Fail("libshlib.so: expected a perfgroup_sites section of 2 x 40 bytes, aligned 8")
     dyn = sh(["readelf", "--dyn-syms", "-W", lib]).stdout
     for l in dyn.splitlines():  # ld may list them in .dynsym, but only as HIDDEN (unbindable)
         if ("__start_perfgroup_sites" in l or "__stop_perfgroup_sites" in l) and " HIDDEN " not in l:
@@ -205,21 +205,21 @@ main < app_work
 
 
 def case_sites():
-    """The descriptors: a dense 32-byte, 8-aligned array with version 1 and a zero cache slot as
-    emitted; read back by the program through the ABI: flags, line, the two NUL-separated
+    """The descriptors: a dense 40-byte, 8-aligned array with version 2, a zero cache slot and a
+    zero re-entry key as emitted; read back by the program through the ABI: flags, line, the two NUL-separated
     string pairs, and a cache slot the runtime filled at registration."""
     obj = w("sites.o")
     compile_(["sites.c"], obj, plugin("default=filegrp"), link=False)
     sections = sh(["readelf", "-SW", obj]).stdout
     m = re.search(r"perfgroup_sites\s+PROGBITS\s+\S+\s+\S+\s+(\S+)\s+\S+\s+WA\s+\d+\s+\d+\s+(\d+)", sections)
-    if not m or m.group(2) != "8" or int(m.group(1), 16) % 32:
-        raise Fail("perfgroup_sites: not a dense array of 32-byte, 8-aligned sites")
-    raw = w("sites.bin")  # the section as emitted: version 1 first, cache slot 0 last
+    if not m or m.group(2) != "8" or int(m.group(1), 16) % 40:
+        raise Fail("perfgroup_sites: not a dense array of 40-byte, 8-aligned sites")
+    raw = w("sites.bin")  # the section as emitted: version 2 first, cache slot and key 0 last
     sh(["objcopy", "-O", "binary", "--only-section=perfgroup_sites", obj, raw])
     data = open(raw, "rb").read()
-    for off in range(0, len(data), 32):
-        if data[off:off + 2] != b"\x01\x00" or data[off + 24:off + 32] != bytes(8):
-            raise Fail(f"site at offset {off}: version or cache slot wrong as emitted")
+    for off in range(0, len(data), 40):
+        if data[off:off + 2] != b"\x02\x00" or data[off + 24:off + 40] != bytes(16):
+            raise Fail(f"site at offset {off}: version, cache slot or key wrong as emitted")
     exe = w("sites")
     sh(["gcc", A.opt, obj, A.runtime, "-Wl,-rpath," + os.path.dirname(A.runtime), "-o", exe])
     out = sh([exe], env=ENV).stdout
@@ -229,9 +229,9 @@ def case_sites():
     line = {fn: 1 + next(i for i, l in enumerate(src_lines) if f" {fn}(int x)" in l)
             for fn in ("with_attr", "file_only", "in_line")}
     want = sorted([
-        f"site v=1 flags={hex(F['GCC'] | F['ATTR'] | F['FILE'])} line={line['with_attr']} groups=attrgrp|filegrp where=with_attr|sites.c cache=resolved",
-        f"site v=1 flags={hex(F['GCC'] | F['FILE'])} line={line['file_only']} groups=|filegrp where=file_only|sites.c cache=resolved",
-        f"site v=1 flags={hex(F['GCC'] | F['INLINE'] | F['FILE'])} line={line['in_line']} groups=|filegrp where=in_line|sites.c cache=resolved",
+        f"site v=2 flags={hex(F['GCC'] | F['ATTR'] | F['FILE'])} line={line['with_attr']} groups=attrgrp|filegrp where=with_attr|sites.c cache=resolved key=set",
+        f"site v=2 flags={hex(F['GCC'] | F['FILE'])} line={line['file_only']} groups=|filegrp where=file_only|sites.c cache=resolved key=set",
+        f"site v=2 flags={hex(F['GCC'] | F['INLINE'] | F['FILE'])} line={line['in_line']} groups=|filegrp where=in_line|sites.c cache=resolved key=set",
     ])
     if got != want:
         raise Fail("sites differ:\n--- expected\n" + "\n".join(want) + "\n--- got\n" + "\n".join(got))

@@ -33,7 +33,7 @@
 
 #define SITE(var, groups, func)                                                 \
     static struct perfgroup_site var __attribute__((aligned(8))) = {            \
-        PERFGROUP_ABI_VERSION, 0, __LINE__, groups "\0", func "\0" __FILE__, 0 }
+        PERFGROUP_ABI_VERSION, 0, __LINE__, groups "\0", func "\0" __FILE__, 0, 0 }
 
 SITE(site_a, "A", "fa");
 SITE(site_b, "B", "fb");

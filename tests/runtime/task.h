@@ -28,7 +28,7 @@
 /* A site as a plugin would emit it: "attr\0file\0", "function\0file\0". */
 #define SITE(var, groups, func) \
     static struct perfgroup_site var __attribute__((aligned(8))) = { \
-        PERFGROUP_ABI_VERSION, 0, __LINE__, groups "\0", func "\0" __FILE__, 0 }
+        PERFGROUP_ABI_VERSION, 0, __LINE__, groups "\0", func "\0" __FILE__, 0, 0 }
 
 static inline int64_t thread_cpu_ns(void)
 {

@@ -6,8 +6,8 @@
 #include "task.h"
 
 static struct perfgroup_site future[2] __attribute__((aligned(8))) = {
-    {PERFGROUP_ABI_VERSION + 1, 0, 1, "F\0", "f1\0f.c", 0},
-    {PERFGROUP_ABI_VERSION + 1, 0, 2, "F\0", "f2\0f.c", 0},
+    {PERFGROUP_ABI_VERSION + 1, 0, 1, "F\0", "f1\0f.c", 0, 0},
+    {PERFGROUP_ABI_VERSION + 1, 0, 2, "F\0", "f2\0f.c", 0, 0},
 };
 SITE(site_a, "A", "fa");
 

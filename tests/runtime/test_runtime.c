@@ -800,13 +800,13 @@ static void case_control(void)
  * The last entry points at a site outside the section (PERFGROUP_SITE_F_INDIRECT, a GCC
  * COMDAT function's): that site is resolved, the entry itself left as emitted. */
 static struct perfgroup_site comdat_site __attribute__((aligned(8))) =
-    {PERFGROUP_ABI_VERSION, PERFGROUP_SITE_F_INLINE, 3, "M\0", "m3\0mod.h", 0};
+    {PERFGROUP_ABI_VERSION, PERFGROUP_SITE_F_INLINE, 3, "M\0", "m3\0mod.h", 0, 0};
 static struct perfgroup_site mod_sites[4] __attribute__((aligned(8))) = {
-    {PERFGROUP_ABI_VERSION, 0, 1, "M\0", "m1\0mod.c", 0},
-    {PERFGROUP_ABI_VERSION, 0, 2, "M\0", "m2\0mod.c", 0},
-    {PERFGROUP_ABI_VERSION, 0, 1, "M\0", "m1\0mod.c", 0}, /* same function, another TU */
+    {PERFGROUP_ABI_VERSION, 0, 1, "M\0", "m1\0mod.c", 0, 0},
+    {PERFGROUP_ABI_VERSION, 0, 2, "M\0", "m2\0mod.c", 0, 0},
+    {PERFGROUP_ABI_VERSION, 0, 1, "M\0", "m1\0mod.c", 0, 0}, /* same function, another TU */
     {PERFGROUP_ABI_VERSION, PERFGROUP_SITE_F_INLINE | PERFGROUP_SITE_F_INDIRECT, 3, "M\0",
-     "m3\0mod.h", &comdat_site},
+     "m3\0mod.h", &comdat_site, 0},
 };
 static void case_modules(void)
 {
@@ -818,7 +818,15 @@ static void case_modules(void)
     ASSERT(mod_sites[0].cache != mod_sites[1].cache);
     ASSERT(mod_sites[3].cache == &comdat_site);
     ASSERT(comdat_site.cache != NULL && comdat_site.cache != mod_sites[0].cache);
+    /* re-entry keys (include/perfgroup/abi.h): one per active group set, on every site of a
+     * registered module, never on an indirect entry; a group's activation re-keys */
+    uint64_t k = mod_sites[0].key;
+    ASSERT(k != 0 && mod_sites[1].key == k && mod_sites[2].key == k && comdat_site.key == k);
+    ASSERT_U64(mod_sites[3].key, ==, 0);
     ASSERT_I64(perfgroup_group_activate("m1"), ==, 0);
+    ASSERT(mod_sites[0].key != 0 && mod_sites[0].key != k && mod_sites[0].key == mod_sites[2].key);
+    ASSERT(mod_sites[1].key != 0 && mod_sites[1].key != k && mod_sites[1].key != mod_sites[0].key);
+    ASSERT(comdat_site.key == mod_sites[1].key);
     one_event(&mod_sites[0], MS / 10);
     one_event(&mod_sites[2], MS / 10);
     struct perfgroup_snapshot *s = snap();

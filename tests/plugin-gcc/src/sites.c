@@ -20,11 +20,12 @@ static void dump(void)
     for (struct perfgroup_site *s = __start_perfgroup_sites; s < __stop_perfgroup_sites; s++) {
         const char *file = s->where + strlen(s->where) + 1;
         const char *fgroup = s->groups + strlen(s->groups) + 1;
-        /* cache: 0 as emitted; the runtime fills it when the module constructor registers */
-        printf("site v=%u flags=0x%x line=%u groups=%s|%s where=%s|%s cache=%s\n",
+        /* cache and key: 0 as emitted; the runtime fills them when the module constructor
+         * registers (a key: every one of these functions has an active group) */
+        printf("site v=%u flags=0x%x line=%u groups=%s|%s where=%s|%s cache=%s key=%s\n",
                s->version, s->flags, s->line, s->groups, fgroup, s->where,
                strrchr(file, '/') ? strrchr(file, '/') + 1 : file,
-               s->cache ? "resolved" : "null");
+               s->cache ? "resolved" : "null", s->key ? "set" : "0");
     }
 }
 
