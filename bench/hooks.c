@@ -9,7 +9,11 @@
  *   reentry   the group already has a running stopwatch                   (b)
  *   pair      outermost stopwatch pair inside an explicit event           (c)
  *   implicit  outermost pair with no event API: each pair is an implicit event, committed
+ *   inline    the group already runs, and the call is made as the plugins emit it: the inline
+ *             re-entry check (include/perfgroup/abi.h) first, no hook call at all
  *
+ * The hook pairs are called as the plugins call them (ABI 2): the exit hook only for a token
+ * that is not 0.
  * Each configuration runs N calls per repetition; repetitions are interleaved (rotated
  * order) and timed with the thread's CPU clock; the median per configuration is printed,
  * with overheads over `bare` and the ratio of (c) to the floor. Usage: hooks [N] [reps]
@@ -30,13 +34,34 @@
 uint64_t empty_enter(struct perfgroup_site *s);
 void empty_exit(struct perfgroup_site *s, uint64_t t);
 
-static struct perfgroup_site site_a __attribute__((aligned(8))) =
-    {PERFGROUP_ABI_VERSION, 0, 1, "bench\0", "leaf_a\0bench.c", 0};
-static struct perfgroup_site site_outer __attribute__((aligned(8))) =
-    {PERFGROUP_ABI_VERSION, 0, 2, "bench\0", "outer\0bench.c", 0};
+/* registered as a module (main): the runtime gives them their re-entry keys */
+static struct perfgroup_site sites[2] __attribute__((aligned(8))) = {
+    {PERFGROUP_ABI_VERSION, 0, 1, "bench\0", "leaf_a\0bench.c", 0, 0},
+    {PERFGROUP_ABI_VERSION, 0, 2, "bench\0", "outer\0bench.c", 0, 0},
+};
+#define site_a sites[0]
+#define site_outer sites[1]
 
-enum { BARE, FLOOR, EMPTY, OFF, REENTRY, PAIR, IMPLICIT, NCONF };
-static const char *names[NCONF] = {"bare", "floor", "empty", "off", "reentry", "pair", "implicit"};
+enum { BARE, FLOOR, EMPTY, OFF, REENTRY, PAIR, IMPLICIT, INLINE, NCONF };
+static const char *names[NCONF] = {"bare",  "floor",    "empty", "off",
+                                   "reentry", "pair", "implicit", "inline"};
+
+/* The call as the plugins emit it. Not inlined: its CFA is below the frame that started the
+ * group (the caller's enter hook), as a callee's is. */
+__attribute__((noinline)) static double bench_inline_ns(struct perfgroup_site *site, long n)
+{
+    double t0 = bench_now_ns();
+    for (long i = 0; i < n; i++) {
+        uint64_t tok = 0;
+        if (__atomic_load_n(&site->key, __ATOMIC_RELAXED) != PERFGROUP_TLS_CUR.key ||
+            (uintptr_t)__builtin_dwarf_cfa() > PERFGROUP_TLS_CUR.sp)
+            tok = __perfgroup_enter(site);
+        bench_leaf();
+        if (tok != 0)
+            __perfgroup_exit(site, tok);
+    }
+    return bench_now_ns() - t0;
+}
 
 static double run(int conf, long n)
 {
@@ -53,7 +78,8 @@ static double run(int conf, long n)
         for (long i = 0; i < n; i++) {
             uint64_t tok = empty_enter(&site_a);
             bench_leaf();
-            empty_exit(&site_a, tok);
+            if (tok != 0) /* never: an empty hook pair is one call, as the plugins call it */
+                empty_exit(&site_a, tok);
         }
         t = bench_now_ns() - t0;
         break;
@@ -67,6 +93,14 @@ static double run(int conf, long n)
         perfgroup_event_begin("bench");
         uint64_t outer = __perfgroup_enter(&site_outer); /* group "bench" now running */
         t = bench_hooked_ns(&site_a, n);
+        __perfgroup_exit(&site_outer, outer);
+        perfgroup_event_end();
+        break;
+    }
+    case INLINE: {
+        perfgroup_event_begin("bench");
+        uint64_t outer = __perfgroup_enter(&site_outer);
+        t = bench_inline_ns(&site_a, n);
         __perfgroup_exit(&site_outer, outer);
         perfgroup_event_end();
         break;
@@ -88,6 +122,7 @@ int main(int argc, char **argv)
     long n = argc > 1 ? atol(argv[1]) : 5000000;
     int reps = argc > 2 ? atoi(argv[2]) : 11;
     double med[NCONF];
+    __perfgroup_register_module(PERFGROUP_ABI_VERSION, &sites[0], &sites[2]);
     bench_interleaved(NCONF, run, n, reps, med);
     printf("%-10s %9s %12s\n", "config", "ns/call", "over bare");
     for (int c = 0; c < NCONF; c++)
@@ -99,6 +134,8 @@ int main(int argc, char **argv)
            med[REENTRY] - med[EMPTY], med[REENTRY] - med[BARE]);
     printf("(a) off over empty hooks:             %+.2f ns (target <= +1)\n", med[OFF] - med[EMPTY]);
     printf("implicit event per pair:              %+.2f ns over pair\n", med[IMPLICIT] - med[PAIR]);
+    printf("inline re-entry check:                %+.2f ns over bare (%+.2f ns under reentry)\n",
+           med[INLINE] - med[BARE], med[REENTRY] - med[INLINE]);
     printf("(N=%ld calls x %d interleaved repetitions, medians of thread CPU time)\n", n, reps);
     return 0;
 }

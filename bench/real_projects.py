@@ -21,7 +21,9 @@ alike; medians per configuration; ratios against `plain` of the same rounds. CPU
 the run's processes (rusage); kvbench also reports its thread CPU time of the work (cpu_ns).
 The 1-minute load average is read before every run and reported beside each figure.
 Hooks executed: one extra, untimed run per build with bench/count_hooks.c preloaded (it takes
-the hook calls, counting enters), reported as a count and per second of plain CPU time.
+the hook calls, counting enters, and passes perfgroup's on to the runtime: calls the plugins'
+inline re-entry check skips are not hook calls), reported as a count and per second of plain
+CPU time.
 
     bench/real_projects.py --build-dir build [--projects kv,lua] [--compilers gcc,clang]
         [--rounds 5] [--kv-rounds 300] [--markdown docs/benchmarks.md]
@@ -209,9 +211,9 @@ def markdown(results, A, cmd):
            "each round), ratios (×) against `plain` of the same rounds. Load = the 1-minute load",
            "average read before each run: median (min–max) over that configuration's runs, on a",
            "2-vCPU machine shared with other work: ratios are what to read, and only when the load",
-           "is low. Hooks = enter hooks executed in one untimed run with bench/count_hooks.c",
-           "preloaded; M/s = that count per second of `plain` CPU time (how densely the program's",
-           "own work is hooked).", "",
+           "is low. Hooks = enter hook calls made in one untimed run with bench/count_hooks.c",
+           "preloaded (it passes perfgroup's on to the runtime: a call the inline re-entry check",
+           "skips makes none); M/s = that count per second of `plain` CPU time.", "",
            f"CPU: {cpu_model()}. Command: `{cmd}`", "",
            f"Run of {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}:", ""]
     for (project, cc), (rows, plain_s) in results.items():

@@ -32,7 +32,7 @@
 #include "perfgroup/abi.h"
 
 static struct perfgroup_site site_a __attribute__((aligned(8))) =
-    {PERFGROUP_ABI_VERSION, 0, 1, "bench\0", "leaf_a\0bench.c", 0};
+    {PERFGROUP_ABI_VERSION, 0, 1, "bench\0", "leaf_a\0bench.c", 0, 0};
 
 enum { BARE, FLOOR, PAIR, TRACE, TRACE_FRESH, EV_OFF, EV_STATS, NCONF };
 static const char *names[NCONF] = {"bare", "floor", "pair", "trace", "trace_fresh",
