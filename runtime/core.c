@@ -860,7 +860,7 @@ static void rekey_locked(void)
 {
     perfgroup__key_generation_locked();
     for (struct pg_func *fn = all_funcs; fn; fn = fn->all_next)
-        fn->key = perfgroup__key_locked(fn);
+        __atomic_store_n(&fn->key, perfgroup__key_locked(fn), __ATOMIC_RELAXED);
     for (unsigned m = 0; m < nmodules; m++) {
         Dl_info info;
         if (!dladdr(modules[m].start, &info) || !info.dli_fname)

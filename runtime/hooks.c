@@ -56,7 +56,7 @@ static PG_ALWAYS_INLINE uint64_t push_frame(struct pg_thread *t, struct pg_func 
     f->tsc = tsc;
     f->iter = t->iter;
     f->fn = fn;
-    uint64_t key = fn->key;
+    uint64_t key = __atomic_load_n(&fn->key, __ATOMIC_RELAXED); /* a re-key may be writing it */
     f->key = key;
     f->cpu = cpu;
     f->gen = ++t->gen;

@@ -65,7 +65,8 @@ struct pg_func {
     uint8_t ngroups;
     _Atomic uint8_t active_mask; /* bit i: gid[i] is active */
     uint16_t flags;              /* PERFGROUP_SITE_F_* of the first site seen */
-    uint64_t key;                /* re-entry key of its active groups (reentry.c); 0: none */
+    uint64_t key;                /* re-entry key of its active groups (reentry.c); 0: none;
+                                 * atomic: a re-key writes it while hooks read it */
     uint32_t gid[PG_SITE_GROUPS];
     uint32_t max_gid;
     uint32_t line;
