@@ -53,7 +53,7 @@ __attribute__((noinline)) static double bench_inline_ns(struct perfgroup_site *s
     double t0 = bench_now_ns();
     for (long i = 0; i < n; i++) {
         uint64_t tok = 0;
-        if (__atomic_load_n(&site->key, __ATOMIC_RELAXED) != PERFGROUP_TLS_CUR.key ||
+        if ((__atomic_load_n(&site->key, __ATOMIC_RELAXED) | PERFGROUP_TLS_CUR.mask) != ~0ull ||
             (uintptr_t)__builtin_dwarf_cfa() > PERFGROUP_TLS_CUR.sp)
             tok = __perfgroup_enter(site);
         bench_leaf();

@@ -314,16 +314,17 @@ private:
 
     /* token = enter(site) before `at`; with weak-hooks, &enter ? enter(site) : 0 (a phi).
      * check: the inline re-entry check of abi.h first (not with weak-hooks: the thread-local
-     * may not exist), `key != cur.key || CFA > cur.sp ? enter(site) : 0` (a phi): a call of a
-     * function whose groups already run, below the frame that started them, calls nothing. */
+     * may not exist), `(key | cur.mask) != ~0 || CFA > cur.sp ? enter(site) : 0` (a phi): a
+     * call of a function whose groups already run, below the innermost frame that started
+     * one, calls nothing. */
     Instruction *enterCall(Instruction *at, Value *siteArg, const DebugLoc &dl, bool check = false)
     {
         if (check && !Weak) {
             IRBuilder<> b(at);
             Value *key = b.CreateLoad(I64, b.CreateConstInBoundsGEP2_32(SiteTy, siteArg->stripPointerCasts(), 0, 6),
                                       "perfgroup.key");
-            Value *curKey = b.CreateLoad(I64, b.CreateConstInBoundsGEP2_32(CurTy, Cur, 0, 0),
-                                         "perfgroup.cur.key");
+            Value *curMask = b.CreateLoad(I64, b.CreateConstInBoundsGEP2_32(CurTy, Cur, 0, 0),
+                                          "perfgroup.cur.mask");
             Value *curSp = b.CreateLoad(I64, b.CreateConstInBoundsGEP2_32(CurTy, Cur, 0, 1),
                                         "perfgroup.cur.sp");
             /* the CFA: the address of the return address, plus its slot (no frame pointer
@@ -331,8 +332,8 @@ private:
             Function *aora = pgIntrinsic(M, Intrinsic::addressofreturnaddress, I8Ptr);
             Value *cfa = b.CreateAdd(b.CreatePtrToInt(b.CreateCall(aora), I64), b.getInt64(8),
                                      "perfgroup.cfa");
-            Value *need = b.CreateOr(b.CreateICmpNE(key, curKey), b.CreateICmpUGT(cfa, curSp),
-                                     "perfgroup.enter");
+            Value *need = b.CreateOr(b.CreateICmpNE(b.CreateOr(key, curMask), b.getInt64(~0ull)),
+                                     b.CreateICmpUGT(cfa, curSp), "perfgroup.enter");
             Instruction *then = SplitBlockAndInsertIfThen(need, at, /*Unreachable=*/false);
             IRBuilder<> t(then);
             t.SetCurrentDebugLocation(dl);

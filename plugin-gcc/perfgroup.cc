@@ -13,7 +13,7 @@
  *           return -1;                          = { 2, GCC|ATTR, 2, "net\0\0", "parse\0x.c\0", 0, 0 };
  *       return work(s);                       int parse(const char *s) {
  *   }                                           perfgroup_tok = 0;
- *                                               if (__perfgroup_site_parse.key != __perfgroup_cur.key
+ *                                               if ((__perfgroup_site_parse.key | __perfgroup_cur.mask) != ~0
  *                                                   || __builtin_dwarf_cfa () > __perfgroup_cur.sp)
  *                                                 perfgroup_tok = __perfgroup_enter(&__perfgroup_site_parse);
  *                                               try {
@@ -459,9 +459,9 @@ load_tmp (gimple_seq *seq, tree ref, const char *name)
 }
 
 /*
- * tok = 0; if (site.key != cur.key || CFA > cur.sp) tok = enter (&site); — the inline
- * re-entry check of abi.h: a call of a function whose active groups all run already, below
- * the frame that started them, makes no call at all. With weak-hooks, tok = 0; if (&enter)
+ * tok = 0; if ((site.key | cur.mask) != ~0 || CFA > cur.sp) tok = enter (&site); — the
+ * inline re-entry check of abi.h: a call of a function whose active groups all run already,
+ * below the innermost frame that started one, makes no call at all. With weak-hooks, tok = 0; if (&enter)
  * tok = enter (&site) instead (without the runtime the thread-local does not exist).
  */
 static void
@@ -483,11 +483,15 @@ add_enter (gimple_seq *seq, tree site, tree tok, gcall *enter, bool check = true
   tree done = create_artificial_label (UNKNOWN_LOCATION);
   tree key = load_tmp (seq, build3 (COMPONENT_REF, uint64_type_node, site, site_field ("key"),
                                     NULL_TREE), "perfgroup_key");
-  tree cur_key = TYPE_FIELDS (TREE_TYPE (cur_var)); /* key, then sp */
-  tree cur_sp = DECL_CHAIN (cur_key);
-  tree ckey = load_tmp (seq, build3 (COMPONENT_REF, uint64_type_node, cur_var, cur_key, NULL_TREE),
-                        "perfgroup_cur_key");
-  gimple_seq_add_stmt (seq, gimple_build_cond (NE_EXPR, key, ckey, call, check_sp));
+  tree cur_mask = TYPE_FIELDS (TREE_TYPE (cur_var)); /* mask, then sp */
+  tree cur_sp = DECL_CHAIN (cur_mask);
+  tree mask = load_tmp (seq, build3 (COMPONENT_REF, uint64_type_node, cur_var, cur_mask,
+                                     NULL_TREE), "perfgroup_cur_mask");
+  tree both = create_tmp_var (uint64_type_node, "perfgroup_both");
+  gimple_seq_add_stmt (seq, gimple_build_assign (both, BIT_IOR_EXPR, key, mask));
+  gimple_seq_add_stmt (seq, gimple_build_cond (NE_EXPR, both,
+                                               build_all_ones_cst (uint64_type_node), call,
+                                               check_sp));
   gimple_seq_add_stmt (seq, gimple_build_label (check_sp));
   tree cfa = create_tmp_var (ptr_type_node, "perfgroup_cfa");
   gcall *get_cfa = gimple_build_call (builtin_decl_explicit (BUILT_IN_DWARF_CFA), 0);
@@ -540,7 +544,7 @@ build_abi_trees (void)
 
   /* extern __thread struct perfgroup_cur PERFGROUP_TLS_CUR, initial-exec (abi.h) */
   tree cur_fields = NULL_TREE;
-  cur_fields = add_field (cur_fields, "key", uint64_type_node);
+  cur_fields = add_field (cur_fields, "mask", uint64_type_node);
   cur_fields = add_field (cur_fields, "sp", pointer_sized_int_node);
   tree cur_type = make_node (RECORD_TYPE);
   finish_builtin_struct (cur_type, "perfgroup_cur", cur_fields, NULL_TREE);
@@ -1118,8 +1122,8 @@ is_hook_call_of (gimple *stmt, tree site)
 static bool
 is_our_tmp (tree t, bool any)
 {
-  static const char *const loads[] = { "perfgroup_key", "perfgroup_cur_key", "perfgroup_cfa",
-                                       "perfgroup_at", "perfgroup_cur_sp" };
+  static const char *const loads[] = { "perfgroup_key", "perfgroup_cur_mask", "perfgroup_both",
+                                       "perfgroup_cfa", "perfgroup_at", "perfgroup_cur_sp" };
   static const char *const tokens[] = { "perfgroup_tok", "perfgroup_omp_tok" };
   if (!t || TREE_CODE (t) != VAR_DECL || !DECL_ARTIFICIAL (t) || !DECL_NAME (t))
     return false;

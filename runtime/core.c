@@ -251,7 +251,7 @@ static struct pg_func *resolve_locked(struct perfgroup_site *site)
     fn->id = nfuncs++;
     fn->rec_head = perfgroup__rec_interval_head(fn->id);
     func_update_mask(fn);
-    fn->key = perfgroup__key_locked(fn);
+    perfgroup__key_locked(fn);
     fn->hash_next = func_hash[h];
     func_hash[h] = fn;
     fn->all_next = all_funcs;
@@ -325,7 +325,8 @@ void PERFGROUP_MODULE_REGISTER(uint32_t abi_version, struct perfgroup_site *star
         if (!fn)
             break;
         if (keyed)
-            __atomic_store_n(&site->key, fn->key, __ATOMIC_RELAXED);
+            __atomic_store_n(&site->key, __atomic_load_n(&fn->key, __ATOMIC_RELAXED),
+                             __ATOMIC_RELAXED);
     }
 out:
     pthread_mutex_unlock(&reg_lock);
@@ -852,15 +853,14 @@ int perfgroup_reset(void)
 }
 
 /*
- * A new generation of re-entry keys (reentry.c): every function's key recomputed, every site
- * of every registered module still mapped rewritten. A module unloaded by dlclose is not
+ * Re-keying (reentry.c): every function's key recomputed, every site of every registered
+ * module still mapped rewritten. A module unloaded by dlclose is not
  * written (dladdr finds no object at its sites any more).
  */
 static void rekey_locked(void)
 {
-    perfgroup__key_generation_locked();
     for (struct pg_func *fn = all_funcs; fn; fn = fn->all_next)
-        __atomic_store_n(&fn->key, perfgroup__key_locked(fn), __ATOMIC_RELAXED);
+        perfgroup__key_locked(fn);
     for (unsigned m = 0; m < nmodules; m++) {
         Dl_info info;
         if (!dladdr(modules[m].start, &info) || !info.dli_fname)
@@ -871,7 +871,8 @@ static void rekey_locked(void)
                 site = s->cache;
             struct pg_func *fn = site ? __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE) : NULL;
             if (fn)
-                __atomic_store_n(&site->key, fn->key, __ATOMIC_RELAXED);
+                __atomic_store_n(&site->key, __atomic_load_n(&fn->key, __ATOMIC_RELAXED),
+                                 __ATOMIC_RELAXED);
         }
     }
 }
@@ -902,7 +903,7 @@ static int set_active(const char *name, int on)
             for (unsigned i = 0; i < fn->ngroups; i++)
                 if (fn->gid[i] == g->id)
                     func_update_mask(fn);
-        rekey_locked(); /* the functions' sets changed: no thread skips on an old one */
+        rekey_locked(); /* the functions' active groups changed */
     }
     pthread_mutex_unlock(&reg_lock);
     return g ? 0 : -ENOENT;

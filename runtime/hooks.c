@@ -56,13 +56,17 @@ static PG_ALWAYS_INLINE uint64_t push_frame(struct pg_thread *t, struct pg_func 
     f->tsc = tsc;
     f->iter = t->iter;
     f->fn = fn;
-    uint64_t key = __atomic_load_n(&fn->key, __ATOMIC_RELAXED); /* a re-key may be writing it */
-    f->key = key;
+    uint64_t bits = 0; /* (a re-key may be writing gbit: relaxed loads) */
+    for (unsigned i = 0; i < fn->ngroups; i++)
+        if (mask & (1u << i))
+            bits |= __atomic_load_n(&fn->gbit[i], __ATOMIC_RELAXED);
+    f->bits = bits;
     f->cpu = cpu;
     f->gen = ++t->gen;
     f->mask = (uint8_t)mask;
     t->depth = d + 1;
-    pg_cur_set(key, sp); /* fn's active groups all run now: its set's calls are re-entries */
+    /* the groups it started run now: calls of functions whose groups all run skip */
+    pg_cur_on(PERFGROUP_TLS_CUR.mask | bits, sp);
     return ((uint64_t)f->gen << 32) | (d + 1);
 }
 
@@ -138,7 +142,8 @@ static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func 
     uint64_t token = push_frame(t, fn, sp, ra, mask, d, tsc, pg_cpu_now());
     if (root) {
         t->stack[d].iter = 0;
-        pg_cur_off(); /* (a root function has no key: this is only explicit) */
+        t->stack[d].bits = 0; /* it started nothing */
+        pg_cur_refresh(t);    /* no event: nothing to skip */
     }
     return token;
 }
@@ -210,7 +215,12 @@ static PG_ALWAYS_INLINE void exit_frame(struct pg_thread *t, uint32_t idx, uint6
             perfgroup__implicit_end(t, tsc);
         return;
     }
-    pg_cur_refresh(t); /* the frame below, if its stopwatches still run */
+    /* its groups stop (a stale frame's are not in the mask); the frame below is the
+     * innermost (the caller turned sp off) */
+    uint64_t running = PERFGROUP_TLS_CUR.mask;
+    if (f->iter == t->iter)
+        running &= ~f->bits;
+    pg_cur_on(running, idx != 0 && t->event_open != PG_EV_NONE ? t->stack[idx - 1].sp : 0);
     if (hot)
         pg_latch_drop(t);
 }

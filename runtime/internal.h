@@ -56,6 +56,7 @@ struct pg_group {
     uint32_t id;
     uint8_t kind;               /* enum perfgroup_group_kind */
     _Atomic uint8_t active;
+    uint8_t bit;                /* its bit in re-entry masks + 1 (reentry.c); 0: none yet */
     struct pg_group *hash_next;
 };
 
@@ -65,8 +66,9 @@ struct pg_func {
     uint8_t ngroups;
     _Atomic uint8_t active_mask; /* bit i: gid[i] is active */
     uint16_t flags;              /* PERFGROUP_SITE_F_* of the first site seen */
-    uint64_t key;                /* re-entry key of its active groups (reentry.c); 0: none;
-                                 * atomic: a re-key writes it while hooks read it */
+    uint64_t key;                /* its sites' re-entry key (reentry.c); 0: never skipped;
+                                  * atomic: a re-key writes it while hooks read it */
+    uint64_t gbit[PG_SITE_GROUPS]; /* gid[i]'s re-entry bit, 0 if none (atomic, as key) */
     uint32_t gid[PG_SITE_GROUPS];
     uint32_t max_gid;
     uint32_t line;
@@ -95,7 +97,7 @@ struct pg_frame {
     uint64_t tsc;
     uint64_t iter;
     struct pg_func *fn;
-    uint64_t key;        /* fn's re-entry key when pushed: the thread's while on top */
+    uint64_t bits;       /* re-entry bits of the groups it started (reentry.c) */
     uint32_t cpu;
     uint16_t gen;        /* token check: a frame dropped by resync is never charged */
     uint8_t mask;        /* bit i: fn->gid[i] was acquired here */
@@ -285,37 +287,36 @@ static inline __attribute__((always_inline)) void pg_latch_drop(struct pg_thread
 
 /* The inline re-entry state of the thread (reentry.c has its state table). Its own thread
  * writes it, a signal handler's inline checks may read it between two stores: sp = 0 first
- * to turn it off, the key before sp to turn it on. */
+ * to turn it off, the mask before sp to turn it on. */
 static inline __attribute__((always_inline)) void pg_cur_off(void)
 {
     __atomic_store_n(&PERFGROUP_TLS_CUR.sp, 0, __ATOMIC_RELAXED);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
-static inline __attribute__((always_inline)) void pg_cur_set(uint64_t key, uintptr_t sp)
+static inline __attribute__((always_inline)) void pg_cur_on(uint64_t mask, uintptr_t sp)
 {
-    if (!key) {
-        pg_cur_off();
-        return;
-    }
-    __atomic_store_n(&PERFGROUP_TLS_CUR.key, key, __ATOMIC_RELAXED);
+    __atomic_store_n(&PERFGROUP_TLS_CUR.mask, mask, __ATOMIC_RELAXED);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     __atomic_store_n(&PERFGROUP_TLS_CUR.sp, sp, __ATOMIC_RELAXED);
 }
 
-/* From the top frame: its key while its stopwatches run in this event's iteration. */
-static inline __attribute__((always_inline)) void pg_cur_refresh(const struct pg_thread *t)
+/* From the shadow stack (cold paths: it walks it): the bits of the groups running in this
+ * event's iteration, below the innermost frame. The mask is always exact (a push ORs into
+ * it); sp is 0 when there is nothing to skip. */
+static inline void pg_cur_refresh(const struct pg_thread *t)
 {
     uint32_t d = t->depth;
-    const struct pg_frame *f = &t->stack[d ? d - 1 : 0];
-    if (d != 0 && f->iter == t->iter && t->event_open != PG_EV_NONE)
-        pg_cur_set(f->key, f->sp);
-    else
-        pg_cur_off();
+    int open = t->event_open != PG_EV_NONE;
+    uint64_t mask = 0;
+    for (uint32_t i = 0; open && i < d; i++)
+        if (t->stack[i].iter == t->iter)
+            mask |= t->stack[i].bits;
+    pg_cur_off();
+    pg_cur_on(mask, open && d != 0 ? t->stack[d - 1].sp : 0);
 }
 
-PG_HIDDEN uint64_t perfgroup__key_locked(const struct pg_func *fn);
-PG_HIDDEN void perfgroup__key_generation_locked(void);
+PG_HIDDEN void perfgroup__key_locked(struct pg_func *fn);
 PG_HIDDEN void *perfgroup__arena_alloc(size_t size);
 PG_HIDDEN void perfgroup__rekey(void);
 

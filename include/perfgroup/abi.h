@@ -17,7 +17,7 @@
  *
  *     rettype F(args) {
  *         uint64_t tok = 0;
- *         if (__perfgroup_site_F.key != PERFGROUP_TLS_CUR.key || CFA > PERFGROUP_TLS_CUR.sp)
+ *         if ((__perfgroup_site_F.key | PERFGROUP_TLS_CUR.mask) != ~0 || CFA > PERFGROUP_TLS_CUR.sp)
  *             tok = PERFGROUP_HOOK_ENTER(&__perfgroup_site_F);
  *         try { body } finally { if (tok != 0) PERFGROUP_HOOK_EXIT(&__perfgroup_site_F, tok); }
  *     }
@@ -105,8 +105,8 @@
  *                           resolved per-function record here (PERFGROUP_SITE_F_INDIRECT: the
  *                           site's address, emitted so, never written)
  *       32     8  key       owned by the runtime (0 when emitted, and while the function must
- *                           always call its hooks): the re-entry key of the function's active
- *                           groups, compared with PERFGROUP_TLS_CUR.key
+ *                           always call its hooks): the complement of the re-entry bits of the
+ *                           function's active groups, tested against PERFGROUP_TLS_CUR.mask
  */
 struct perfgroup_site {
     uint16_t version;
@@ -120,22 +120,24 @@ struct perfgroup_site {
 
 /*
  * Re-entry without a call. A call of a function whose every active group is already running
- * on the thread (the stopwatches started by an enclosing frame) changes nothing: most calls
- * of a code base put into groups. The runtime keeps, per thread, the key of the group set of
- * the innermost frame that started a stopwatch and that frame's stack position (the enter
- * hook's CFA); a site's key is its function's active group set's (one key for every function
- * of the same active groups), and a call whose site key equals the thread's and whose CFA is
- * at or below that position (a callee of that frame, not a call made after a longjmp out of
- * it) skips both hooks. sp == 0: nothing to skip (no such frame, another iteration, trace
- * mode, ...). Keys hold a generation: the runtime re-keys every site when the activation of a
- * group or the recording mode changes, so a thread's older key matches no site.
+ * on the thread (the stopwatches started by enclosing frames) changes nothing: most calls of
+ * a code base put into groups. The runtime gives each group a bit (the first 63 groups that
+ * are active), keeps per thread the mask of the groups running in the current event and the
+ * stack position of the innermost frame that started one (the enter hook's CFA), and writes
+ * in each site the complement of its function's active groups' bits. A call whose site key
+ * has a 0 only where the thread's mask has a 1 (key | mask == ~0: every active group of the
+ * function runs) and whose CFA is at or below that position (a callee of that frame, not a
+ * call made after a longjmp out of it) skips both hooks. Key 0 (as emitted, a group without
+ * a bit, trace mode, the text trace) never skips: the mask never has bit 63. sp == 0: no
+ * skipping (no frame, no event open, ...). The runtime re-keys every site when a group's
+ * activation or the recording mode changes.
  *
  *   offset  size  field
- *        0     8  key   the frame's group set key; never 0 while sp != 0
- *        8     8  sp    the frame's stack position; 0: no skipping
+ *        0     8  mask  bit b: the group of bit b is running in the thread's current event
+ *        8     8  sp    the innermost frame's stack position; 0: no skipping
  */
 struct perfgroup_cur {
-    uint64_t key;
+    uint64_t mask;
     uintptr_t sp;
 };
 

@@ -12,7 +12,8 @@
  * that should not be (the group would be charged nothing for it):
  *
  *   skip       1000 calls of an extern function of group "lib" from a frame of "lib": no hook
- *              call at all (the same calls from outside any group: 1000 pairs)
+ *              call at all (the same calls from outside any group: 1000 pairs); and from a
+ *              frame of group "core" inside one of "lib" (both run: none either)
  *   longjmp    a frame of "lib" left by longjmp, then the same function called again from
  *              the frame that called it first: it must reach the hook (the runtime drops the
  *              dead frame there) and be charged its own CPU, ungrouped work in between not
@@ -113,6 +114,14 @@ PERF_GROUP("lib") __attribute__((noinline)) void lib_calls_leaf(int n)
  * lib_burn, called by main after the longjmp, must be entered above lib_jump's frame. (Called
  * from main directly, lib_jump would be at lib_burn's depth, and with a smaller frame than
  * lib_burn's the runtime takes lib_burn for its callee: a limit, docs/accounting.md.) */
+PERF_GROUP("core") __attribute__((noinline)) void core_calls_leaf(int n)
+{
+    for (int i = 0; i < n; i++)
+        lib_leaf();
+}
+
+PERF_GROUP("lib") __attribute__((noinline)) void lib_calls_core(int n) { core_calls_leaf(n); }
+
 static jmp_buf jb;
 PERF_GROUP("lib") __attribute__((noinline)) void lib_jump(void)
 {
@@ -179,6 +188,13 @@ __attribute__((no_instrument_function)) int main(void)
     CHECK(__perfgroup_cur.sp == 0, "no frame: the thread's re-entry state is still on");
     printf("skip: outside %lu/%lu, inside %lu/%lu hook calls\n", outside, outside_x, inside,
            inside_x);
+    e0 = pg_enters, x0 = pg_exits;
+    lib_calls_core(1000);
+    unsigned long cross = pg_enters - e0, cross_x = pg_exits - x0;
+    CHECK(cross == 2 && cross_x == 2, "1000 calls of \"lib\" inside a frame of \"core\" inside "
+          "one of \"lib\" made %lu enter and %lu exit hook calls, expected 2 each (the two "
+          "frames')", cross, cross_x);
+    printf("skip across groups: %lu/%lu hook calls\n", cross, cross_x);
 
     /* longjmp: the dead frame is noticed at the next call of its group */
     struct perfgroup_snapshot *b = perfgroup_snapshot_take();

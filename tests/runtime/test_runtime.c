@@ -818,15 +818,17 @@ static void case_modules(void)
     ASSERT(mod_sites[0].cache != mod_sites[1].cache);
     ASSERT(mod_sites[3].cache == &comdat_site);
     ASSERT(comdat_site.cache != NULL && comdat_site.cache != mod_sites[0].cache);
-    /* re-entry keys (include/perfgroup/abi.h): one per active group set, on every site of a
-     * registered module, never on an indirect entry; a group's activation re-keys */
+    /* re-entry keys (include/perfgroup/abi.h): the complement of the active groups' bits, on
+     * every site of a registered module, never on an indirect entry; one bit (group "M");
+     * a group's activation re-keys: m1's sites get the bit of "m1()" too */
     uint64_t k = mod_sites[0].key;
-    ASSERT(k != 0 && mod_sites[1].key == k && mod_sites[2].key == k && comdat_site.key == k);
+    ASSERT(k != 0 && __builtin_popcountll(~k) == 1 && !(~k >> 63));
+    ASSERT(mod_sites[1].key == k && mod_sites[2].key == k && comdat_site.key == k);
     ASSERT_U64(mod_sites[3].key, ==, 0);
     ASSERT_I64(perfgroup_group_activate("m1"), ==, 0);
-    ASSERT(mod_sites[0].key != 0 && mod_sites[0].key != k && mod_sites[0].key == mod_sites[2].key);
-    ASSERT(mod_sites[1].key != 0 && mod_sites[1].key != k && mod_sites[1].key != mod_sites[0].key);
-    ASSERT(comdat_site.key == mod_sites[1].key);
+    ASSERT(__builtin_popcountll(~mod_sites[0].key) == 2 && (~mod_sites[0].key & ~k) == ~k);
+    ASSERT(mod_sites[2].key == mod_sites[0].key);
+    ASSERT(mod_sites[1].key == k && comdat_site.key == k);
     one_event(&mod_sites[0], MS / 10);
     one_event(&mod_sites[2], MS / 10);
     struct perfgroup_snapshot *s = snap();
