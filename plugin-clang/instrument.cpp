@@ -98,6 +98,7 @@
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/IntrinsicInst.h"
+#include "llvm/IR/MDBuilder.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PassManager.h"
 #include "llvm/Passes/PassBuilder.h"
@@ -281,7 +282,8 @@ private:
     {
         IRBuilder<> b(at);
         Value *live = b.CreateICmpNE(tok, ConstantInt::get(I64, 0));
-        Instruction *then = SplitBlockAndInsertIfThen(live, at, /*Unreachable=*/false);
+        Instruction *then = SplitBlockAndInsertIfThen(live, at, /*Unreachable=*/false,
+                                                      MDBuilder(Ctx).createBranchWeights(1, 1000));
         IRBuilder<> t(then);
         t.SetCurrentDebugLocation(dl);
         t.CreateCall(Exit, {siteArg, tok})->setDoesNotThrow();
@@ -334,7 +336,8 @@ private:
                                      "perfgroup.cfa");
             Value *need = b.CreateOr(b.CreateICmpNE(b.CreateOr(key, curMask), b.getInt64(~0ull)),
                                      b.CreateICmpUGT(cfa, curSp), "perfgroup.enter");
-            Instruction *then = SplitBlockAndInsertIfThen(need, at, /*Unreachable=*/false);
+            Instruction *then = SplitBlockAndInsertIfThen(need, at, /*Unreachable=*/false,
+                                                          MDBuilder(Ctx).createBranchWeights(1, 1000));
             IRBuilder<> t(then);
             t.SetCurrentDebugLocation(dl);
             CallInst *call = t.CreateCall(Enter, {siteArg});
