@@ -12,7 +12,17 @@
  *
  *   define i32 @_Z5parsePKc(i8* %s) {          define i32 @_Z5parsePKc(i8* %s) personality @__gxx_personality_v0 {
  *   entry:                                     entry:
- *                                                %perfgroup.token = call i64 @__perfgroup_enter(@__perfgroup_site._Z5parsePKc)
+ *                                                %key = load i64, @__perfgroup_site._Z5parsePKc.key
+ *                                                %mask = load i64, @__perfgroup_cur.mask  ; TLS, initial-exec
+ *                                                %sp = load i64, @__perfgroup_cur.sp
+ *                                                %cfa = llvm.addressofreturnaddress() + 8
+ *                                                %enter = (%key | %mask) != -1 || %cfa > %sp
+ *                                                br i1 %enter, label %call, label %body, !prof 1:1000
+ *                                              call:
+ *                                                %t = call i64 @__perfgroup_enter(@__perfgroup_site._Z5parsePKc)
+ *                                                br label %body
+ *                                              body:
+ *                                                %perfgroup.token = phi i64 [ %t, %call ], [ 0, %entry ]
  *     %tobool = icmp ne i8* %s, null             %tobool = icmp ne i8* %s, null
  *     br i1 %tobool, label %if.end, label %return    br i1 %tobool, label %if.end, label %return
  *   if.end:                                    if.end:
@@ -20,22 +30,28 @@
  *     br label %return                                   to label %return unwind label %perfgroup.unwind
  *   return:                                    return:
  *     %retval.0 = phi i32 [...]                  %retval.0 = phi i32 [...]
- *                                                call void @__perfgroup_exit(@__perfgroup_site._Z5parsePKc, i64 %perfgroup.token)
+ *                                                if (%perfgroup.token != 0)   ; a block of its own
+ *                                                  call void @__perfgroup_exit(@__perfgroup_site._Z5parsePKc, i64 %perfgroup.token)
  *     ret i32 %retval.0                          ret i32 %retval.0
  *   }                                          perfgroup.unwind:
  *                                                %0 = landingpad { i8*, i32 } cleanup
- *                                                call void @__perfgroup_exit(@__perfgroup_site._Z5parsePKc, i64 %perfgroup.token)
+ *                                                if (%perfgroup.token != 0)
+ *                                                  call void @__perfgroup_exit(@__perfgroup_site._Z5parsePKc, i64 %perfgroup.token)
  *                                                resume { i8*, i32 } %0
  *                                              }
  *   plus
- *   @__perfgroup_site._Z5parsePKc = internal global %perfgroup_site { i16 1, i16 0x16 (CLANG|CXX|ATTR),
- *       i32 3, "net\0\0", "_Z5parsePKc\0dn.cc\0", null }, section "perfgroup_sites", align 8
+ *   @__perfgroup_site._Z5parsePKc = internal global %perfgroup_site { i16 2, i16 0x16 (CLANG|CXX|ATTR),
+ *       i32 3, "net\0\0", "_Z5parsePKc\0dn.cc\0", null, i64 0 }, section "perfgroup_sites", align 8
  *   (in llvm.compiler.used), and once per module a hidden COMDAT __perfgroup_module_ctor
- *   (llvm.global_ctors, priority 101) calling __perfgroup_register_module(1,
+ *   (llvm.global_ctors, priority 101) calling __perfgroup_register_module(2,
  *   __start_perfgroup_sites, __stop_perfgroup_sites) with hidden extern bounds.
- *   With weak-hooks, the three runtime functions are extern_weak and every call is guarded
- *   by `icmp ne @hook, null` (the token is 0 without it): an object links and runs without
- *   the runtime, hooks doing nothing; linking the runtime makes them live.
+ *   The test before the enter hook is the inline re-entry check (include/perfgroup/abi.h): a
+ *   call of a function whose groups all run, below the innermost frame that started one,
+ *   calls nothing. Not in coroutines (their runs start at resume points).
+ *   With weak-hooks, the three runtime functions are extern_weak, enter and register guarded
+ *   by `icmp ne @hook, null` instead of the inline check (the exit is guarded by its token,
+ *   0 without the runtime): an object links and runs without the runtime, hooks doing
+ *   nothing; linking the runtime makes them live.
  *
  * Exits: before every `ret` (before the call, for a musttail call), before every `resume`, and
  * in one cleanup landing pad that every may-throw `call` is turned into an `invoke` of; a

@@ -37,7 +37,8 @@
  * object) being linked, so every module registers its own sites; the runtime ignores repeats.
  * A COMDAT function's site is a hidden COMDAT variable outside the section (one per module),
  * which an entry of the section points at (see build_site).
- * With weak-hooks, the three runtime functions are declared weak, each call guarded by `if (&hook)`
+ * With weak-hooks, the three runtime functions are declared weak, enter and register guarded by
+ * `if (&hook)` instead of the inline check (the exit is guarded by its token anyway)
  * (perfgroup_tok starts at 0): an object links and runs without the runtime, hooks doing
  * nothing, and linking the runtime makes them live.
  *
