@@ -469,14 +469,14 @@ static void
 add_enter (gimple_seq *seq, tree site, tree tok, gcall *enter, bool check = true)
 {
   gimple_seq_add_stmt (seq, gimple_build_assign (tok, build_int_cst (uint64_type_node, 0)));
-  if (!check && !weak_hooks)
-    {
-      gimple_seq_add_stmt (seq, enter);
-      return;
-    }
   if (weak_hooks)
     {
       add_call_if (seq, NE_EXPR, build_fold_addr_expr (enter_decl), null_pointer_node, enter);
+      return;
+    }
+  if (!check)
+    {
+      gimple_seq_add_stmt (seq, enter);
       return;
     }
   tree call = create_artificial_label (UNKNOWN_LOCATION);
@@ -1129,12 +1129,16 @@ is_our_tmp (tree t, bool any)
   if (!t || TREE_CODE (t) != VAR_DECL || !DECL_ARTIFICIAL (t) || !DECL_NAME (t))
     return false;
   const char *n = IDENTIFIER_POINTER (DECL_NAME (t));
+  auto named = [n] (const char *p) { /* p, then the suffix create_tmp_var adds, or nothing */
+    size_t l = strlen (p);
+    return !strncmp (n, p, l) && !ISALNUM (n[l]) && n[l] != '_';
+  };
   for (const char *p : loads)
-    if (!strncmp (n, p, strlen (p)) && !ISALNUM (n[strlen (p)]) && n[strlen (p)] != '_')
+    if (named (p))
       return true;
   if (any)
     for (const char *p : tokens)
-      if (!strncmp (n, p, strlen (p)) && !ISALNUM (n[strlen (p)]) && n[strlen (p)] != '_')
+      if (named (p))
         return true;
   return false;
 }

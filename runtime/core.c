@@ -84,8 +84,6 @@ static char *arena_strdup(const char *s)
     return p;
 }
 
-PG_HIDDEN void *perfgroup__arena_alloc(size_t size) { return arena_alloc(size); }
-
 static uint32_t hash_str(const char *s, uint32_t h)
 {
     while (*s)
@@ -188,6 +186,15 @@ static void func_update_mask(struct pg_func *fn)
 }
 
 /* ---- sites and functions ----------------------------------------------------------------- */
+
+/* The function's site an entry of a module's section stands for: the entry itself, or for a
+ * COMDAT function's indirect entry the site it points at (abi.h); NULL: an empty slot. */
+static struct perfgroup_site *entry_site(struct perfgroup_site *s)
+{
+    if (s->version != 0 && (s->flags & PERFGROUP_SITE_F_INDIRECT))
+        s = s->cache;
+    return s && s->version != 0 ? s : NULL;
+}
 
 static struct pg_func *resolve_locked(struct perfgroup_site *site)
 {
@@ -316,10 +323,8 @@ void PERFGROUP_MODULE_REGISTER(uint32_t abi_version, struct perfgroup_site *star
     if (keyed)
         modules[nmodules++] = (struct module){start, stop};
     for (struct perfgroup_site *s = start; s < stop; s++) {
-        struct perfgroup_site *site = s;
-        if (s->version != 0 && (s->flags & PERFGROUP_SITE_F_INDIRECT))
-            site = s->cache; /* a COMDAT function's site, outside the section (abi.h) */
-        if (!site || site->version == 0)
+        struct perfgroup_site *site = entry_site(s);
+        if (!site)
             continue;
         struct pg_func *fn = resolve_locked(site);
         if (!fn)
@@ -866,9 +871,7 @@ static void rekey_locked(void)
         if (!dladdr(modules[m].start, &info) || !info.dli_fname)
             continue;
         for (struct perfgroup_site *s = modules[m].start; s < modules[m].stop; s++) {
-            struct perfgroup_site *site = s;
-            if (s->version != 0 && (s->flags & PERFGROUP_SITE_F_INDIRECT))
-                site = s->cache;
+            struct perfgroup_site *site = entry_site(s);
             struct pg_func *fn = site ? __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE) : NULL;
             if (fn)
                 __atomic_store_n(&site->key, __atomic_load_n(&fn->key, __ATOMIC_RELAXED),

@@ -317,7 +317,6 @@ static inline void pg_cur_refresh(const struct pg_thread *t)
 }
 
 PG_HIDDEN void perfgroup__key_locked(struct pg_func *fn);
-PG_HIDDEN void *perfgroup__arena_alloc(size_t size);
 PG_HIDDEN void perfgroup__rekey(void);
 
 /* A call the latch turns away (busy, being registered, or gone): counted, lock-free. */

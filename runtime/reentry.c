@@ -45,8 +45,6 @@
  * first when turning off; the mask before sp when turning on. A handler that sees a new mask
  * and an old sp sees bits of groups that run (they are started before the push).
  */
-#include <string.h>
-
 #include "internal.h"
 
 PERFGROUP_ABI_EXPORT_ __thread struct perfgroup_cur PERFGROUP_TLS_CUR
