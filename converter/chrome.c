@@ -229,6 +229,13 @@ static int on_record(void *ctx, const struct pgr_record *r)
         uint32_t si = perfgroup__site_index(f, r->u.interval.function_id);
         const struct pgc_site *st = si == UINT32_MAX ? NULL : &f->sites[si];
         const char *name = st ? st->display : "(unknown function)";
+        /* a shared object's function: its object in the name (slices are aggregated by name:
+         * every add-on's `addon_run` apart) */
+        char nbuf[512];
+        if (st && st->module[0]) {
+            snprintf(nbuf, sizeof nbuf, "%s (%s)", st->display, st->lib);
+            name = nbuf;
+        }
         char *cat = C->cat;
         strcpy(cat, "perfgroup");
         size_t cl = 0;

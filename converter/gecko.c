@@ -102,7 +102,7 @@ struct level {      /* one interval kind: the site and the groups it acquired */
     uint32_t mask;
     /* its marker, computed once: name and category; function and file as string indexes
      * (unique-string fields) */
-    uint32_t mname, mcat, fn, file;
+    uint32_t mname, mcat, fn, file, lib;
     int mready;
 };
 
@@ -318,7 +318,9 @@ static uint32_t group_cat(struct gthread *t, uint32_t gidx)
     return gidx < t->f->ngroups ? cat_of_name(&t->g->cats, t->f->groups[gidx].name) : CAT_OTHER;
 }
 
-/* "function (in file.c)": a native function whose resource is its source file. */
+/* "function (in plugin-3.so)": a native function whose resource is the object its code is in
+ * (the Firefox Profiler shows one add-on's `addon_run` apart from another's); "function
+ * (file.c) (in lib)" where the lib has another function of that name in another file. */
 static uint32_t function_frame(struct gthread *t, uint32_t site, uint32_t cat)
 {
     if (site >= t->f->nsites)
@@ -326,12 +328,15 @@ static uint32_t function_frame(struct gthread *t, uint32_t site, uint32_t cat)
     const struct pgc_site *s = &t->f->sites[site];
     const char *file = strrchr(s->file, '/');
     file = file ? file + 1 : s->file;
-    size_t n = strlen(s->display) + strlen(file) + 8;
+    size_t n = strlen(s->display) + strlen(file) + strlen(s->lib) + 16;
     char stackbuf[512];
     char *b = n <= sizeof(stackbuf) ? stackbuf : malloc(n);
     if (!b)
         return UNKNOWN;
-    snprintf(b, n, "%s (in %s)", s->display, file[0] ? file : "?");
+    if (s->name_shared)
+        snprintf(b, n, "%s (%s) (in %s)", s->display, file[0] ? file : "?", s->lib);
+    else
+        snprintf(b, n, "%s (in %s)", s->display, s->lib);
     uint32_t fr = intern_frame(t, intern_str(t, b, strlen(b)), cat, s->line);
     if (b != stackbuf)
         free(b);
@@ -486,7 +491,7 @@ static uint32_t level_id(struct gthread *t, uint32_t site, uint32_t mask)
         return UNKNOWN;
     if (perfgroup__map_put(&t->level_map, key, t->nlevels))
         return UNKNOWN;
-    t->levels[t->nlevels] = (struct level){site, mask & 0xff, UNKNOWN, CAT_OTHER, 0, 0, 0};
+    t->levels[t->nlevels] = (struct level){site, mask & 0xff, UNKNOWN, CAT_OTHER, 0, 0, 0, 0};
     return t->nlevels++;
 }
 
@@ -846,13 +851,15 @@ static void interval_record(struct gthread *t, const struct pgr_record *r)
         l->mname = nl ? intern_str(t, name, nl) : UNKNOWN;
         l->fn = intern_str(t, st->display, strlen(st->display));
         l->file = intern_str(t, st->file, strlen(st->file));
+        l->lib = intern_str(t, st->lib, strlen(st->lib));
         l->mready = 1;
     }
-    if (l->mname == UNKNOWN || l->fn == UNKNOWN || l->file == UNKNOWN)
+    if (l->mname == UNKNOWN || l->fn == UNKNOWN || l->file == UNKNOWN || l->lib == UNKNOWN)
         return;
     struct pgc_out pl;
     pl_begin(&pl, "PerfgroupInterval");
     pl_u64(&pl, "function", l->fn);
+    pl_u64(&pl, "lib", l->lib);
     pl_u64(&pl, "file", l->file);
     pl_u64(&pl, "line", st->line);
     pl_u64(&pl, "depth", r->u.interval.depth);
@@ -1365,9 +1372,10 @@ static void write_schema(struct pgc_out *o)
         "{\"key\":\"jank\",\"label\":\"Jank (> 50 ms of CPU)\",\"format\":\"string\",\"searchable\":true},"
         "{\"key\":\"flags\",\"label\":\"Flags\",\"format\":\"string\"}]},\n"
         "{\"name\":\"PerfgroupInterval\",\"tooltipLabel\":\"{marker.name}: {marker.data.function}\","
-        "\"tableLabel\":\"{marker.data.function} ({marker.data.file}:{marker.data.line})\","
+        "\"tableLabel\":\"{marker.data.function} in {marker.data.lib} ({marker.data.file}:{marker.data.line})\","
         "\"chartLabel\":\"{marker.data.function}\",\"display\":[\"marker-chart\",\"marker-table\"],"
         "\"data\":[{\"key\":\"function\",\"label\":\"Function\",\"format\":\"unique-string\",\"searchable\":true},"
+        "{\"key\":\"lib\",\"label\":\"Library\",\"format\":\"unique-string\",\"searchable\":true},"
         "{\"key\":\"file\",\"label\":\"File\",\"format\":\"unique-string\"},"
         "{\"key\":\"line\",\"label\":\"Line\",\"format\":\"integer\"},"
         "{\"key\":\"depth\",\"label\":\"Depth\",\"format\":\"integer\"}]},\n"

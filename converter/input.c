@@ -19,7 +19,8 @@ static char *dup_str(struct pgr_str s)
     char *p = malloc((size_t)s.len + 1);
     if (!p)
         return NULL;
-    memcpy(p, s.ptr, s.len);
+    if (s.len)
+        memcpy(p, s.ptr, s.len);
     p[s.len] = '\0';
     /* an embedded NUL would cut names short in C: show it as '?' */
     for (uint32_t i = 0; i < s.len; i++)
@@ -80,6 +81,8 @@ static void demangle_group(struct pgc_group *g)
         g->name = d;
     }
 }
+
+static void sites_libs(struct pgc_file *f);
 
 static int add_def(struct pgc_file *f, const struct pgr_record *r, struct pgc_error *err)
 {
@@ -143,7 +146,8 @@ static int add_def(struct pgc_file *f, const struct pgr_record *r, struct pgc_er
         memset(s, 0, sizeof(*s));
         s->id = r->u.site.function_id;
         s->line = r->u.site.line;
-        if (!(s->function = dup_str(r->u.site.function)) || !(s->file = dup_str(r->u.site.file)))
+        if (!(s->function = dup_str(r->u.site.function)) || !(s->file = dup_str(r->u.site.file)) ||
+            !(s->module = dup_str(r->u.site.module)))
             return oom(f, err);
         s->display = perfgroup__demangle(s->function);
         if (!s->display)
@@ -483,6 +487,7 @@ int perfgroup__file_follow(struct pgc_file *f, const char *path, pgr_resume_fn r
     }
     if (rc < 0)
         return reader_err(f, err);
+    sites_libs(f);
     f->threads_total = f->nthreads;
     /* group ids are small in practice: a direct table for the per-event lookups */
     f->group_direct = malloc(PGC_DIRECT_IDS * sizeof(*f->group_direct));
@@ -496,6 +501,92 @@ int perfgroup__file_follow(struct pgc_file *f, const char *path, pgr_resume_fn r
 }
 
 static void free_defs(struct pgc_file *f);
+
+/* The path's last `parts` components ("plugin-3/plugin.so" for 2), or the whole path. */
+static const char *path_tail(const char *path, unsigned parts)
+{
+    const char *p = path + strlen(path);
+    while (p > path) {
+        if (p[-1] == '/' && --parts == 0)
+            return p;
+        p--;
+    }
+    return path;
+}
+
+/*
+ * Each site's `lib`: its object's file name, or the program's for the program's own functions
+ * ("" module). Two objects of one file name (every add-on a plugin.so in a directory of its
+ * own) get as many directories as tell them apart. Bounded: past 256 objects in one file,
+ * file names only.
+ */
+static void sites_libs(struct pgc_file *f)
+{
+    enum { MAXMOD = 256 };
+    const char *mods[MAXMOD];
+    unsigned parts[MAXMOD], nm = 0, last = 0;
+    const char *prog = f->program && f->program[0] ? path_tail(f->program, 1) : "(program)";
+    /* a module's sites mostly come together: the last one found is tried first */
+#define FIND_MOD(m, k)                                                                        \
+    do {                                                                                      \
+        k = last < nm && strcmp(mods[last], m) == 0 ? last : 0;                               \
+        while (k < nm && strcmp(mods[k], m) != 0)                                             \
+            k++;                                                                              \
+        if (k < nm)                                                                           \
+            last = k;                                                                         \
+    } while (0)
+    for (uint32_t i = 0; i < f->nsites; i++) {
+        const char *m = f->sites[i].module;
+        unsigned k;
+        if (!m[0])
+            continue;
+        FIND_MOD(m, k);
+        if (k == nm && nm < MAXMOD) {
+            mods[nm] = m;
+            parts[nm++] = 1;
+        }
+    }
+    for (int changed = 1, rounds = 0; changed && rounds < 64; rounds++) {
+        changed = 0;
+        for (unsigned a = 0; a < nm; a++)
+            for (unsigned b = a + 1; b < nm; b++) {
+                const char *ta = path_tail(mods[a], parts[a]), *tb = path_tail(mods[b], parts[b]);
+                if (strcmp(ta, tb) != 0)
+                    continue;
+                if (ta != mods[a]) {
+                    parts[a]++;
+                    changed = 1;
+                }
+                if (tb != mods[b]) {
+                    parts[b]++;
+                    changed = 1;
+                }
+            }
+    }
+    for (uint32_t i = 0; i < f->nsites; i++) {
+        struct pgc_site *s = &f->sites[i];
+        unsigned k = nm;
+        if (s->module[0])
+            FIND_MOD(s->module, k);
+        s->lib = !s->module[0] ? prog : path_tail(s->module, k < nm ? parts[k] : 1);
+    }
+#undef FIND_MOD
+    /* two functions of one name in one lib, from two files (static functions) */
+    struct pgc_map seen = {0};
+    for (uint32_t i = 0; i < f->nsites; i++) {
+        struct pgc_site *s = &f->sites[i];
+        uint64_t key = perfgroup__hash_bytes(s->display, strlen(s->display)) * 1000003u ^
+                       perfgroup__hash_bytes(s->lib, strlen(s->lib));
+        uint32_t j;
+        if (!perfgroup__map_get(&seen, key, &j)) {
+            if (perfgroup__map_put(&seen, key, i))
+                break; /* no memory: names as they are */
+        } else if (strcmp(f->sites[j].file, s->file) != 0) {
+            s->name_shared = f->sites[j].name_shared = 1;
+        }
+    }
+    perfgroup__map_free(&seen);
+}
 
 static void warnings_to(const struct pgc_file *f, FILE *out)
 {
@@ -887,6 +978,7 @@ static void free_defs(struct pgc_file *f)
             free(f->sites[i].display);
         free(f->sites[i].function);
         free(f->sites[i].file);
+        free(f->sites[i].module);
         free(f->sites[i].groups);
     }
     for (uint32_t i = 0; i < f->nthreads; i++)

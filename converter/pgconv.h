@@ -104,6 +104,13 @@ struct pgc_site {
     char *function;  /* as recorded (mangled) */
     char *display;   /* demangled, or == function */
     char *file;
+    char *module;     /* the object its code is in, as recorded; "" the program (and in files
+                       * before format version 3) */
+    const char *lib;  /* that object as the outputs name it: its file name — with as many of
+                       * its directories as tell it from another of the file's objects of
+                       * that name — or the program's name; points into module or program */
+    int name_shared;  /* another function of the same lib has this display name in another
+                       * file (two static functions): the outputs name the file too */
     uint32_t ngroups;
     uint32_t *groups; /* indices into pgc_file.groups */
 };

@@ -57,7 +57,8 @@ static void print_record(const struct pgr_record *r) {
         printf(" line=%u groups=[", r->u.site.line);
         for (uint32_t i = 0; i < r->u.site.ngroups; i++)
             printf(i ? " %u" : "%u", r->u.site.group_ids[i]);
-        putchar(']');
+        printf("] module=");
+        pstr(r->u.site.module);
         break;
     case PGF_REC_THREAD:
         printf(" index=%u tid=%u name=", r->u.thread.thread_index, r->u.thread.tid);

@@ -844,6 +844,10 @@ static int decode_fields(struct cur *c, struct pgr_record *rec, uint32_t n, uint
             TRY(mp_u32(c, &r->ids[i], "group_ids"));
         x->group_ids = r->ids;
         x->ngroups = ng;
+        if (n > 6) { /* version 3 */
+            TRY(mp_str(c, &x->module, "module"));
+            *used = 7;
+        }
         return 0;
     }
     case PGF_REC_THREAD:

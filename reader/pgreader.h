@@ -112,6 +112,7 @@ struct pgr_record {
             struct pgr_str function, file;
             uint32_t line;
             const uint32_t *group_ids; uint32_t ngroups;
+            struct pgr_str module;    /* "" (length 0) in files before version 3 */
         } site;
         struct {
             uint32_t thread_index, tid;

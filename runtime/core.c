@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -44,8 +45,15 @@ static struct pg_func *func_hash[FUNC_HASH];
 static struct pg_func *all_funcs;
 static uint32_t nfuncs;
 #define MODULES_MAX 1024
+/* A registered module: one load of an object (executable or shared object). The same
+ * address range may hold another object after a dlclose, or the same one loaded again: the
+ * entry is that load's only while `probe` (its first resolved site) still holds `probe_fn`
+ * — a new load's sites start with an empty cache slot. */
 static struct module {
     struct perfgroup_site *start, *stop;
+    const char *path;                 /* the object as the loader names it; "" the program */
+    struct perfgroup_site *probe;
+    struct pg_func *probe_fn;
 } modules[MODULES_MAX];
 static unsigned nmodules;
 
@@ -185,6 +193,67 @@ static void func_update_mask(struct pg_func *fn)
     atomic_store_explicit(&fn->active_mask, (uint8_t)m, memory_order_relaxed);
 }
 
+/* ---- modules: the loaded object an address is in ------------------------------------------- */
+
+/* A module's path, interned (equal paths, one pointer), under reg_lock. */
+static const char *path_intern_locked(const char *path)
+{
+    static struct path_node {
+        struct path_node *next;
+        const char *path;
+    } *paths;
+    for (struct path_node *p = paths; p; p = p->next)
+        if (strcmp(p->path, path) == 0)
+            return p->path;
+    struct path_node *p = arena_alloc(sizeof *p);
+    if (!p || !(p->path = arena_strdup(path)))
+        return NULL;
+    p->next = paths;
+    paths = p;
+    return p->path;
+}
+
+static int object_holds(const struct dl_phdr_info *info, const void *addr)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && (uintptr_t)addr >= lo && (uintptr_t)addr - lo < ph->p_memsz)
+            return 1;
+    }
+    return 0;
+}
+
+struct object_query {
+    const void *addr;
+    const char *path; /* interned; NULL: no object holds addr (or no memory) */
+};
+
+static int object_query_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct object_query *q = arg;
+    if (!object_holds(info, q->addr))
+        return 0;
+    q->path = path_intern_locked(info->dlpi_name ? info->dlpi_name : "");
+    return 1;
+}
+
+/*
+ * reg_lock held: the path of the object whose segments hold `addr` — the loader's name of it,
+ * "" for the program itself — or "?" if none does. Read inside dl_iterate_phdr, whose lock
+ * keeps a concurrent dlclose from unmapping the object meanwhile. Cold: registration, and the
+ * first call of a site whose module has not registered yet.
+ */
+static const char *module_path_locked(const void *addr)
+{
+    struct object_query q = {addr, NULL};
+    dl_iterate_phdr(object_query_cb, &q);
+    return q.path ? q.path : "?";
+}
+
+static void modules_walk_locked(int rekey);
+
 /* ---- sites and functions ----------------------------------------------------------------- */
 
 /* The function's site an entry of a module's section stands for: the entry itself, or for a
@@ -196,7 +265,7 @@ static struct perfgroup_site *entry_site(struct perfgroup_site *s)
     return s && s->version != 0 ? s : NULL;
 }
 
-static struct pg_func *resolve_locked(struct perfgroup_site *site)
+static struct pg_func *resolve_locked(struct perfgroup_site *site, const char *module)
 {
     struct pg_func *fn = __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE);
     if (fn)
@@ -215,11 +284,18 @@ static struct pg_func *resolve_locked(struct perfgroup_site *site)
     const char *name = site->where ? site->where : "?";
     const char *file = site->where ? name + strlen(name) + 1 : "";
 
-    /* One function per (name, file, line): the sites of an inline function emitted in N
-     * translation units merge; two static functions of one name in two files do not. */
-    uint32_t h = hash_str(file, hash_str(name, 2166136261u) ^ site->line) % FUNC_HASH;
+    /* One function per (module, name, file, line, groups) — docs/architecture.md, "Function
+     * identity": the sites of an inline function emitted by N translation units of a module
+     * merge, and so do a module's loads one after another (dlopen, dlclose, dlopen: the same
+     * path); two static functions of one name in two files do not, nor two modules' functions
+     * (every add-on's `addon_run` in its `plugin.c`, an inline function of one header in two
+     * add-ons: each module runs its own copy), nor one spelling with other groups. `module` is
+     * interned: one pointer per path. */
+    uint32_t h = hash_str(attr, hash_str(file, hash_str(name, 2166136261u) ^ site->line)) % FUNC_HASH;
     for (fn = func_hash[h]; fn; fn = fn->hash_next)
-        if (fn->line == site->line && strcmp(fn->name, name) == 0 && strcmp(fn->file, file) == 0)
+        if (fn->line == site->line && fn->module == module && strcmp(fn->name, name) == 0 &&
+            strcmp(fn->file, file) == 0 && strcmp(fn->attr_group, attr) == 0 &&
+            strcmp(fn->file_group, fgroup) == 0)
             goto found;
 
     fn = arena_alloc(sizeof *fn);
@@ -237,6 +313,7 @@ static struct pg_func *resolve_locked(struct perfgroup_site *site)
     memcpy(fname, name, nl);
     memcpy(fname + nl, "()", 3);
     fn->line = site->line;
+    fn->module = module;
     fn->flags = site->flags;
     if (strcmp(name, "main") == 0) /* every plugin emits the C/C++ `main` by that name */
         fn->flags |= PERFGROUP_SITE_F_ROOT;
@@ -263,7 +340,8 @@ static struct pg_func *resolve_locked(struct perfgroup_site *site)
     func_hash[h] = fn;
     fn->all_next = all_funcs;
     all_funcs = fn;
-    perfgroup__rec_function(fn->id, fn->name, fn->file, fn->line, fn->gid, fn->ngroups);
+    perfgroup__rec_function(fn->id, fn->name, fn->file, fn->line, fn->module, fn->gid,
+                            fn->ngroups);
 found:
     __atomic_store_n(&site->cache, fn, __ATOMIC_RELEASE);
     return fn;
@@ -294,7 +372,9 @@ PG_HIDDEN struct pg_func *perfgroup__site_resolve(struct perfgroup_site *site)
         pg_refuse();
         return NULL;
     }
-    struct pg_func *fn = resolve_locked(site);
+    struct pg_func *fn = __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE);
+    if (!fn) /* the module has not registered (yet): which object holds the site */
+        fn = resolve_locked(site, module_path_locked(site));
     pthread_mutex_unlock(&reg_lock);
     return fn;
 }
@@ -314,22 +394,38 @@ void PERFGROUP_MODULE_REGISTER(uint32_t abi_version, struct perfgroup_site *star
     if (!start || stop <= start)
         return;
     pthread_mutex_lock(&reg_lock);
-    for (unsigned i = 0; i < nmodules; i++)
-        if (modules[i].start == start)
-            goto out; /* every TU of a module registers it: once is enough */
+    const char *path = module_path_locked(start);
+    /* Every TU of a module registers it: once per load is enough. An entry at the same
+     * address is another load when its path or extent differ, or when its probe site lost
+     * its function (a new load's cache slots are empty): the entry is reused for this one. */
+    struct module *m = NULL;
+    for (unsigned i = 0; i < nmodules && !m; i++)
+        if (modules[i].start == start) {
+            m = &modules[i];
+            if (m->path == path && m->stop == stop && m->probe &&
+                __atomic_load_n(&m->probe->cache, __ATOMIC_ACQUIRE) == m->probe_fn)
+                goto out;
+        }
+    if (!m && nmodules == MODULES_MAX)
+        modules_walk_locked(0); /* drop the entries of unloaded objects */
     /* Only a module on the list is re-keyed (perfgroup__rekey): one past the limit gets no
      * keys, its calls always reach the hooks. */
-    int keyed = nmodules < MODULES_MAX;
-    if (keyed)
-        modules[nmodules++] = (struct module){start, stop};
+    if (!m && nmodules < MODULES_MAX)
+        m = &modules[nmodules++];
+    if (m)
+        *m = (struct module){start, stop, path, NULL, NULL};
     for (struct perfgroup_site *s = start; s < stop; s++) {
         struct perfgroup_site *site = entry_site(s);
         if (!site)
             continue;
-        struct pg_func *fn = resolve_locked(site);
+        struct pg_func *fn = resolve_locked(site, path);
         if (!fn)
             break;
-        if (keyed)
+        if (m && !m->probe) {
+            m->probe = site;
+            m->probe_fn = fn;
+        }
+        if (m)
             __atomic_store_n(&site->key, __atomic_load_n(&fn->key, __ATOMIC_RELAXED),
                              __ATOMIC_RELAXED);
     }
@@ -858,26 +954,63 @@ int perfgroup_reset(void)
 }
 
 /*
- * Re-keying (reentry.c): every function's key recomputed, every site of every registered
- * module still mapped rewritten. A module unloaded by dlclose is not
- * written (dladdr finds no object at its sites any more).
+ * The registered modules still loaded, walked inside dl_iterate_phdr (its lock keeps dlclose
+ * from unmapping an object meanwhile): an entry is live while an object of its path holds its
+ * section and its probe site still holds its function (the same load). rekey: every live
+ * module's sites get their function's key again. The entries of unloaded objects are
+ * dropped (when the table is full, at registration): their memory is never touched.
  */
+struct modules_walk {
+    int rekey;
+    uint8_t live[MODULES_MAX];
+};
+
+static void site_rekey(struct perfgroup_site *site)
+{
+    struct pg_func *fn = site ? __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE) : NULL;
+    if (fn)
+        __atomic_store_n(&site->key, __atomic_load_n(&fn->key, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+}
+
+static int modules_walk_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct modules_walk *w = arg;
+    const char *name = info->dlpi_name ? info->dlpi_name : "";
+    for (unsigned i = 0; i < nmodules; i++) {
+        struct module *m = &modules[i];
+        if (w->live[i] || !m->probe || strcmp(m->path, name) != 0 ||
+            !object_holds(info, m->start) || !object_holds(info, (const char *)m->stop - 1) ||
+            !object_holds(info, m->probe) ||
+            __atomic_load_n(&m->probe->cache, __ATOMIC_ACQUIRE) != m->probe_fn)
+            continue;
+        w->live[i] = 1;
+        for (struct perfgroup_site *s = m->start; w->rekey && s < m->stop; s++)
+            site_rekey(entry_site(s));
+    }
+    return 0;
+}
+
+static void modules_walk_locked(int rekey)
+{
+    static struct modules_walk w; /* reg_lock held */
+    memset(&w, 0, sizeof w);
+    w.rekey = rekey;
+    dl_iterate_phdr(modules_walk_cb, &w);
+    unsigned n = 0;
+    for (unsigned i = 0; i < nmodules; i++)
+        if (w.live[i])
+            modules[n++] = modules[i];
+    nmodules = n;
+}
+
+/* Re-keying (reentry.c): every function's key recomputed, every site of every registered
+ * module still loaded rewritten. */
 static void rekey_locked(void)
 {
     for (struct pg_func *fn = all_funcs; fn; fn = fn->all_next)
         perfgroup__key_locked(fn);
-    for (unsigned m = 0; m < nmodules; m++) {
-        Dl_info info;
-        if (!dladdr(modules[m].start, &info) || !info.dli_fname)
-            continue;
-        for (struct perfgroup_site *s = modules[m].start; s < modules[m].stop; s++) {
-            struct perfgroup_site *site = entry_site(s);
-            struct pg_func *fn = site ? __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE) : NULL;
-            if (fn)
-                __atomic_store_n(&site->key, __atomic_load_n(&fn->key, __ATOMIC_RELAXED),
-                                 __ATOMIC_RELAXED);
-        }
-    }
+    modules_walk_locked(1);
 }
 
 /* The recording mode changed (record.c, after its lock is let go): trace mode has no keys. */

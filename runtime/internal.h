@@ -74,6 +74,7 @@ struct pg_func {
     uint32_t line;
     const char *name;            /* as emitted (mangled for C++) */
     const char *file;
+    const char *module;          /* the object its code is in ("" the program): interned */
     const char *attr_group;      /* "" if none; for the text trace */
     const char *file_group;
     struct pg_func *hash_next;

@@ -722,11 +722,12 @@ void perfgroup__rec_group(uint32_t group_id, const char *name, int kind, int act
 }
 
 void perfgroup__rec_function(uint32_t function_id, const char *function, const char *file,
-                             uint32_t line, const uint32_t *group_ids, unsigned ngroups) {
+                             uint32_t line, const char *module, const uint32_t *group_ids,
+                             unsigned ngroups) {
     if (lock())
         return;
     DEF_BEGIN();
-    msgpack_pack_array(pk, 6);
+    msgpack_pack_array(pk, 7);
     msgpack_pack_uint8(pk, PGF_REC_SITE);
     msgpack_pack_uint32(pk, function_id);
     pack_str(pk, function, MAX_TEXT);
@@ -737,6 +738,7 @@ void perfgroup__rec_function(uint32_t function_id, const char *function, const c
     msgpack_pack_array(pk, ngroups);
     for (unsigned i = 0; i < ngroups; i++)
         msgpack_pack_uint32(pk, group_ids[i]);
+    pack_str(pk, module, MAX_TEXT);
     DEF_END();
     unlock();
 }

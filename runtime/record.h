@@ -61,8 +61,10 @@ void perfgroup__rec_exec_failed(void);
 /* Definitions: written once, into chunks that are never recycled. Kept in memory too, so a
  * recording opened later, or a fork()ed child's file, gets them all. */
 void perfgroup__rec_group(uint32_t group_id, const char *name, int kind, int active);
+/* module: the object the function's code is in, "" for the program (format version 3) */
 void perfgroup__rec_function(uint32_t function_id, const char *function, const char *file,
-                             uint32_t line, const uint32_t *group_ids, unsigned ngroups);
+                             uint32_t line, const char *module, const uint32_t *group_ids,
+                             unsigned ngroups);
 uint32_t perfgroup__rec_string(const char *text); /* interned, ids from 1; 0 on no memory */
 
 /* Threads. start returns a writer even when recording is off (it attaches when a recording

@@ -75,11 +75,11 @@ int main(int argc, char **argv)
     perfgroup__rec_group(1, "loop", PERFGROUP_KIND_ATTRIBUTE, 1);
     perfgroup__rec_group(2, "parser", PERFGROUP_KIND_ATTRIBUTE, 1);
     perfgroup__rec_group(3, "render", PERFGROUP_KIND_ATTRIBUTE, 1);
-    perfgroup__rec_function(1, "_Z8mainloopv", "loop.cc", 10, g1, 1);
-    perfgroup__rec_function(2, "_ZN6Parser5parseEPKc", "parser.cc", 20, g2, 1);
-    perfgroup__rec_function(3, "_ZN8Renderer5paintEv", "render.cc", 30, g3, 1);
-    perfgroup__rec_function(4, "helper", "util.c", 40, g23, 2);
-    perfgroup__rec_function(5, "_ZN6Parser4lexEv", "parser.cc", 50, g2, 1);
+    perfgroup__rec_function(1, "_Z8mainloopv", "loop.cc", 10, "", g1, 1);
+    perfgroup__rec_function(2, "_ZN6Parser5parseEPKc", "parser.cc", 20, "", g2, 1);
+    perfgroup__rec_function(3, "_ZN8Renderer5paintEv", "render.cc", 30, "", g3, 1);
+    perfgroup__rec_function(4, "helper", "util.c", 40, "", g23, 2);
+    perfgroup__rec_function(5, "_ZN6Parser4lexEv", "parser.cc", 50, "", g2, 1);
     ev_name = perfgroup__rec_string("iteration");
     base_tsc = pg_clock_now(); /* the recorder's own clock, so times start at the start */
     pthread_t th[THREADS];

@@ -29,6 +29,11 @@
  *      Still version 2 (from the zeroed reserved area, 0 in older files): header offsets
  *      424 `refused` and 432 `clamped`, the process's counts of refused calls and clamped
  *      events (issue 19).
+ *   3  PGF_REC_SITE has a 7th field, `module`: the path of the object the function's code is
+ *      in, as the loader names it ("" for the program), and a function is one per module
+ *      (issue 31: add-ons built alike, every one with its `addon_run` in its `plugin.c`,
+ *      were one function before). Readers accept 1, 2 and 3; a SITE without the field
+ *      (an older file) has module "".
  *
  * Layout (all integers little-endian; every offset is from the start of the file):
  *
@@ -106,7 +111,7 @@
 
 #include <stdint.h>
 
-#define PERFGROUP_FORMAT_VERSION 2u
+#define PERFGROUP_FORMAT_VERSION 3u
 #define PERFGROUP_FORMAT_VERSION_MIN 1u /* the oldest version readers still accept */
 
 #define PGF_MAGIC        "PERFGRP\n"   /* 8 bytes, at offset 0 */
@@ -256,8 +261,12 @@ struct pgf_open_slot {
  *   PGF_REC_PROCESS  [kind, pid, ppid, program, [arg, ...], start_realtime_ns,
  *                     start_monotonic_ns, start_tsc, tsc_hz, mode, runtime_version]
  *   PGF_REC_GROUP    [kind, group_id, name, group_kind (PERFGROUP_KIND_*), active]
- *   PGF_REC_SITE     [kind, function_id, function (mangled), file, line, [group_id, ...]]
- *                    one per *function* (sites of one inline function in N TUs merge)
+ *   PGF_REC_SITE     [kind, function_id, function (mangled), file, line, [group_id, ...],
+ *                     module]
+ *                    one per *function*: per (module, function, file, line, groups) — the
+ *                    sites of one inline function in N TUs of a module merge, two modules'
+ *                    never do (docs/architecture.md, "Function identity"). module: the
+ *                    object's path as the loader names it, "" the program (version 3)
  *   PGF_REC_THREAD   [kind, thread_index, tid, name]   (again with a new name on rename)
  *   PGF_REC_STRING   [kind, string_id, text]           (event names, marker names)
  *                    string ids start at 1; 0 means "no name"

@@ -72,8 +72,10 @@ class Recording:
     def group(self, gid, name, kind=1, active=True):
         self.defs.append(pack([R_GROUP, gid, name, kind, active]))
 
-    def site(self, fid, function, file, line, groups):
-        self.defs.append(pack([R_SITE, fid, function, file, line, groups]))
+    def site(self, fid, function, file, line, groups, module=None):
+        """module: the object the function is in (format version 3's 7th field)"""
+        rec = [R_SITE, fid, function, file, line, groups] + ([module] if module else [])
+        self.defs.append(pack(rec))
 
     def thread(self, index, tid, name):
         self.defs.append(pack([R_THREAD, index, tid, name]))
@@ -189,7 +191,7 @@ def common_defs(r):
     r.string(2, "frame")
     r.string(3, "checkpoint")
     r.site(10, "_ZN6parser5parseEPKcm", "src/parser.cc", 42, [2])
-    r.site(11, "render_frame", "src/render.c", 7, [3])
+    r.site(11, "render_frame", "src/render.c", 7, [3], module="/opt/demo/plugins/render.so")
     r.site(12, "_ZN3net4pollEv", "src/net.cc", 99, [4])
     r.site(13, "helper", "src/util.c", 3, [2, 3])
 

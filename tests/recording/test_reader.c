@@ -39,7 +39,7 @@ static void make_good(void) {
     CHECK_EQ(perfgroup_record_open(good, PERFGROUP_RECORD_TRACE, 4096 + 8 * 4096, 4096), 0);
     static const uint32_t gids[] = { 1 };
     perfgroup__rec_group(1, "g", PERFGROUP_KIND_ATTRIBUTE, 1);
-    perfgroup__rec_function(1, "f", "f.c", 3, gids, 1);
+    perfgroup__rec_function(1, "f", "f.c", 3, "", gids, 1);
     for (uint32_t th = 0; th < 2; th++) {
         struct perfgroup_rec_thread *w = perfgroup__rec_thread_start(th, th, "t");
         for (uint64_t i = 0; i < 200; i++)

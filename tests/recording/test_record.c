@@ -72,8 +72,8 @@ static void define_some(void) {
     perfgroup__rec_group(1, "addon", PERFGROUP_KIND_ATTRIBUTE, 1);
     perfgroup__rec_group(2, "core", PERFGROUP_KIND_FILE, 1);
     perfgroup__rec_group(3, "f", PERFGROUP_KIND_FUNCTION, 0);
-    perfgroup__rec_function(1, "work", "work.c", 10, g12, 2);
-    perfgroup__rec_function(2, "f", "f.c", 20, g3, 1);
+    perfgroup__rec_function(1, "work", "work.c", 10, "", g12, 2);
+    perfgroup__rec_function(2, "f", "f.c", 20, "/lib/libf.so", g3, 1);
 }
 
 static void write_intervals(struct perfgroup_rec_thread *w, uint64_t from, uint64_t n) {
