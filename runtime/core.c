@@ -104,7 +104,9 @@ static uint32_t hash_str(const char *s, uint32_t h)
 static void gate_update(void)
 {
     uint32_t g = PG_GATE_OFF;
-    if (!atomic_load(&disabled) && atomic_load(&user_on))
+    if (perfgroup__owner) /* another copy owns the process: every hook forwards (owner.c) */
+        g = PG_GATE_SPECIAL;
+    else if (!atomic_load(&disabled) && atomic_load(&user_on))
         g = perfgroup__text_on || !pg_clocks_fast() ? PG_GATE_SPECIAL : PG_GATE_ON;
     atomic_store(&perfgroup__gate, g);
 }
@@ -117,7 +119,7 @@ static void disable(const char *why)
     gate_update();
 }
 
-PG_HIDDEN int perfgroup__disabled(void) { return atomic_load(&disabled); }
+PG_HIDDEN int perfgroup__disabled(void) { return atomic_load(&disabled) || perfgroup__owner; }
 /* the recorder stores these into the file's header (record.c, weak references) */
 uint64_t perfgroup__count_refused(void);
 uint64_t perfgroup__count_clamped(void);
@@ -213,7 +215,7 @@ static const char *path_intern_locked(const char *path)
     return p->path;
 }
 
-static int object_holds(const struct dl_phdr_info *info, const void *addr)
+PG_HIDDEN int perfgroup__object_holds(const struct dl_phdr_info *info, const void *addr)
 {
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -233,7 +235,7 @@ static int object_query_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
     struct object_query *q = arg;
-    if (!object_holds(info, q->addr))
+    if (!perfgroup__object_holds(info, q->addr))
         return 0;
     q->path = path_intern_locked(info->dlpi_name ? info->dlpi_name : "");
     return 1;
@@ -383,6 +385,10 @@ void PERFGROUP_MODULE_REGISTER(uint32_t abi_version, struct perfgroup_site *star
                                struct perfgroup_site *stop)
 {
     perfgroup__init();
+    if (perfgroup__owner) { /* registered with the copy that owns the process (owner.c) */
+        perfgroup__forward_register(abi_version, start, stop);
+        return;
+    }
     if (abi_version != PERFGROUP_ABI_VERSION) {
         char msg[160];
         snprintf(msg, sizeof msg, "a module was instrumented for hook ABI %u, this runtime "
@@ -432,6 +438,10 @@ void PERFGROUP_MODULE_REGISTER(uint32_t abi_version, struct perfgroup_site *star
 out:
     pthread_mutex_unlock(&reg_lock);
 }
+
+/* This copy's own registration, for the mark another copy forwards through (owner.c). */
+extern __typeof__(perfgroup__register_own) perfgroup__register_own
+    __attribute__((alias(PERFGROUP_MODULE_REGISTER_NAME)));
 
 /* ---- threads ----------------------------------------------------------------------------- */
 
@@ -740,6 +750,10 @@ PG_HIDDEN void perfgroup__resync(struct pg_thread *t, uint32_t keep, uint64_t ts
 
 static void init_once_fn(void)
 {
+    if (perfgroup__owner_elect()) { /* a deferring copy starts nothing: owner.c */
+        gate_update();
+        return;
+    }
     perfgroup__clock_init();
     perfgroup__cputime_init();
     perfgroup__implicit_init();
@@ -980,8 +994,9 @@ static int modules_walk_cb(struct dl_phdr_info *info, size_t size, void *arg)
     for (unsigned i = 0; i < nmodules; i++) {
         struct module *m = &modules[i];
         if (w->live[i] || !m->probe || strcmp(m->path, name) != 0 ||
-            !object_holds(info, m->start) || !object_holds(info, (const char *)m->stop - 1) ||
-            !object_holds(info, m->probe) ||
+            !perfgroup__object_holds(info, m->start) ||
+            !perfgroup__object_holds(info, (const char *)m->stop - 1) ||
+            !perfgroup__object_holds(info, m->probe) ||
             __atomic_load_n(&m->probe->cache, __ATOMIC_ACQUIRE) != m->probe_fn)
             continue;
         w->live[i] = 1;

@@ -228,6 +228,8 @@ static PG_ALWAYS_INLINE void exit_frame(struct pg_thread *t, uint32_t idx, uint6
 /* First call of a thread or a site, or a group id beyond the thread's table. */
 static PG_COLD uint64_t enter_slow(struct perfgroup_site *site, uintptr_t sp, uintptr_t ra)
 {
+    if (PG_UNLIKELY(perfgroup__owner != NULL)) /* another copy owns the process: owner.c */
+        return perfgroup__forward_enter(site);
     PG_ERRNO_SAVE();
     struct pg_thread *t = perfgroup__tls; /* NULL: new, busy (latched) or gone: see there */
     if (!t && !(t = perfgroup__thread_slow())) {
@@ -259,6 +261,10 @@ static PG_COLD uint64_t enter_slow(struct perfgroup_site *site, uintptr_t sp, ui
  * reading (cputime.c). tsc == 0: not read yet (the gate's path). */
 static PG_COLD void exit_slow(struct perfgroup_site *site, uint64_t token, uint64_t tsc)
 {
+    if (PG_UNLIKELY(perfgroup__owner != NULL)) { /* the owner's token: owner.c */
+        perfgroup__forward_exit(site, token);
+        return;
+    }
     if (tsc == 0)
         tsc = pg_clock_now();
     struct pg_thread *t = perfgroup__tls;
@@ -390,3 +396,9 @@ void PERFGROUP_HOOK_EXIT(struct perfgroup_site *site, uint64_t token)
     }
     exit_frame(t, idx, tsc, 1, trace);
 }
+
+/* This copy's own hooks, for the mark another copy forwards through (owner.c). */
+extern __typeof__(perfgroup__enter_own) perfgroup__enter_own
+    __attribute__((alias(PERFGROUP_HOOK_ENTER_NAME)));
+extern __typeof__(perfgroup__exit_own) perfgroup__exit_own
+    __attribute__((alias(PERFGROUP_HOOK_EXIT_NAME)));

@@ -408,6 +408,27 @@ PG_HIDDEN void perfgroup__implicit_begin(struct pg_thread *t, uint64_t tsc);
 PG_HIDDEN void perfgroup__implicit_end(struct pg_thread *t, uint64_t tsc);
 PG_HIDDEN struct pg_group *perfgroup__group_at(uint32_t id);
 PG_HIDDEN uint32_t perfgroup__group_count(void);
+struct dl_phdr_info;
+/* One of the object's PT_LOAD segments holds addr (inside dl_iterate_phdr). */
+PG_HIDDEN int perfgroup__object_holds(const struct dl_phdr_info *info, const void *addr);
+
+/* ---- owner.c: one runtime per process -------------------------------------------------- */
+struct pg_mark;
+/* The copy that owns the process when this one defers to it (NULL: this copy owns it).
+ * Set once at start-up, before this copy's first hook or registration goes on. */
+extern PG_HIDDEN const struct pg_mark *perfgroup__owner;
+/* Start-up: 1 if another copy owns the process (this one forwards), 0 if this one owns it. */
+PG_HIDDEN int perfgroup__owner_elect(void);
+PG_HIDDEN uint64_t perfgroup__forward_enter(struct perfgroup_site *site);
+PG_HIDDEN void perfgroup__forward_exit(struct perfgroup_site *site, uint64_t token);
+PG_HIDDEN void perfgroup__forward_register(uint32_t abi_version, struct perfgroup_site *start,
+                                           struct perfgroup_site *stop);
+/* This copy's own entry points (hidden aliases of the hooks and the registration). */
+PG_HIDDEN uint64_t perfgroup__enter_own(struct perfgroup_site *site) PERFGROUP_ABI_NOTHROW_;
+PG_HIDDEN void perfgroup__exit_own(struct perfgroup_site *site,
+                                   uint64_t token) PERFGROUP_ABI_NOTHROW_;
+PG_HIDDEN void perfgroup__register_own(uint32_t abi_version, struct perfgroup_site *start,
+                                       struct perfgroup_site *stop) PERFGROUP_ABI_NOTHROW_;
 
 /* ---- lifecycle.c: thread entries, the dead pool, fork, process exit --------------------- */
 PG_HIDDEN void perfgroup__lifecycle_init(void);

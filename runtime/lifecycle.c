@@ -236,6 +236,8 @@ static void process_exit(void)
 
 __attribute__((destructor)) static void perfgroup_dtor(void)
 {
+    if (perfgroup__owner)
+        return; /* a deferring copy (owner.c) started nothing */
     process_exit();
 }
 
