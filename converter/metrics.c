@@ -48,15 +48,24 @@ struct named {
     uint64_t cpu_ns, events;
 };
 
+/* A label value: valid UTF-8 (live.c keeps names so; a byte that starts no valid sequence
+ * becomes U+FFFD here too, as promtool and Prometheus refuse the whole page otherwise),
+ * backslash, double quote and newline escaped. */
 static void label_value(FILE *o, const char *s)
 {
-    for (; *s; s++) {
-        if (*s == '\\' || *s == '"')
-            fprintf(o, "\\%c", *s);
-        else if (*s == '\n')
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        const unsigned char *u = (const unsigned char *)s + i;
+        size_t l = perfgroup__utf8_len(u, n - i);
+        if (u[0] == '\\' || u[0] == '"')
+            fprintf(o, "\\%c", u[0]);
+        else if (u[0] == '\n')
             fputs("\\n", o);
+        else if (l)
+            fwrite(u, 1, l, o);
         else
-            fputc(*s, o);
+            fputs("\xef\xbf\xbd", o);
+        i += l ? l : 1;
     }
 }
 
@@ -77,7 +86,43 @@ static void labels(FILE *o, const struct pgl_file *f, const char *thread, const 
     }
 }
 
-static uint32_t by_name(const struct pgl_file *f, struct named *out)
+/* canon[g]: the first group of f with g's name. Two names that differ only in bytes that
+ * are not UTF-8 are one after U+FFFD took their place: one series, their totals summed (two
+ * would be the same series twice, which Prometheus refuses). */
+static const char *group_name(const struct pgl_file *f, uint32_t g)
+{
+    return f->groups[g] ? f->groups[g] : "?";
+}
+
+static const struct pgl_file *canon_file; /* qsort has no context argument */
+static int by_group_name(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    int c = strcmp(group_name(canon_file, x), group_name(canon_file, y));
+    return c ? c : x < y ? -1 : x > y;
+}
+
+static uint32_t *canon_groups(const struct pgl_file *f)
+{
+    uint32_t *order = malloc((f->ngroups + 1) * sizeof(*order));
+    uint32_t *canon = malloc((f->ngroups + 1) * sizeof(*canon));
+    if (!order || !canon) {
+        free(order);
+        free(canon);
+        return NULL;
+    }
+    for (uint32_t g = 0; g < f->ngroups; g++)
+        order[g] = g;
+    canon_file = f;
+    qsort(order, f->ngroups, sizeof(*order), by_group_name);
+    for (uint32_t k = 0; k < f->ngroups; k++)
+        canon[order[k]] = k && !strcmp(group_name(f, order[k - 1]), group_name(f, order[k]))
+                              ? canon[order[k - 1]] : order[k];
+    free(order);
+    return canon;
+}
+
+static uint32_t by_name(const struct pgl_file *f, const uint32_t *canon, struct named *out)
 {
     uint32_t n = 0;
     for (uint32_t i = 0; i < f->nthreads; i++) {
@@ -97,7 +142,7 @@ static uint32_t by_name(const struct pgl_file *f, struct named *out)
         out[k].cpu_ns += t->cpu_ns;
         out[k].events += t->events;
         for (uint32_t g = 0; g < f->ngroups && t->rows; g++)
-            perfgroup__row_add(&out[k].rows[g], &t->rows[g]);
+            perfgroup__row_add(&out[k].rows[canon[g]], &t->rows[g]);
     }
     return n;
 }
@@ -127,13 +172,13 @@ static void group_series(FILE *o, const struct pgl_file *f, const struct named *
     if (k == F_JANK) {
         for (int j = 0; j < PGC_JANK; j++) {
             fputs(group_family[k].name, o);
-            labels(o, f, t->name, f->groups[g]);
+            labels(o, f, t->name, group_name(f, g));
             fprintf(o, ",over_ms=\"%d\"} %" PRIu64 "\n", 1 << j, r->jank[j]);
         }
         return;
     }
     fputs(group_family[k].name, o);
-    labels(o, f, t->name, f->groups[g]);
+    labels(o, f, t->name, group_name(f, g));
     fputs("} ", o);
     switch (k) {
     case F_CPU: fprintf(o, "%.9f\n", (double)r->cpu_ns / 1e9); break;
@@ -170,24 +215,27 @@ static void render(FILE *o, const struct pgl_set *s)
 {
     struct named **per = calloc(s->nfiles + 1, sizeof(*per));
     uint32_t *nper = calloc(s->nfiles + 1, sizeof(*nper));
-    if (!per || !nper) {
+    uint32_t **canon = calloc(s->nfiles + 1, sizeof(*canon));
+    if (!per || !nper || !canon) {
         free(per);
         free(nper);
+        free(canon);
         return;
     }
     for (size_t i = 0; i < s->nfiles; i++) {
-        if (shadowed(s, i))
+        if (shadowed(s, i) || !(canon[i] = canon_groups(&s->files[i])))
             continue; /* per[i] NULL, nper[i] 0: no series */
         per[i] = calloc(s->files[i].nthreads + 1, sizeof(**per));
         if (per[i])
-            nper[i] = by_name(&s->files[i], per[i]);
+            nper[i] = by_name(&s->files[i], canon[i], per[i]);
     }
     for (int k = 0; k < NFIELDS; k++) {
         family(o, group_family[k].name, "counter", group_family[k].help);
         for (size_t i = 0; i < s->nfiles; i++)
             for (uint32_t t = 0; t < nper[i]; t++)
                 for (uint32_t g = 0; g < s->files[i].ngroups; g++)
-                    group_series(o, &s->files[i], &per[i][t], g, (enum field)k);
+                    if (canon[i][g] == g)
+                        group_series(o, &s->files[i], &per[i][t], g, (enum field)k);
     }
     family(o, "perfgroup_thread_event_cpu_seconds_total", "counter",
            "CPU time of the thread's events, all groups and ungrouped code (seconds)");
@@ -233,7 +281,9 @@ static void render(FILE *o, const struct pgl_set *s)
         for (uint32_t t = 0; per[i] && t < nper[i]; t++)
             free(per[i][t].rows);
         free(per[i]);
+        free(canon[i]);
     }
+    free(canon);
     free(per);
     free(nper);
 }
@@ -663,12 +713,19 @@ static const char usage[] =
     "  --once                with --textfile: write it once and exit\n"
     "  Without --listen or --textfile: print the metrics once on stdout.\n";
 
+/* A file of a followed directory not exported, and why: said once, on stderr (the log). */
+static void skipped(void *ctx, const char *what)
+{
+    (void)ctx;
+    fprintf(stderr, "perfgroup metrics: skipped %s\n", what);
+}
+
 int perfgroup__metrics_main(int argc, char **argv)
 {
     const char *listen_spec = NULL, *textfile = NULL;
     double every = 15;
     int once = 0, nargs = 0;
-    struct pgl_set s = {0};
+    struct pgl_set s = {.on_skip = skipped};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
