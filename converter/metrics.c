@@ -496,7 +496,9 @@ static void conn_read(struct conn *c, int *ready)
         size_t from = c->got > 3 ? c->got - 3 : 0;
         c->got += (size_t)n;
         c->req[c->got] = '\0';
-        if (strstr(c->req + from, "\r\n\r\n") || strstr(c->req + from, "\n\n")) {
+        /* memmem: a request may hold NUL bytes (a TLS hello): 400, not a wait for 408 */
+        if (memmem(c->req + from, c->got - from, "\r\n\r\n", 4) ||
+            memmem(c->req + from, c->got - from, "\n\n", 2)) {
             *ready = 1;
             return;
         }
