@@ -35,33 +35,17 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from live_test import fail, skip, verdict, workdir  # noqa: E402
+
 PERFGROUP = os.environ.get("LIVE_PERFGROUP", "perfgroup")
 NAMES = os.environ.get("LIVE_NAMES", "")
-WORK = os.environ.get("LIVE_WORK", "/tmp/live-test")
-FAILS = []
 
 # the server's limits (converter/metrics.c): the whole request within REQUEST_S of accept
 REQUEST_S = 5.0
 MAX_CONNS = 64
 # a hostile client may add at most this to a scrape (issue 28), beyond the scrape's own cost
 DELAY_S = 0.100
-
-
-def fail(msg):
-    FAILS.append(msg)
-    print("FAIL: " + msg, flush=True)
-
-
-def skip(msg):
-    print("SKIPPED: " + msg, flush=True)
-    sys.exit(77)
-
-
-def workdir(name):
-    d = os.path.join(WORK, name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    return d
 
 
 def record_names(d, seconds, argv0=b"names", thread=b"th\xe9\x1b[2Jx\ny", wait=True):
@@ -581,11 +565,7 @@ def main(argv):
         print("unknown test " + argv[1])
         return 1
     tests[argv[1]]()
-    if FAILS:
-        print("%d failure(s)" % len(FAILS))
-        return 1
-    print("ok")
-    return 0
+    return verdict()
 
 
 if __name__ == "__main__":
