@@ -3,9 +3,10 @@
  * metrics.c — `perfgroup metrics`: the group totals of recording programs as Prometheus
  * counters (text exposition format 0.0.4), from their live recording files (live.c).
  *
- *   --listen [HOST:]PORT  serve GET /metrics over HTTP (HOST defaults to 127.0.0.1; port 0
- *                         picks a free one, printed on stderr); every scrape reads what is
- *                         new in the files first
+ *   --listen [HOST:]PORT  serve GET and HEAD /metrics over HTTP (HOST defaults to 127.0.0.1,
+ *                         [IPV6]:PORT; port 0 picks a free one, printed on stderr); every
+ *                         scrape reads what is new in the files first; many clients at once,
+ *                         none able to stall another (see "the HTTP server" below)
  *   --textfile PATH       rewrite PATH atomically (temporary + rename) every --every
  *                         seconds, for node_exporter's textfile collector
  *
@@ -708,7 +709,7 @@ static const char usage[] =
     "  FILE  a recording; PID  the recording that process maps; DIR  every recording in it\n"
     "  (new ones included). Files of fork() children are found as they appear.\n"
     "  --listen [HOST:]PORT  serve GET /metrics (HOST default 127.0.0.1; PORT 0: any free\n"
-    "                        one, printed on stderr)\n"
+    "                        one, printed on stderr); [IPV6]:PORT for IPv6 ([::1]:9477)\n"
     "  --textfile PATH       rewrite PATH atomically every --every seconds, for\n"
     "                        node_exporter's textfile collector (PATH ends in .prom)\n"
     "  --every SECONDS       textfile interval (default 15; 0.1..3600)\n"
