@@ -62,6 +62,7 @@ class Sidecar:
     """perfgroup metrics --listen on a free port; stderr collected in a thread."""
 
     def __init__(self, args, listen="127.0.0.1:0", prefix=()):
+        self.traced = any("strace" in x for x in prefix)
         self.p = subprocess.Popen(list(prefix) + [PERFGROUP, "metrics", "--listen", listen] +
                                   list(args), stderr=subprocess.PIPE)
         self.lines = []
@@ -129,6 +130,10 @@ class Sidecar:
             self.p.kill()
             self.p.wait()
             fail("perfgroup metrics did not end on SIGTERM")
+        # 0 after SIGTERM; a sanitizer's report makes it non-zero (LeakSanitizer cannot run
+        # under strace: not looked at there)
+        if self.p.returncode != 0 and not self.traced:
+            fail("perfgroup metrics ended with %d" % self.p.returncode)
 
 
 def timed_rounds(side, quiet, what, rounds=9):
@@ -341,6 +346,8 @@ def names():
     # top, to a pipe: UTF-8, and no control character but the newlines of its lines
     p = subprocess.run([PERFGROUP, "top", "-d", "0.2", "-n", "1", rec], capture_output=True,
                        timeout=60)
+    if p.returncode:
+        fail("perfgroup top: exit %d: %s" % (p.returncode, p.stderr.decode(errors="replace")))
     try:
         out = p.stdout.decode("utf-8")
     except UnicodeDecodeError as e:
