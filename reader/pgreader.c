@@ -405,6 +405,8 @@ static void scan_chunks(pgr_reader *r) {
         return;
     if (beyond)
         warn(r, r->file_size, "chunk beyond end of file ignored");
+    if (!r->nchunks)
+        return; /* no index at all (NULL): nothing to sort */
     qsort(r->chunks, r->nchunks, sizeof *r->chunks, seq_order);
     for (size_t i = 1; i < r->nchunks; i++)
         if (r->chunks[i].seq == r->chunks[i - 1].seq) {
