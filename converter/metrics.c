@@ -359,8 +359,8 @@ static int write_textfile(const char *path, const struct pgl_set *s)
  *                                  sends is read and dropped, so a request body unread does
  *                                  not turn the close into a reset that loses the answer)
  *
- * At most MAX_CONNS connections; one more closes the oldest (a scraper sends its request as
- * it connects, so the oldest is the slow or idle one). Memory: MAX_CONNS request buffers and
+ * At most MAX_CONNS connections; one more closes the oldest still reading its request (a
+ * scraper sends its request as it connects, so that is a slow or idle one), else the oldest. Memory: MAX_CONNS request buffers and
  * the pages being sent (one per refresh, shared by the answers made from it). */
 #define MAX_CONNS 64
 #define REQ_MAX 8192
@@ -419,11 +419,14 @@ static void conn_accept(struct server *sv)
         int fd = accept4(sv->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0)
             return; /* EAGAIN, or a connection reset in the backlog: the next turn */
-        if (sv->n == MAX_CONNS) {
+        if (sv->n == MAX_CONNS) { /* the oldest still reading its request, else the oldest */
             size_t old = 0;
-            for (size_t i = 1; i < sv->n; i++)
-                if (sv->c[i]->accepted_ms < sv->c[old]->accepted_ms)
+            for (size_t i = 1; i < sv->n; i++) {
+                const struct conn *a = sv->c[i], *b = sv->c[old];
+                int ar = a->state == C_READING, br = b->state == C_READING;
+                if (ar != br ? ar : a->accepted_ms < b->accepted_ms)
                     old = i;
+            }
             conn_close(sv, old);
         }
         struct conn *c = malloc(sizeof(*c));
