@@ -35,6 +35,7 @@ import sys
 import threading
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from live_test import fail, skip, verdict, workdir  # noqa: E402
 
