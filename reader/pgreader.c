@@ -308,8 +308,12 @@ static uint32_t next_data_chunk(pgr_reader *r, uint32_t i, uint64_t *data_end) {
     if (at < *data_end || r->snap)
         return i;
     off_t d = lseek(r->fd, (off_t)at, SEEK_DATA);
-    if (d < 0)
-        return errno == ENXIO ? h->chunk_count : i; /* ENXIO: only holes from here */
+    if (d < 0 && errno == ENXIO)
+        return h->chunk_count; /* only holes from here */
+    if (d < 0) {
+        *data_end = UINT64_MAX; /* no SEEK_DATA here: every header is read, no lseek more */
+        return i;
+    }
     off_t e = lseek(r->fd, d, SEEK_HOLE);
     *data_end = e > d ? (uint64_t)e : r->file_size;
     if ((uint64_t)d <= at)
