@@ -406,10 +406,19 @@ int perfgroup__file_open(struct pgc_file *f, const char *path, struct pgc_error 
 int perfgroup__file_follow(struct pgc_file *f, const char *path, pgr_resume_fn resume,
                            void *resume_ctx, struct pgc_error *err)
 {
+    return perfgroup__file_follow_fd(f, path, -1, resume, resume_ctx, err);
+}
+
+int perfgroup__file_follow_fd(struct pgc_file *f, const char *path, int fd,
+                              pgr_resume_fn resume, void *resume_ctx, struct pgc_error *err)
+{
     memset(f, 0, sizeof(*f));
     f->path = path;
     f->open_path = strcmp(path, "-") || !perfgroup__stdin_path ? path : perfgroup__stdin_path;
-    f->r = pgr_open(f->open_path);
+    /* the size of the file read, not of whatever the path names now */
+    struct stat st;
+    int have_st = fd >= 0 ? fstat(fd, &st) == 0 : stat(f->open_path, &st) == 0;
+    f->r = fd >= 0 ? pgr_open_fd(fd) : pgr_open(f->open_path);
     if (!f->r)
         return oom(f, err);
     if (resume)
@@ -451,9 +460,7 @@ int perfgroup__file_follow(struct pgc_file *f, const char *path, pgr_resume_fn r
     /* A file shorter than its header says: a clean (closed) file must be whole, and the
      * definitions must be whole in any file; a cut data chunk of an unclosed recording is
      * what a crash leaves, and converts with a warning. */
-    struct stat st;
     uint64_t want = f->hdr.chunks_offset + (uint64_t)f->hdr.chunk_count * f->hdr.chunk_size;
-    int have_st = stat(f->open_path, &st) == 0;
     f->size = have_st ? (uint64_t)st.st_size : want;
     if (have_st && (uint64_t)st.st_size < want) {
         int defs_cut = 0;

@@ -21,18 +21,31 @@
 
 /* ---- finding recordings ------------------------------------------------------------- */
 
-/* Reads the file header of path if it is a recording: 1 = yes, 0 = no. */
+/* Reads the file header of the open fd if it is a recording: 0 = yes, 1 = not a regular
+ * file, 2 = too short for a header, 3 = not a recording (another magic). Closes fd. */
+static int header_of(int fd, struct pgf_file_header *h, struct stat *st)
+{
+    int rc = 0;
+    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode))
+        rc = 1;
+    else if ((uint64_t)st->st_size < sizeof(*h) || pread(fd, h, sizeof(*h), 0) != (ssize_t)sizeof(*h))
+        rc = 2;
+    else if (memcmp(h->magic, PGF_MAGIC, PGF_MAGIC_LEN) != 0)
+        rc = 3;
+    close(fd);
+    return rc;
+}
+
+/* Reads the file header of path if it is a recording: 1 = yes, 0 = no (errno: why the open
+ * failed, or 0). */
 static int read_header(const char *path, struct pgf_file_header *h, struct stat *st)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
         return 0;
-    int ok = fstat(fd, st) == 0 && S_ISREG(st->st_mode) &&
-             (uint64_t)st->st_size >= sizeof(*h) &&
-             pread(fd, h, sizeof(*h), 0) == (ssize_t)sizeof(*h) &&
-             memcmp(h->magic, PGF_MAGIC, PGF_MAGIC_LEN) == 0;
-    close(fd);
-    return ok;
+    int rc = header_of(fd, h, st);
+    errno = 0;
+    return rc == 0;
 }
 
 static struct pgl_file *find_file(struct pgl_set *s, dev_t dev, ino_t ino)
@@ -43,8 +56,17 @@ static struct pgl_file *find_file(struct pgl_set *s, dev_t dev, ino_t ino)
     return NULL;
 }
 
+/* The header's program name, as valid UTF-8 (NULL when out of memory). */
+static char *program_of(const struct pgf_file_header *h)
+{
+    char prog[sizeof(h->program) + 1];
+    memcpy(prog, h->program, sizeof(h->program));
+    prog[sizeof(h->program)] = '\0';
+    return perfgroup__utf8_dup(prog[0] ? prog : "program", 0);
+}
+
 static int add_file(struct pgl_set *s, const char *path, const struct pgf_file_header *h,
-                    const struct stat *st)
+                    const struct stat *st, int dir, const char *name)
 {
     if (find_file(s, st->st_dev, st->st_ino))
         return 0;
@@ -54,20 +76,22 @@ static int add_file(struct pgl_set *s, const char *path, const struct pgf_file_h
     s->files = nf;
     struct pgl_file *f = &s->files[s->nfiles];
     memset(f, 0, sizeof(*f));
-    char prog[sizeof(h->program) + 1];
-    memcpy(prog, h->program, sizeof(h->program));
-    prog[sizeof(h->program)] = '\0';
     f->path = strdup(path);
-    f->program = strdup(prog[0] ? prog : "program");
-    if (!f->path || !f->program) {
+    f->name = name ? strdup(name) : NULL;
+    f->program = program_of(h);
+    if (!f->path || !f->program || (name && !f->name)) {
         free(f->path);
+        free(f->name);
         free(f->program);
         return -1;
     }
+    f->dir = name ? dir : -1;
+    f->uid = st->st_uid;
     f->dev = st->st_dev;
     f->ino = st->st_ino;
     f->pid = h->pid;
     f->ppid = h->ppid;
+    f->start_monotonic_ns = h->start_monotonic_ns;
     f->state = PGL_LIVE;
     s->nfiles++;
     return 0;
@@ -80,12 +104,12 @@ static int is_temporary(const char *name)
     return t && strlen(t) == 10;
 }
 
-static int followed_pid(const struct pgl_set *s, uint32_t pid)
+static const struct pgl_file *followed_pid(const struct pgl_set *s, uint32_t pid)
 {
     for (size_t i = 0; i < s->nfiles; i++)
         if (s->files[i].pid == pid)
-            return 1;
-    return 0;
+            return &s->files[i];
+    return NULL;
 }
 
 static const char *base_name(const char *p)
@@ -106,51 +130,289 @@ static int followed_exec(const struct pgl_set *s, const char *name, uint32_t pid
     return 0;
 }
 
-/* New recordings in dir: all of them (a followed directory), or those whose parent is a
- * followed process (a fork child's file, whatever its name) or whose process is (the file
- * its exec()ed image writes). */
-static void scan_dir(struct pgl_set *s, const char *dir, int all)
+/* Process pid still runs and is the one that started a recording at start_ns
+ * (CLOCK_MONOTONIC): it is not a later process that got the pid again (it started before
+ * the recording did: /proc/PID/stat's start time, in CLOCK_BOOTTIME ticks, against the
+ * file's start moved to BOOTTIME by today's offset; a suspend since can only make a reused
+ * pid look older, never a live process look newer). 1 = yes, 0 = no, -1 = cannot tell (no
+ * /proc, or no start time in the file): kill() says it exists. */
+static int writer_runs(uint32_t pid, int64_t start_ns)
 {
-    DIR *d = opendir(dir);
-    if (!d)
+    if (!pid || (kill((pid_t)pid, 0) != 0 && errno != EPERM))
+        return 0;
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%" PRIu32 "/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0 || start_ns <= 0)
+        return -1;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+    unsigned long long ticks = 0;
+    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+                     "%*d %*d %*d %*d %llu", &ticks) != 1)
+        return -1;
+    long hz = sysconf(_SC_CLK_TCK);
+    struct timespec mono, boot;
+    if (hz <= 0 || clock_gettime(CLOCK_MONOTONIC, &mono) || clock_gettime(CLOCK_BOOTTIME, &boot))
+        return -1;
+    double offset = (double)(boot.tv_sec - mono.tv_sec) + (boot.tv_nsec - mono.tv_nsec) / 1e9;
+    double started = (double)ticks / (double)hz;
+    double recording = (double)start_ns / 1e9 + offset;
+    return started <= recording + 1.0; /* ticks are coarse (1/CLK_TCK s) */
+}
+
+/* Why a file found in a directory is not followed (told once per file and reason). The
+ * first ones are for good: the inode is never looked at again. */
+enum skip {
+    SKIP_NONE,
+    SKIP_SYMLINK, SKIP_FIFO, SKIP_DEVICE, SKIP_SOCKET, SKIP_NOT_RECORDING,
+    SKIP_RETRY, /* the ones below: looked at again when the file changes */
+    SKIP_PERMISSION, SKIP_OTHER_USER, SKIP_WRITER_USER, SKIP_WRITER_GONE, SKIP_SHORT, SKIP_OPEN,
+};
+
+static const char *const skip_why[] = {
+    [SKIP_SYMLINK] = "a symbolic link: not followed",
+    [SKIP_FIFO] = "a FIFO: not opened",
+    [SKIP_DEVICE] = "a device node: not opened",
+    [SKIP_SOCKET] = "a socket: not opened",
+    [SKIP_NOT_RECORDING] = "not a perfgroup recording",
+    [SKIP_PERMISSION] = "permission denied (looked at again when it changes)",
+    [SKIP_OTHER_USER] = "owned by another user (uid %u): this sidecar reads only its own "
+                        "user's files (uid %u)",
+    [SKIP_WRITER_USER] = "owned by uid %u, but the process it names as its writer (pid %u) "
+                         "runs as another user",
+    [SKIP_WRITER_GONE] = "owned by uid %u, and the process it names as its writer (pid %u) "
+                         "is not running: its writer cannot be checked (as root, only files "
+                         "root owns or whose writer runs as their owner are read)",
+    [SKIP_SHORT] = "shorter than a recording's header (looked at again when it changes)",
+    [SKIP_OPEN] = "cannot open: %s",
+};
+
+static uint64_t inode_key(size_t dir, ino_t ino)
+{
+    uint64_t k = (uint64_t)ino ^ ((uint64_t)dir << 56);
+    return k == UINT64_MAX ? k - 1 : k;
+}
+
+static void tell_skip(struct pgl_set *s, size_t di, const char *name, uint64_t key,
+                      enum skip why, unsigned a, unsigned b, const char *err)
+{
+    if (why > SKIP_RETRY) {
+        uint32_t told;
+        if (perfgroup__map_get(&s->told, key, &told) && told == (uint32_t)why)
+            return;
+        perfgroup__map_put(&s->told, key, (uint32_t)why);
+    }
+    char dir[512], file[768], msg[1600], reason[400];
+    if (why == SKIP_OPEN)
+        snprintf(reason, sizeof(reason), skip_why[why], err);
+    else if (why == SKIP_OTHER_USER || why == SKIP_WRITER_USER || why == SKIP_WRITER_GONE)
+        snprintf(reason, sizeof(reason), skip_why[why], a, b);
+    else
+        snprintf(reason, sizeof(reason), "%s", skip_why[why]);
+    snprintf(msg, sizeof(msg), "%s/%s: %s", perfgroup__text_safe(dir, sizeof(dir), s->dirs[di].path),
+             perfgroup__text_safe(file, sizeof(file), name), reason);
+    s->skipped++;
+    if (s->on_skip)
+        s->on_skip(s->skip_ctx, msg);
+    else
+        fprintf(stderr, "perfgroup: skipped %s\n", msg);
+}
+
+/* The owner rule (live.h): 0 = the file may be read, else why not. */
+static enum skip owner_rule(const struct pgl_set *s, const struct stat *st,
+                            const struct pgf_file_header *h)
+{
+    uid_t me = geteuid();
+    if (me != 0)
+        return st->st_uid == me ? SKIP_NONE : SKIP_OTHER_USER;
+    if (st->st_uid == 0)
+        return SKIP_NONE;
+    const struct pgl_file *parent = followed_pid(s, h->ppid);
+    if (parent && parent->uid == st->st_uid)
+        return SKIP_NONE; /* a fork child of a followed process, as its parent's user */
+    if (writer_runs(h->pid, h->start_monotonic_ns) != 1)
+        return SKIP_WRITER_GONE;
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%" PRIu32 "/status", h->pid);
+    FILE *f = fopen(path, "re");
+    unsigned ruid, euid, suid, fsuid;
+    int n = 0;
+    while (f && fgets(line, sizeof(line), f))
+        if ((n = sscanf(line, "Uid: %u %u %u %u", &ruid, &euid, &suid, &fsuid)) == 4)
+            break;
+    if (f)
+        fclose(f);
+    if (n != 4)
+        return SKIP_WRITER_GONE;
+    /* the file is created with the writer's file-system uid (its effective one) */
+    return st->st_uid == euid || st->st_uid == fsuid ? SKIP_NONE : SKIP_WRITER_USER;
+}
+
+static uint32_t change_stamp(const struct stat *st)
+{
+    uint64_t v = (uint64_t)st->st_ctim.tv_sec * 1000000007u ^ (uint64_t)st->st_ctim.tv_nsec ^
+                 (uint64_t)st->st_size << 20 ^ (uint64_t)st->st_mode << 7 ^ st->st_uid;
+    return (uint32_t)(v ^ v >> 32);
+}
+
+/* New recordings in directory di: all of them (a followed directory), or those whose parent
+ * is a followed process (a fork child's file, whatever its name) or whose process is (the
+ * file its exec()ed image writes). Skips are told in a followed directory, and for a
+ * child's file; other files in a followed file's directory are not this sidecar's business. */
+static void scan_dir(struct pgl_set *s, size_t di)
+{
+    int dfd = dup(s->dirs[di].fd);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
         return;
+    }
+    rewinddir(d); /* the dup shares the offset of the scan before */
+    int all = s->dirs[di].all;
     struct dirent *e;
     while ((e = readdir(d))) {
-        if (e->d_name[0] == '.' || is_temporary(e->d_name))
+        const char *name = e->d_name;
+        if (name[0] == '.' || is_temporary(name))
             continue;
+        uint64_t key = inode_key(di, e->d_ino);
         uint32_t v;
-        if (perfgroup__map_get(&s->not_ours, (uint64_t)e->d_ino, &v))
-            continue;
-        char path[4096];
-        if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
+        if (perfgroup__map_get(&s->not_ours, key, &v))
             continue;
         struct stat st;
-        struct pgf_file_header h;
-        if (!read_header(path, &h, &st)) {
-            perfgroup__map_put(&s->not_ours, (uint64_t)e->d_ino, 1);
+        if (fstatat(s->dirs[di].fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            continue; /* gone since readdir */
+        if (find_file(s, st.st_dev, st.st_ino) || S_ISDIR(st.st_mode))
+            continue;
+        enum skip why = S_ISLNK(st.st_mode) ? SKIP_SYMLINK : S_ISFIFO(st.st_mode) ? SKIP_FIFO
+                      : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? SKIP_DEVICE
+                      : S_ISSOCK(st.st_mode) ? SKIP_SOCKET : SKIP_NONE;
+        if (why == SKIP_NONE && !S_ISREG(st.st_mode))
+            why = SKIP_DEVICE;
+        if (why != SKIP_NONE) {
+            perfgroup__map_put(&s->not_ours, key, 1);
+            if (all)
+                tell_skip(s, di, name, key, why, 0, 0, NULL);
             continue;
         }
-        if (find_file(s, st.st_dev, st.st_ino))
+        uint32_t stamp = change_stamp(&st);
+        if (perfgroup__map_get(&s->retry, key, &v) && v == stamp)
+            continue; /* skipped before, and not changed since */
+        uid_t me = geteuid();
+        if (me != 0 && st.st_uid != me) { /* not even opened */
+            perfgroup__map_put(&s->retry, key, stamp);
+            if (all)
+                tell_skip(s, di, name, key, SKIP_OTHER_USER, (unsigned)st.st_uid, (unsigned)me,
+                          NULL);
             continue;
-        /* a child's file, or the file of a followed process's exec()ed image (.execN) */
-        if (all || followed_pid(s, h.ppid) || followed_exec(s, e->d_name, h.pid))
-            add_file(s, path, &h, &st);
-        /* a recording of another process may become a child's later: not cached */
+        }
+        int fd = openat(s->dirs[di].fd, name,
+                        O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0) {
+            int err = errno;
+            if (err == ELOOP) { /* a symlink now: put there since the fstatat */
+                perfgroup__map_put(&s->not_ours, key, 1);
+                why = SKIP_SYMLINK;
+            } else {
+                perfgroup__map_put(&s->retry, key, stamp);
+                why = err == EACCES || err == EPERM ? SKIP_PERMISSION : SKIP_OPEN;
+            }
+            if (all)
+                tell_skip(s, di, name, key, why, 0, 0, strerror(err));
+            continue;
+        }
+        struct pgf_file_header h;
+        struct stat fst;
+        int rc = header_of(fd, &h, &fst);
+        if (rc == 0 && (fst.st_dev != st.st_dev || fst.st_ino != st.st_ino))
+            rc = 1; /* another file since the fstatat: looked at again next time */
+        if (rc == 3) {
+            perfgroup__map_put(&s->not_ours, key, 1);
+            if (all)
+                tell_skip(s, di, name, key, SKIP_NOT_RECORDING, 0, 0, NULL);
+            continue;
+        }
+        if (rc) {
+            if (rc == 2) {
+                perfgroup__map_put(&s->retry, key, stamp);
+                if (all)
+                    tell_skip(s, di, name, key, SKIP_SHORT, 0, 0, NULL);
+            }
+            continue;
+        }
+        /* a child's file, or the file of a followed process's exec()ed image (.execN); a
+         * recording of another process may become a child's later: not cached */
+        if (!all && !followed_pid(s, h.ppid) && !followed_exec(s, name, h.pid))
+            continue;
+        if ((why = owner_rule(s, &fst, &h)) != SKIP_NONE) {
+            perfgroup__map_put(&s->retry, key, stamp);
+            tell_skip(s, di, name, key, why, (unsigned)fst.st_uid,
+                      why == SKIP_OTHER_USER ? (unsigned)geteuid() : h.pid, NULL);
+            continue;
+        }
+        const char *dp = s->dirs[di].path;
+        size_t n = strlen(dp) + strlen(name) + 2;
+        char *path = malloc(n);
+        if (path) {
+            snprintf(path, n, "%s%s%s", dp, dp[strlen(dp) - 1] == '/' ? "" : "/", name);
+            add_file(s, path, &h, &fst, (int)di, name);
+            free(path);
+        }
     }
     closedir(d);
 }
 
-static int add_dir(struct pgl_set *s, const char *dir)
+/* The directory dir, followed whole (all) or for the children of the files in it. Returns
+ * its index, or -1 with errno. */
+static int add_dir(struct pgl_set *s, const char *dir, int all)
 {
-    char **nd = realloc(s->dirs, (s->ndirs + 1) * sizeof(*nd));
-    if (!nd)
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0)
         return -1;
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return -1;
+    }
+    for (size_t i = 0; i < s->ndirs; i++)
+        if (s->dirs[i].dev == st.st_dev && s->dirs[i].ino == st.st_ino) {
+            close(fd);
+            s->dirs[i].all |= all;
+            return (int)i;
+        }
+    struct pgl_dir *nd = realloc(s->dirs, (s->ndirs + 1) * sizeof(*nd));
+    char *path = strdup(dir);
+    if (!nd || !path) {
+        if (nd)
+            s->dirs = nd;
+        free(path);
+        close(fd);
+        errno = ENOMEM;
+        return -1;
+    }
     s->dirs = nd;
-    if (!(s->dirs[s->ndirs] = strdup(dir)))
-        return -1;
-    s->ndirs++;
-    scan_dir(s, dir, 1);
-    return 0;
+    s->dirs[s->ndirs] = (struct pgl_dir){path, fd, st.st_dev, st.st_ino, all};
+    return (int)s->ndirs++;
+}
+
+/* The directory of a followed file: its fork children's files appear there. */
+static void add_dir_of(struct pgl_set *s, const char *path)
+{
+    if (!strncmp(path, "/proc/", 6))
+        return; /* /proc/PID/map_files: no children there */
+    char *dir = strdup(path);
+    if (!dir)
+        return;
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = '\0';
+    add_dir(s, slash ? dir : ".", 0);
+    free(dir);
 }
 
 /* A mapping's path as /proc/PID/maps shows it, turned into a name that opens the file.
@@ -232,8 +494,10 @@ static int add_pid(struct pgl_set *s, long pid, char *msg, size_t msglen)
         struct pgf_file_header h;
         if (resolve_mapped(pid, range, mapped, ino, path, sizeof(path)) == 0 &&
             read_header(path, &h, &st) && h.pid == (uint32_t)pid) {
-            if (add_file(s, path, &h, &st) == 0)
+            if (add_file(s, path, &h, &st, -1, NULL) == 0) {
                 found = 1;
+                add_dir_of(s, path);
+            }
         }
     }
     fclose(m);
@@ -249,22 +513,31 @@ int perfgroup__live_add(struct pgl_set *s, const char *arg, char *msg, size_t ms
 {
     struct stat st;
     if (stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) {
-        if (add_dir(s, arg)) {
-            snprintf(msg, msglen, "%s: out of memory", arg);
+        int di = add_dir(s, arg, 1);
+        if (di < 0) {
+            snprintf(msg, msglen, "%s: cannot open the directory: %s", arg, strerror(errno));
             return -1;
         }
+        scan_dir(s, (size_t)di);
         return 0;
     }
     struct pgf_file_header h;
-    if (read_header(arg, &h, &st))
-        return add_file(s, arg, &h, &st) ? (snprintf(msg, msglen, "out of memory"), -1) : 0;
+    if (read_header(arg, &h, &st)) {
+        if (add_file(s, arg, &h, &st, -1, NULL)) {
+            snprintf(msg, msglen, "out of memory");
+            return -1;
+        }
+        add_dir_of(s, arg);
+        return 0;
+    }
+    int open_err = errno;
     char *end;
     errno = 0;
     long pid = strtol(arg, &end, 10);
     if (*arg && !*end && !errno && pid > 0 && pid <= 0x7fffffff)
         return add_pid(s, pid, msg, msglen);
-    if (access(arg, F_OK) != 0)
-        snprintf(msg, msglen, "%s: %s", arg, strerror(errno));
+    if (open_err)
+        snprintf(msg, msglen, "%s: cannot open: %s", arg, strerror(open_err));
     else
         snprintf(msg, msglen, "%s: not a perfgroup recording", arg);
     return -1;
@@ -287,13 +560,14 @@ static uint32_t resume_at(void *ctx, const struct pgr_chunk_info *c)
     return before;
 }
 
+/* A name read from the file, kept as valid UTF-8 (old if it did not change). */
 static char *dup_or_keep(char *old, const char *s)
 {
-    if (old && !strcmp(old, s))
+    char *n = perfgroup__utf8_dup(s, 0);
+    if (!n || (old && !strcmp(old, n))) {
+        free(n);
         return old;
-    char *n = strdup(s);
-    if (!n)
-        return old;
+    }
     free(old);
     return n;
 }
@@ -363,41 +637,36 @@ static int end_thread(void *ctx, uint32_t slot)
     return 0;
 }
 
-/* The recording's process still runs: its pid exists and is not a later process that got
- * the pid again (it started before the recording did: /proc/PID/stat's start time, in
- * CLOCK_BOOTTIME ticks, against the file's CLOCK_MONOTONIC start moved to BOOTTIME by
- * today's offset; a suspend since can only make a reused pid look older, never a live
- * process look newer). */
+/* The recording's process still runs (and is not a later one that got its pid). */
 static int pid_alive(const struct pgl_file *lf)
 {
-    if (!lf->pid || (kill((pid_t)lf->pid, 0) != 0 && errno != EPERM))
-        return 0;
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%" PRIu32 "/stat", lf->pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 1; /* no /proc: trust kill() */
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0 || lf->start_monotonic_ns <= 0)
-        return 1;
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
-    unsigned long long ticks = 0;
-    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
-                     "%*d %*d %*d %*d %llu", &ticks) != 1)
-        return 1;
-    long hz = sysconf(_SC_CLK_TCK);
-    struct timespec mono, boot;
-    if (hz <= 0 || clock_gettime(CLOCK_MONOTONIC, &mono) || clock_gettime(CLOCK_BOOTTIME, &boot))
-        return 1;
-    double offset = (double)(boot.tv_sec - mono.tv_sec) + (boot.tv_nsec - mono.tv_nsec) / 1e9;
-    double started = (double)ticks / (double)hz;
-    double recording = (double)lf->start_monotonic_ns / 1e9 + offset;
-    return started <= recording + 1.0; /* ticks are coarse (1/CLK_TCK s) */
+    return writer_runs(lf->pid, lf->start_monotonic_ns) != 0; /* -1: cannot tell, trust kill() */
 }
 
-static void refresh_file(struct pgl_file *lf)
+/* The followed file opened again, as it was found (relative to its directory, no symlink,
+ * regular), and still the same inode: fd, or -1 with why in msg. */
+static int reopen(const struct pgl_set *s, const struct pgl_file *lf, char *msg, size_t len)
+{
+    int fd = lf->dir >= 0
+                 ? openat(s->dirs[lf->dir].fd, lf->name,
+                          O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+                 : open(lf->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        snprintf(msg, len, "cannot open: %s", errno == ELOOP ? "replaced by a symbolic link"
+                                                             : strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_dev != lf->dev ||
+        st.st_ino != lf->ino) {
+        snprintf(msg, len, "replaced by another file since it was followed (not read)");
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void refresh_file(const struct pgl_set *s, struct pgl_file *lf)
 {
     static const struct pgc_stream_cb cb = {begin_thread, on_record, end_thread};
     if (lf->final)
@@ -406,7 +675,16 @@ static void refresh_file(struct pgl_file *lf)
     struct pgc_file f;
     struct pgc_error err = {0};
     perfgroup__map_free(&lf->seen_next);
-    int rc = perfgroup__file_follow(&f, lf->path, resume_at, lf, &err);
+    char why[200];
+    int fd = reopen(s, lf, why, sizeof(why));
+    int rc = -1;
+    if (fd < 0) {
+        memset(&f, 0, sizeof(f));
+        err.set = 1;
+        snprintf(err.msg, sizeof(err.msg), "%s: %s", lf->path, why);
+    } else {
+        rc = perfgroup__file_follow_fd(&f, lf->path, fd, resume_at, lf, &err);
+    }
     if (rc == 0) {
         /* group names by index: definitions only append, so indexes stay */
         if (f.ngroups > lf->ngroups) {
@@ -414,7 +692,7 @@ static void refresh_file(struct pgl_file *lf)
             if (ng) {
                 lf->groups = ng;
                 for (uint32_t i = lf->ngroups; i < f.ngroups; i++)
-                    ng[i] = strdup(f.groups[i].name);
+                    ng[i] = perfgroup__utf8_dup(f.groups[i].name, 0);
                 uint32_t old = lf->ngroups;
                 lf->ngroups = f.ngroups;
                 for (uint32_t i = 0; i < lf->nthreads; i++)
@@ -466,23 +744,16 @@ static void refresh_file(struct pgl_file *lf)
 
 void perfgroup__live_refresh(struct pgl_set *s)
 {
-    for (size_t i = 0; i < s->ndirs; i++)
-        scan_dir(s, s->dirs[i], 1);
-    /* children: in the directory of each followed live file */
-    for (size_t i = 0; i < s->nfiles; i++) {
-        if (s->files[i].final)
-            continue;
-        char *dir = strdup(s->files[i].path);
-        if (!dir)
-            continue;
-        char *slash = strrchr(dir, '/');
-        if (slash)
-            *(slash == dir ? slash + 1 : slash) = '\0';
-        scan_dir(s, slash ? dir : ".", 0);
-        free(dir);
-    }
+    /* followed directories whole; the others (of followed files) for the children of live
+     * processes */
+    int live = 0;
     for (size_t i = 0; i < s->nfiles; i++)
-        refresh_file(&s->files[i]);
+        live |= !s->files[i].final;
+    for (size_t i = 0; i < s->ndirs; i++)
+        if (s->dirs[i].all || live)
+            scan_dir(s, i);
+    for (size_t i = 0; i < s->nfiles; i++)
+        refresh_file(s, &s->files[i]);
 }
 
 void perfgroup__live_file_totals(const struct pgl_file *f, struct pgc_row *rows,
@@ -526,12 +797,17 @@ void perfgroup__live_free(struct pgl_set *s)
         perfgroup__map_free(&f->seen);
         perfgroup__map_free(&f->seen_next);
         free(f->path);
+        free(f->name);
         free(f->program);
     }
     free(s->files);
-    for (size_t i = 0; i < s->ndirs; i++)
-        free(s->dirs[i]);
+    for (size_t i = 0; i < s->ndirs; i++) {
+        free(s->dirs[i].path);
+        close(s->dirs[i].fd);
+    }
     free(s->dirs);
     perfgroup__map_free(&s->not_ours);
+    perfgroup__map_free(&s->retry);
+    perfgroup__map_free(&s->told);
     memset(s, 0, sizeof(*s));
 }

@@ -21,6 +21,21 @@
  *   PGL_ERROR    (unreadable)   any      pgl_file.error says why; the last totals stay
  *
  * EXITED and GONE are final: the file is read once more, then no longer.
+ *
+ * Directories others can write (docs/fleet.md, "Threat model"): a file found in a directory
+ * (DIR, or a fork child's file next to a followed one) is opened relative to the directory
+ * (openat, O_NOFOLLOW | O_NONBLOCK | O_NOCTTY) after an lstat-like look (fstatat), only if
+ * it is a regular file, and checked again with fstat after the open (the same inode, still
+ * regular): a symlink, FIFO, device node or socket is never opened. Owner rule: a sidecar
+ * that is not root reads only the files of its own user; as root, a file root owns, or one
+ * owned by the user its writer runs as (the process the header names, if it is the one that
+ * started the recording: /proc/PID/status), or a fork child's file owned by the owner of its
+ * followed parent's file. Each file skipped is told once with why (on_skip); a skip that can
+ * change (permission denied, an owner rule, a file too short yet) is looked at again when
+ * the file changes (its ctime); one that cannot (not a regular file, not a recording) never.
+ * A followed file is re-opened the same way at every refresh and must be the same inode.
+ * Names read from files (program, thread, group) are kept as valid UTF-8 (U+FFFD for a
+ * byte that starts no valid sequence).
  */
 #ifndef PGLIVE_H
 #define PGLIVE_H
@@ -44,6 +59,9 @@ struct pgl_thread {
 
 struct pgl_file {
     char *path;
+    int dir;                    /* index in pgl_set.dirs (opened with openat), -1: by path */
+    char *name;                 /* the name in that directory */
+    uid_t uid;                  /* the file's owner */
     dev_t dev;
     ino_t ino;
     uint32_t pid, ppid;
@@ -63,12 +81,27 @@ struct pgl_file {
     uint64_t refreshes;
 };
 
+struct pgl_dir {
+    char *path;
+    int fd;                     /* O_DIRECTORY, opened once */
+    dev_t dev;
+    ino_t ino;
+    int all;                    /* every recording in it (DIR), or only fork children's */
+};
+
 struct pgl_set {
     struct pgl_file *files;
     size_t nfiles;
-    char **dirs;                /* directories whole (every recording in them) */
+    struct pgl_dir *dirs;       /* followed directories, and those of followed files */
     size_t ndirs;
-    struct pgc_map not_ours;    /* inodes looked at: not a recording we follow */
+    struct pgc_map not_ours;    /* inodes looked at: never a recording we follow */
+    struct pgc_map retry;       /* inodes skipped for now -> their ctime: looked at again once
+                                 * it changes (chmod, chown, written) */
+    struct pgc_map told;        /* inodes skipped -> the reason told (once per reason) */
+    uint64_t skipped;           /* files skipped and told */
+    /* "<dir>/<name>: <why>" for each file skipped, once (names escaped: \xNN); NULL: stderr */
+    void (*on_skip)(void *ctx, const char *what);
+    void *skip_ctx;
 };
 
 /* Adds what a command-line argument names: a recording file, a directory of recordings, or

@@ -74,6 +74,10 @@ size_t perfgroup__utf8_len(const unsigned char *s, size_t n);
 /* s for a terminal: valid UTF-8 kept, control characters (C0, DEL, C1), invalid bytes and
  * backslashes written \xNN / \\ into dst (cap >= 6; cut to fit). Returns dst. */
 const char *perfgroup__text_safe(char *dst, size_t cap, const char *s);
+/* s as valid UTF-8 (malloc'd): every byte that does not start a valid sequence becomes
+ * U+FFFD; with `controls`, so does every control character (C0, DEL, C1: a terminal's
+ * escape sequences, a newline in a table). NULL when out of memory. */
+char *perfgroup__utf8_dup(const char *s, int controls);
 void perfgroup__out_u64(struct pgc_out *o, uint64_t v);
 void perfgroup__out_i64(struct pgc_out *o, int64_t v);
 /* ns as a decimal number of milliseconds (or micro when div is 1000) with up to 6 decimals */
@@ -233,6 +237,10 @@ int perfgroup__file_open(struct pgc_file *f, const char *path, struct pgc_error 
  * chunk was read before (pgr_set_resume). */
 int perfgroup__file_follow(struct pgc_file *f, const char *path, pgr_resume_fn resume,
                            void *resume_ctx, struct pgc_error *err);
+/* The same over fd, opened by the caller (owned by the reader from then on; path names it
+ * in messages): perfgroup metrics opens a directory's files with openat and O_NOFOLLOW. */
+int perfgroup__file_follow_fd(struct pgc_file *f, const char *path, int fd,
+                              pgr_resume_fn resume, void *resume_ctx, struct pgc_error *err);
 void perfgroup__file_close(struct pgc_file *f);
 /* Many inputs: between its validation and its turn a file keeps only its header facts
  * (path, pid, ppid, program, start times, mode, counts) and its warnings' text; the reader

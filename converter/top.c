@@ -38,6 +38,25 @@ struct top_file {
     double delta_s;
 };
 
+/* Files of a followed directory not shown, and why (live.c tells each once): on stderr when
+ * it is not the terminal, or at the foot of the screen. */
+static struct {
+    int tty;
+    uint64_t n;
+    char last[1024];
+} skips;
+
+static void skipped(void *ctx, const char *what)
+{
+    (void)ctx;
+    if (!skips.tty) {
+        fprintf(stderr, "perfgroup top: skipped %s\n", what);
+        return;
+    }
+    skips.n++;
+    snprintf(skips.last, sizeof(skips.last), "%s", what);
+}
+
 static volatile sig_atomic_t stop;
 static void on_signal(int sig)
 {
@@ -106,6 +125,27 @@ static int by_interval(const void *a, const void *b)
     return strcmp((*x)->name, (*y)->name);
 }
 
+/* A name on the terminal: valid UTF-8 with no control character (U+FFFD for a byte that
+ * starts no valid sequence and for a control: an escape sequence in a thread or program name
+ * must not reach the terminal, a newline must not break the table), cut to `width`
+ * characters and padded to it (0: whole). */
+static void put_name(FILE *o, const char *s, int width)
+{
+    char *c = perfgroup__utf8_dup(s ? s : "?", 1);
+    const char *t = c ? c : "?";
+    size_t n = strlen(t), i = 0;
+    int cols = 0;
+    while (i < n && (!width || cols < width)) {
+        size_t l = perfgroup__utf8_len((const unsigned char *)t + i, n - i);
+        fwrite(t + i, 1, l, o);
+        i += l;
+        cols++;
+    }
+    for (; cols < width; cols++)
+        fputc(' ', o);
+    free(c);
+}
+
 static void print_rate(FILE *o, int width, double v, double secs)
 {
     if (secs > 0)
@@ -116,15 +156,21 @@ static void print_rate(FILE *o, int width, double v, double secs)
 
 static void show_file(FILE *o, const struct pgl_file *f, const struct top_file *t)
 {
-    fprintf(o, "%s pid %" PRIu32 " (parent %" PRIu32 ") — %s — %s\n", f->program, f->pid,
-            f->ppid, perfgroup__live_state_name(f->state), f->path);
+    put_name(o, f->program, 0);
+    fprintf(o, " pid %" PRIu32 " (parent %" PRIu32 ") — %s — ", f->pid, f->ppid,
+            perfgroup__live_state_name(f->state));
+    put_name(o, f->path, 0);
+    fputc('\n', o);
     if (f->state == PGL_GONE)
         fprintf(o, "  PROCESS GONE: it died without closing its recording (killed or "
                    "crashed); its last state:\n");
     else if (f->state == PGL_EXITED)
         fprintf(o, "  process exited (recording closed); its last state:\n");
-    else if (f->state == PGL_ERROR)
-        fprintf(o, "  cannot read: %s\n", f->error);
+    else if (f->state == PGL_ERROR) {
+        fputs("  cannot read: ", o);
+        put_name(o, f->error, 0);
+        fputc('\n', o);
+    }
     if (!t->delta) {
         fprintf(o, "  (not read yet)\n");
         return;
@@ -149,7 +195,9 @@ static void show_file(FILE *o, const struct pgl_file *f, const struct top_file *
         const struct pgc_row *d = order[i];
         const struct pgc_row *tot = &t->prev[d - t->delta];
         double pct = t->delta_cpu ? 100.0 * (double)d->cpu_ns / (double)t->delta_cpu : 0;
-        fprintf(o, "  %-18.18s %6.1f", d->name, pct);
+        fputs("  ", o);
+        put_name(o, d->name, 18);
+        fprintf(o, " %6.1f", pct);
         print_rate(o, 8, (double)d->cpu_ns / 1e6, t->delta_s);
         print_rate(o, 8, (double)d->events, t->delta_s);
         fprintf(o, " %6" PRIu64, d->jank[JANK_SHOWN]);
@@ -182,6 +230,8 @@ static void draw(FILE *o, const struct pgl_set *s, struct top_file *tf, int tty,
     }
     if (!s->nfiles)
         fputs("(no recording yet)\n", o);
+    if (skips.n)
+        fprintf(o, "%" PRIu64 " file(s) skipped; the last: %s\n", skips.n, skips.last);
     fflush(o);
 }
 
@@ -203,8 +253,9 @@ int perfgroup__top_main(int argc, char **argv)
 {
     double every = 1.0;
     long count = -1;
-    struct pgl_set s = {0};
+    struct pgl_set s = {.on_skip = skipped};
     int nargs = 0;
+    skips.tty = isatty(1);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {

@@ -215,6 +215,30 @@ void perfgroup__out_json_chars(struct pgc_out *o, const char *s, size_t n)
     perfgroup__out_raw(o, s + run, n - run);
 }
 
+char *perfgroup__utf8_dup(const char *s, int controls)
+{
+    size_t n = strlen(s), k = 0;
+    char *d = malloc(3 * n + 1); /* a byte becomes at most 3 (U+FFFD) */
+    if (!d)
+        return NULL;
+    for (size_t i = 0; i < n;) {
+        const unsigned char *u = (const unsigned char *)s + i;
+        size_t l = perfgroup__utf8_len(u, n - i);
+        int control = l == 1 ? u[0] < 0x20 || u[0] == 0x7f : l == 2 && u[0] == 0xc2 && u[1] < 0xa0;
+        if (l && !(controls && control)) {
+            memcpy(d + k, u, l);
+            k += l;
+            i += l;
+        } else {
+            memcpy(d + k, "\xef\xbf\xbd", 3); /* U+FFFD */
+            k += 3;
+            i += l ? l : 1;
+        }
+    }
+    d[k] = 0;
+    return d;
+}
+
 const char *perfgroup__text_safe(char *dst, size_t cap, const char *s)
 {
     static const char hex[] = "0123456789abcdef";

@@ -295,18 +295,47 @@ static void take_snapshot(pgr_reader *r) {
     r->snap_seq = seq;
 }
 
+/* The first chunk at or after index i whose header is not in a hole of the file: a chunk
+ * header in a hole reads as zeros (magic 0: never used). The runtime's files are sparse (a
+ * chunk's pages are allocated when it is first taken), and a crafted one can claim 2^24
+ * chunks over a few allocated KiB: reading every header of it took seconds. With SEEK_DATA
+ * the scan costs what the file really holds. *data_end caches the end of the data region
+ * found (SEEK_HOLE), so a run of used chunks costs one lseek pair. A file system without
+ * SEEK_DATA says the whole file is data: every header is read, as before. */
+static uint32_t next_data_chunk(pgr_reader *r, uint32_t i, uint64_t *data_end) {
+    const struct pgf_file_header *h = &r->hdr;
+    uint64_t at = chunk_start(r, i);
+    if (at < *data_end || r->snap)
+        return i;
+    off_t d = lseek(r->fd, (off_t)at, SEEK_DATA);
+    if (d < 0 && errno == ENXIO)
+        return h->chunk_count; /* only holes from here */
+    if (d < 0) {
+        *data_end = UINT64_MAX; /* no SEEK_DATA here: every header is read, no lseek more */
+        return i;
+    }
+    off_t e = lseek(r->fd, d, SEEK_HOLE);
+    *data_end = e > d ? (uint64_t)e : r->file_size;
+    if ((uint64_t)d <= at)
+        return i;
+    /* the chunk holding offset d, unless d is its first byte's: that chunk's header */
+    uint64_t k = ((uint64_t)d - h->chunks_offset) / h->chunk_size;
+    if (k >= h->chunk_count)
+        return h->chunk_count;
+    if (chunk_start(r, (uint32_t)k) < (uint64_t)d)
+        k++;
+    return k < h->chunk_count ? (uint32_t)k : h->chunk_count;
+}
+
 static void scan_chunks(pgr_reader *r) {
     const struct pgf_file_header *h = &r->hdr;
-    /* never trust chunk_count for memory: only chunks that start inside the file count */
-    uint64_t fit = r->file_size > h->chunks_offset
-                       ? (r->file_size - h->chunks_offset) / h->chunk_size + 1 : 1;
-    r->chunks = calloc(fit < h->chunk_count ? fit : h->chunk_count, sizeof *r->chunks);
-    if (!r->chunks) {
-        fail(r, 0, "out of memory for %u chunks", h->chunk_count);
-        return;
-    }
+    /* never trust chunk_count for memory: the index grows with the chunks found in use */
+    size_t cap = 0;
+    uint64_t data_end = 0;
     int beyond = 0;
     for (uint32_t i = 0; i < h->chunk_count && !r->has_error; i++) {
+        if ((i = next_data_chunk(r, i, &data_end)) >= h->chunk_count)
+            break;
         uint64_t at = chunk_start(r, i);
         struct pgf_chunk_header c;
         if (at + sizeof c > r->file_size) {
@@ -352,6 +381,16 @@ static void scan_chunks(pgr_reader *r) {
             fail(r, at + 24, "committed %u exceeds chunk", c.committed);
             return;
         }
+        if (r->nchunks == cap) {
+            size_t ncap = cap ? 2 * cap : 64;
+            struct pgr_chunk_info *nc = realloc(r->chunks, ncap * sizeof *nc);
+            if (!nc) {
+                fail(r, 0, "out of memory for %zu chunks", ncap);
+                return;
+            }
+            r->chunks = nc;
+            cap = ncap;
+        }
         struct pgr_chunk_info *ci = &r->chunks[r->nchunks++];
         ci->index = i;
         ci->kind = c.kind;
@@ -370,6 +409,8 @@ static void scan_chunks(pgr_reader *r) {
         return;
     if (beyond)
         warn(r, r->file_size, "chunk beyond end of file ignored");
+    if (!r->nchunks)
+        return; /* no index at all (NULL): nothing to sort */
     qsort(r->chunks, r->nchunks, sizeof *r->chunks, seq_order);
     for (size_t i = 1; i < r->nchunks; i++)
         if (r->chunks[i].seq == r->chunks[i - 1].seq) {
@@ -381,13 +422,29 @@ static void scan_chunks(pgr_reader *r) {
 }
 
 pgr_reader *pgr_open(const char *path) {
+    /* O_NONBLOCK: a FIFO must not block the open; it is refused below like a device */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd >= 0)
+        return pgr_open_fd(fd);
+    int e = errno;
     pgr_reader *r = calloc(1, sizeof *r);
     if (!r)
         return NULL;
-    /* O_NONBLOCK: a FIFO must not block the open; it is refused below like a device */
-    r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    r->fd = -1;
+    fail(r, 0, "cannot open: %s", strerror(e));
+    return r;
+}
+
+pgr_reader *pgr_open_fd(int fd) {
+    pgr_reader *r = calloc(1, sizeof *r);
+    if (!r) {
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    r->fd = fd;
     if (r->fd < 0) {
-        fail(r, 0, "cannot open: %s", strerror(errno));
+        fail(r, 0, "cannot open: %s", strerror(EBADF));
         return r;
     }
     struct stat st;

@@ -170,6 +170,10 @@ struct pgr_chunk_info {
 /* Open `path` and validate its header and every chunk header. Never NULL unless out of
  * memory; a failure to open or a bad header is the reader's sticky error. */
 pgr_reader *pgr_open(const char *path);
+/* The same over an open file descriptor, which the reader owns from then on (pgr_close
+ * closes it, also when out of memory returns NULL): a caller that opened the file with its
+ * own rules (openat, O_NOFOLLOW: perfgroup metrics over a directory). */
+pgr_reader *pgr_open_fd(int fd);
 void pgr_close(pgr_reader *r);
 
 /* The file header (zeroed if it could not be read). */

@@ -433,6 +433,11 @@ def main(argv):
     else:
         print("unknown test " + cmd)
         return 1
+    return verdict()
+
+
+def verdict():
+    """The exit status of a test: 1 after a failure, else 0 ("ok")."""
     if FAILS:
         print("%d failure(s)" % len(FAILS))
         return 1
