@@ -16,7 +16,9 @@ program with PERFGROUP_TEXT and reads each function's file group from the trace)
                   with ../ paths (meson), absolute (CMake), through a symlink to the project and
                   through a symlinked source directory, with the map named relatively or
                   absolutely: every spelling gives every function the same group; `verbose`
-                  says which glob gave it, naming the absolute path
+                  says which glob gave it, naming the absolute path. Then a map whose glob
+                  starts with '*' (Redis's `*deps/lua/*`): .c file and header alike, every
+                  spelling
   recursive_make  a small recursive-make tree (make -C into each directory, which compiles
                   `x.c` from there, the map named as $(TOP)/perfgroup.map) and the same tree
                   built by CMake (absolute paths): grouped by directories, both alike; then
@@ -195,6 +197,21 @@ def case_spellings():
             failures.append(f"{label}: verbose map notes\n  " + "\n  ".join(notes)
                             + "\nwant\n  " + "\n  ".join(sorted(want_notes)))
         print(f"{label}: {got}", flush=True)
+    # Redis's case: a glob starting with '*' (before: only the headers of a directory built
+    # from inside itself matched it) matches .c files and headers in every spelling
+    write(os.path.join(proj, "star.map"), "*proj/net/* deps\ninclude/* util\n")
+    for k, (label, cwd, args) in enumerate(table):
+        args = [a if not a.startswith(PFX + "map=") else a[:-len("perfgroup.map")] + "star.map"
+                for a in args]
+        obj = os.path.join(A.workdir, f"star{k}.o")
+        # all-functions: sock_frame, now in its only caller's group, would be elided
+        sh([A.compiler, "-O2", "-c", "-o", obj] + plugin("all-functions") + args, cwd=cwd)
+        exe = os.path.join(A.workdir, f"star{k}")
+        link([main_o, obj], exe)
+        got = groups_of(exe)
+        want = dict(WANT, sock_send="deps", sock_frame="deps")
+        if got != want:
+            failures.append(f"{label}, star.map: groups {got}, want {want}")
     if failures:
         raise Fail("\n".join(failures))
 
