@@ -45,9 +45,9 @@ enum pgmap_kind { PGMAP_BASENAME, PGMAP_ANYWHERE, PGMAP_ABSOLUTE, PGMAP_RELATIVE
 
 /* The words the plugins' option help and file headers use for the rule above. */
 #define PGMAP_RULE_TEXT                                                                        \
-    "a glob with '/' matches the defining file's absolute path (symlinks resolved); relative "  \
-    "to the map file's directory unless it starts with '/' or '*'; one without '/' matches the " \
-    "basename"
+    "a glob with '/' matches the defining file's absolute path (symlinks resolved; before "     \
+    "issue 29: the path as spelled), relative to the map file's directory unless it starts "   \
+    "with '/' or '*'; one without '/' matches the basename (docs/plugins.md, Map files)"
 
 /* One line of a map file, split in place: returns 0 for a blank or comment-only line, 1 with
  * *glob and *group set, -1 for anything but exactly two fields. '#' starts a comment; spaces,
