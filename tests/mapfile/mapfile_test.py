@@ -176,6 +176,9 @@ def spellings(compiler, plugin_):
 
 def case_spellings():
     proj, table = spellings(A.compiler, A.plugin)
+    if A.cc == "clang":  # clang's -working-directory: relative paths are that directory's
+        table.append(("clang -working-directory", "/", ["-working-directory=" + proj, "-Iinclude",
+                                                         "net/sock.c", PFX + "map=perfgroup.map"]))
     main_o = os.path.join(A.workdir, "main.o")
     sh([A.compiler, "-O2", "-c", "main.c", "-o", main_o] + plugin("map=perfgroup.map"), cwd=proj)
     real = os.path.realpath(proj)
