@@ -34,6 +34,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include "llvm-compat.h" /* after clang/LLVM: every version #if */
+#include "../common/pathmap.h" /* the map's path rule, shared with the GCC plugin */
 
 #include <dlfcn.h>
 #include <fnmatch.h>
@@ -52,14 +53,20 @@ namespace {
 
 /* ---- Options (same names, semantics and error texts as the GCC plugin) ------------------- */
 
+/* A glob as written and as matched (pgmap_anchor); for map=, its group, map and line. */
 struct MapEntry {
-    std::string glob, group;
+    std::string glob, pattern;
+    int kind;
+    std::string group, map;
+    unsigned line;
 };
 
 struct Options {
+    std::string cwd;                  /* the compile's working directory (physical) */
     std::string defaultGroup;         /* default=GROUP */
     std::vector<MapEntry> map;        /* map=FILE, in file order: first match wins */
-    std::vector<std::string> exclude; /* exclude=GLOB[,GLOB...] */
+    std::string lastMap;              /* the last map=FILE: the verbose note names it */
+    std::vector<MapEntry> exclude;    /* exclude=GLOB[,GLOB...] */
     bool systemHeaders = false;       /* system-headers */
     bool verbose = false;             /* verbose: a note per function with a group */
     bool weakHooks = false;           /* weak-hooks: objects link without the runtime */
@@ -75,15 +82,16 @@ static void report(DiagnosticsEngine &D, const std::string &text)
     D.Report(D.getCustomDiagID(DiagnosticsEngine::Error, "%0")) << text;
 }
 
-/* A glob with '/' matches the whole path, one without matches the basename. */
-static bool pathMatches(const std::string &glob, llvm::StringRef path)
+/* Anchors E.glob at DIR (pgmap_anchor); a glob too long to anchor is an error naming FLAGTEXT. */
+static bool anchorGlob(DiagnosticsEngine &D, const std::string &dir, MapEntry &e,
+                       const std::string &flagText)
 {
-    if (path.empty()) return false;
-    size_t slash = path.rfind('/');
-    std::string subject = glob.find('/') != std::string::npos || slash == llvm::StringRef::npos
-                              ? path.str()
-                              : path.substr(slash + 1).str();
-    return fnmatch(glob.c_str(), subject.c_str(), 0) == 0;
+    char buf[PGMAP_PATH_MAX];
+    e.kind = pgmap_anchor(dir.c_str(), e.glob.c_str(), buf);
+    if (e.kind < 0)
+        report(D, "'" + flagText + "': the glob '" + e.glob + "' is longer than a path can be");
+    e.pattern = e.kind < 0 ? "" : buf;
+    return e.kind >= 0;
 }
 
 /* Reads map=FILE: lines "GLOB GROUP", '#' starts a comment, blank lines are fine. Stops at
@@ -97,6 +105,13 @@ static bool readMap(DiagnosticsEngine &D, const std::string &path, Options &o)
                       buf.getError().message());
         return false;
     }
+    char dir[PGMAP_PATH_MAX];
+    if (pgmap_map_dir(o.cwd.c_str(), path.c_str(), dir) < 0) {
+        report(D, "'" FLAG "map=" + path +
+                      "': the path of the map file is longer than a path can be");
+        return false;
+    }
+    o.lastMap = path;
     llvm::StringRef text = (*buf)->getBuffer();
     unsigned lineno = 0;
     while (!text.empty()) {
@@ -108,22 +123,17 @@ static bool readMap(DiagnosticsEngine &D, const std::string &path, Options &o)
             report(D, where + "line too long " + in);
             return false;
         }
-        line = line.split('#').first;
-        llvm::SmallVector<llvm::StringRef, 4> f;
-        line.split(f, ' ', -1, /*KeepEmpty=*/false);
-        llvm::SmallVector<llvm::StringRef, 4> fields;
-        for (llvm::StringRef x : f) { /* tabs and CRs separate too */
-            llvm::SmallVector<llvm::StringRef, 4> g;
-            x.split(g, '\t', -1, false);
-            for (llvm::StringRef y : g)
-                if (!(y = y.trim("\r")).empty()) fields.push_back(y);
-        }
-        if (fields.empty()) continue;
-        if (fields.size() != 2) {
+        std::string copy = line.str();
+        char *glob, *group;
+        int fields = pgmap_split_line(&copy[0], &glob, &group);
+        if (fields == 0) continue;
+        if (fields < 0) {
             report(D, where + "expected 'GLOB GROUP' " + in);
             return false;
         }
-        o.map.push_back({fields[0].str(), fields[1].str()});
+        MapEntry e{glob, "", 0, group, path, lineno};
+        if (!anchorGlob(D, dir, e, FLAG "map=" + path)) return false;
+        o.map.push_back(e);
     }
     return true;
 }
@@ -278,6 +288,7 @@ public:
         NoteMain = Diags.getCustomDiagID(
             DiagnosticsEngine::Note, "perfgroup: '%0' is the outermost frame of the main thread: "
                                      "it opens no implicit event (its calls do)");
+        NoteFile = Diags.getCustomDiagID(DiagnosticsEngine::Note, "%0"); /* pgmap_note() */
     }
 
     /* verbose: a function passed straight to pthread_create/thrd_create as the start routine
@@ -347,7 +358,8 @@ private:
     std::map<const CXXRecordDecl *, unsigned> Numbers;
     std::map<const Decl *, unsigned> Counters;
     std::vector<std::pair<std::string, GlobalDecl>> PendingDisplay;
-    unsigned WarnConflict, ErrEmpty, NoteInstrumenting, NoteSkipped, NoteStartsThread, NoteMain;
+    unsigned WarnConflict, ErrEmpty, NoteInstrumenting, NoteSkipped, NoteStartsThread, NoteMain,
+        NoteFile;
     std::set<const FunctionDecl *> StartRoutines;
 
     /* The attribute group of a definition: its own perf_group, else the nearest other
@@ -376,11 +388,46 @@ private:
         return "";
     }
 
-    std::string fileGroup(const std::string &file)
+    /* A defining file, resolved once per spelling: its absolute path and the first map entry
+     * that matches it (-1: none). */
+    struct FileInfo {
+        std::string abs;
+        int entry = -1;
+        bool noted = false; /* verbose: its map note was given */
+    };
+    std::map<std::string, FileInfo> Files;
+
+    FileInfo &fileInfo(const std::string &spelled)
     {
-        for (const MapEntry &m : Opts.map)
-            if (pathMatches(m.glob, file)) return m.group;
-        return Opts.defaultGroup;
+        auto [it, added] = Files.try_emplace(spelled);
+        FileInfo &fi = it->second;
+        if (!added) return fi;
+        char abs[PGMAP_PATH_MAX];
+        fi.abs = pgmap_file_path(Opts.cwd.c_str(), spelled.c_str(), abs) < 0 ? spelled : abs;
+        for (size_t i = 0; i < Opts.map.size(); i++)
+            if (pgmap_match(Opts.map[i].pattern.c_str(), Opts.map[i].kind, fi.abs.c_str(),
+                            spelled.c_str())) {
+                fi.entry = int(i);
+                break;
+            }
+        return fi;
+    }
+
+    std::string fileGroup(const std::string &file, SourceLocation loc)
+    {
+        if (file.empty() || Opts.map.empty()) return Opts.defaultGroup;
+        FileInfo &fi = fileInfo(file);
+        const MapEntry *e = fi.entry >= 0 ? &Opts.map[fi.entry] : nullptr;
+        if (Opts.verbose && !fi.noted) {
+            char note[3 * PGMAP_PATH_MAX];
+            pgmap_note(note, sizeof note, fi.abs.c_str(), e ? e->glob.c_str() : nullptr,
+                       e ? e->map.c_str() : Opts.lastMap.c_str(), e ? e->line : 0,
+                       e ? e->group.c_str() : nullptr, Opts.defaultGroup.c_str());
+            Diags.setLastDiagnosticIgnored(false); /* as below: a note after no warning */
+            Diags.Report(loc, NoteFile) << note;
+            fi.noted = true;
+        }
+        return e ? e->group : Opts.defaultGroup;
     }
 
     static std::string mangled(MangleContext &MC, GlobalDecl GD)
@@ -399,11 +446,14 @@ private:
         std::string qualified = FD->getQualifiedNameAsString();
         llvm::StringRef m(mangledName);
         m.consume_front("\1");
-        for (const std::string &g : Opts.exclude)
-            if (fnmatch(g.c_str(), plain.c_str(), 0) == 0 ||
-                fnmatch(g.c_str(), qualified.c_str(), 0) == 0 ||
-                fnmatch(g.c_str(), m.str().c_str(), 0) == 0 || pathMatches(g, file))
+        for (const MapEntry &x : Opts.exclude) {
+            const char *g = x.glob.c_str();
+            if (fnmatch(g, plain.c_str(), 0) == 0 || fnmatch(g, qualified.c_str(), 0) == 0 ||
+                fnmatch(g, m.str().c_str(), 0) == 0 ||
+                (!file.empty() && pgmap_match(x.pattern.c_str(), x.kind,
+                                              fileInfo(file).abs.c_str(), file.c_str())))
                 return true;
+        }
         return false;
     }
 
@@ -435,7 +485,7 @@ private:
          * function a user could have meant; functions from system headers get no file group
          * unless asked (one STL test went from 2 to 33,208 hook calls). */
         if (!FD->isImplicit() && (!SM.isInSystemHeader(loc) || Opts.systemHeaders))
-            r.filegroup = fileGroup(r.file);
+            r.filegroup = fileGroup(r.file, loc);
         if (r.attr.empty() && r.filegroup.empty()) return;
         r.skip = skipReason(FD);
         r.inl = FD->isInlined() || FD->isTemplateInstantiation();
@@ -561,6 +611,11 @@ protected:
     {
         DiagnosticsEngine &D = CI.getDiagnostics();
         bool ok = true;
+        /* Relative paths are the working directory's: -working-directory's if given */
+        char here[PGMAP_PATH_MAX];
+        Opts.cwd = getcwd(here, sizeof here) ? here : "."; /* "." : realpath(3) still finds it */
+        const std::string &wd = CI.getFileSystemOpts().WorkingDir;
+        if (!wd.empty()) Opts.cwd = wd[0] == '/' ? wd : Opts.cwd + "/" + wd;
         for (const std::string &a : args) {
             size_t eq = a.find('=');
             std::string key = a.substr(0, eq);
@@ -592,7 +647,11 @@ protected:
             } else if (key == "exclude") {
                 llvm::SmallVector<llvm::StringRef, 4> globs;
                 llvm::StringRef(value).split(globs, ',', -1, false);
-                for (llvm::StringRef g : globs) Opts.exclude.push_back(g.str());
+                for (llvm::StringRef g : globs) {
+                    MapEntry x{g.str(), "", 0, "", "", 0};
+                    ok &= anchorGlob(D, Opts.cwd, x, FLAG "exclude=" + value);
+                    Opts.exclude.push_back(x);
+                }
             } else if (key == "system-headers") {
                 Opts.systemHeaders = true;
             } else if (key == "weak-hooks") {
@@ -616,5 +675,6 @@ private:
 
 static ParsedAttrInfoRegistry::Add<PerfGroupAttrInfo> RegisterAttr("perf_group",
                                                                    "perfgroup function groups");
-static FrontendPluginRegistry::Add<Action> RegisterAction("perfgroup",
-                                                          "perfgroup instrumentation");
+static FrontendPluginRegistry::Add<Action> RegisterAction(
+    "perfgroup", "perfgroup instrumentation. Options: default=GROUP map=FILE exclude=GLOB "
+                 "system-headers verbose weak-hooks all-functions; map=: " PGMAP_RULE_TEXT);

@@ -81,10 +81,14 @@
  *
  * ---- Options (-fplugin-arg-perfgroup-NAME[=VALUE], as the GCC plugin) ------------------------
  *   default=GROUP   file group of every function of the TU not matched by map=
- *   map=FILE        "GLOB GROUP" lines, first match wins ('/'-less globs match the basename)
- *   exclude=GLOB[,GLOB...]  never instrument matching functions (name, qualified, mangled, file)
+ *   map=FILE        "GLOB GROUP" lines, first match wins ('/'-less globs match the basename;
+ *                   others the file's absolute real path, relative to FILE's directory unless
+ *                   they start with '/' or '*': common/pathmap.h, shared with the GCC plugin)
+ *   exclude=GLOB[,GLOB...]  never instrument matching functions (name, qualified, mangled, file;
+ *                   relative file globs from the working directory)
  *   system-headers  let default=/map= apply inside system headers
- *   verbose         one note per function with a group: instrumented, or why not
+ *   verbose         one note per function with a group: instrumented, or why not; with
+ *                   map=, one per file: the glob that gave its group, or none
  *   weak-hooks      hooks declared weak, every call guarded: objects link without the runtime
  *
  * ---- Debugging recipe ----------------------------------------------------------------------

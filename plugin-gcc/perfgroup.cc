@@ -57,13 +57,18 @@
  *
  * ---- Options (-fplugin-arg-perfgroup-NAME[=VALUE]) ---------------------------------------
  *   default=GROUP     file group of every function of this translation unit (not in a map)
- *   map=FILE          lines "GLOB GROUP" ('#' starts a comment); a GLOB containing '/' is
- *                     matched against the defining file's path as the compiler saw it, one
- *                     without '/' against its basename; '*' also matches '/'; first match wins
+ *   map=FILE          lines "GLOB GROUP" ('#' starts a comment); first match wins; '*' also
+ *                     matches '/'. A GLOB containing '/' is matched against the defining file's
+ *                     absolute path (cwd + path, `.`/`..` and symlinks resolved: realpath), and
+ *                     is relative to FILE's own directory unless it starts with '/' or '*'; one
+ *                     without '/' against its basename (common/pathmap.h: the one definition,
+ *                     shared with perfgroup-clang and `perfgroup map`)
  *   exclude=GLOB[,GLOB...]  never instrument a function whose name (plain, qualified C++ or
- *                     mangled) or defining file (same rule as map=) matches; may be repeated
+ *                     mangled) or defining file (map='s rule, relative globs from the working
+ *                     directory) matches; may be repeated
  *   system-headers    let default=/map= groups apply inside system headers too
- *   verbose           a note per function with a group: instrumented with which groups, or why not
+ *   verbose           a note per function with a group: instrumented with which groups, or why
+ *                     not; with map=, a note per file: the glob that gave its group, or none
  *   weak-hooks        hooks declared weak, every call guarded: objects link without the runtime
  *
  * ---- Debugging recipe ------------------------------------------------------------------------
@@ -82,6 +87,7 @@
 #include <string.h>
 
 #include "perfgroup/abi.h"
+#include "../common/pathmap.h" /* the map's path rule, shared with perfgroup-clang */
 
 __attribute__ ((visibility ("default"))) int plugin_is_GPL_compatible;
 
@@ -91,26 +97,39 @@ static const char plugin_name[] = "perfgroup";
 /* ---- Options --------------------------------------------------------------------------- */
 
 struct map_entry {
-  char *glob;
+  char *glob;    /* as written */
+  char *pattern; /* anchored (pgmap_anchor) */
+  int kind;      /* enum pgmap_kind */
   char *group;
+  const char *map; /* the map=FILE it came from, and its line: for the verbose note */
+  unsigned line;
+};
+
+struct exclude_glob {
+  char *glob, *pattern;
+  int kind;
 };
 
 static const char *default_group;
 static vec<map_entry> map_entries;
-static vec<char *> exclude_globs;
+static vec<exclude_glob> exclude_globs;
+static const char *last_map; /* the last map= given: the verbose note names it */
+static char cwd[PGMAP_PATH_MAX]; /* the compile's working directory, physical */
 static bool system_headers;
 static bool verbose;
 static bool weak_hooks; /* weak-hooks */
 static bool all_functions; /* all-functions: no call-graph elision (the profiling mode) */
 
-/* A glob with '/' matches the whole path, one without matches the basename. */
-static bool
-path_matches (const char *glob, const char *path)
+/* Anchors GLOB at DIR (pgmap_anchor); a glob too long to anchor is an error naming FLAGTEXT. */
+static int
+anchor_glob (const char *dir, const char *glob, char **pattern, const char *flagtext)
 {
-  if (!path)
-    return false;
-  const char *subject = strchr (glob, '/') ? path : lbasename (path);
-  return fnmatch (glob, subject, 0) == 0;
+  char buf[PGMAP_PATH_MAX];
+  int kind = pgmap_anchor (dir, glob, buf);
+  if (kind < 0)
+    error ("%qs: the glob %qs is longer than a path can be", flagtext, glob);
+  *pattern = xstrdup (kind < 0 ? "" : buf);
+  return kind;
 }
 
 /* Read map=FILE. Returns false after reporting the first problem as an error. */
@@ -121,6 +140,14 @@ read_map (const char *file)
   if (!f)
     {
       error ("%<" FLAG "map=%s%>: cannot open %qs: %m", file, file);
+      return false;
+    }
+  char dir[PGMAP_PATH_MAX];
+  char *flagtext = concat (FLAG "map=", file, NULL);
+  if (pgmap_map_dir (cwd, file, dir) < 0)
+    {
+      error ("%qs: the path of the map file is longer than a path can be", flagtext);
+      fclose (f);
       return false;
     }
   char buf[4096];
@@ -136,25 +163,23 @@ read_map (const char *file)
           ok = false;
           break;
         }
-      char *hash = strchr (buf, '#');
-      if (hash)
-        *hash = '\0';
-      char *save = NULL;
-      char *glob = strtok_r (buf, " \t\r\n", &save);
-      if (!glob)
+      char *glob, *group;
+      int fields = pgmap_split_line (buf, &glob, &group);
+      if (fields == 0)
         continue; /* blank or comment line */
-      char *group = strtok_r (NULL, " \t\r\n", &save);
-      char *extra = group ? strtok_r (NULL, " \t\r\n", &save) : NULL;
-      if (!group || extra)
+      if (fields < 0)
         {
           error ("%s:%u: expected %<GLOB GROUP%> (in %<" FLAG "map=%s%>)", file, lineno, file);
           ok = false;
           break;
         }
-      map_entry e = { xstrdup (glob), xstrdup (group) };
+      map_entry e = { xstrdup (glob), NULL, 0, xstrdup (group), file, lineno };
+      e.kind = anchor_glob (dir, glob, &e.pattern, flagtext);
+      ok = e.kind >= 0;
       map_entries.safe_push (e);
     }
   fclose (f);
+  last_map = file;
   return ok;
 }
 
@@ -163,6 +188,8 @@ static bool
 parse_options (int argc, struct plugin_argument *argv)
 {
   bool ok = true;
+  if (!getcwd (cwd, sizeof cwd))
+    strcpy (cwd, "."); /* gone or too deep: realpath(3) still finds it through "." */
   for (int i = 0; i < argc; i++)
     {
       const char *key = argv[i].key, *value = argv[i].value;
@@ -206,7 +233,12 @@ parse_options (int argc, struct plugin_argument *argv)
         {
           char *copy = xstrdup (value), *save = NULL;
           for (char *g = strtok_r (copy, ",", &save); g; g = strtok_r (NULL, ",", &save))
-            exclude_globs.safe_push (g);
+            {
+              exclude_glob x = { g, NULL, 0 };
+              x.kind = anchor_glob (cwd, g, &x.pattern, concat (FLAG "exclude=", value, NULL));
+              ok &= x.kind >= 0;
+              exclude_globs.safe_push (x);
+            }
         }
       else if (!strcmp (key, "system-headers"))
         system_headers = true;
@@ -344,6 +376,37 @@ asm_name (tree fndecl)
   return n[0] == '*' ? n + 1 : n; /* '*' marks a user asm label: emitted verbatim */
 }
 
+/* A defining file, resolved once per spelling: its absolute path and the first map entry that
+ * matches it (-1: none). */
+struct file_info {
+  char *abs;
+  int entry;
+  bool noted; /* verbose: its map note was given */
+};
+static hash_map<nofree_string_hash, file_info> *files;
+
+static file_info *
+file_info_of (const char *spelled)
+{
+  if (!files)
+    files = new hash_map<nofree_string_hash, file_info>;
+  if (file_info *known = files->get (spelled))
+    return known;
+  char abs[PGMAP_PATH_MAX];
+  file_info fi = { NULL, -1, false };
+  fi.abs = xstrdup (pgmap_file_path (cwd, spelled, abs) < 0 ? spelled : abs);
+  unsigned i;
+  map_entry *e;
+  FOR_EACH_VEC_ELT (map_entries, i, e)
+    if (pgmap_match (e->pattern, e->kind, fi.abs, spelled))
+      {
+        fi.entry = i;
+        break;
+      }
+  files->put (xstrdup (spelled), fi);
+  return files->get (spelled);
+}
+
 static bool
 excluded (tree fndecl)
 {
@@ -352,11 +415,13 @@ excluded (tree fndecl)
   const char *plain = DECL_NAME (fndecl) ? IDENTIFIER_POINTER (DECL_NAME (fndecl)) : "";
   const char *qualified = lang_hooks.decl_printable_name (fndecl, 1);
   const char *mangled = asm_name (fndecl);
+  const char *spelled = DECL_SOURCE_FILE (fndecl);
   unsigned i;
-  char *g;
-  FOR_EACH_VEC_ELT (exclude_globs, i, g)
-    if (!fnmatch (g, plain, 0) || !fnmatch (g, qualified, 0) || !fnmatch (g, mangled, 0)
-        || path_matches (g, DECL_SOURCE_FILE (fndecl)))
+  exclude_glob *x;
+  FOR_EACH_VEC_ELT (exclude_globs, i, x)
+    if (!fnmatch (x->glob, plain, 0) || !fnmatch (x->glob, qualified, 0)
+        || !fnmatch (x->glob, mangled, 0)
+        || (spelled && pgmap_match (x->pattern, x->kind, file_info_of (spelled)->abs, spelled)))
       return true;
   return false;
 }
@@ -395,12 +460,20 @@ file_group (tree fndecl)
     return NULL; /* the common case: no file groups at all, skip the line-map lookup */
   if (DECL_IN_SYSTEM_HEADER (fndecl) && !system_headers)
     return NULL;
-  unsigned i;
-  map_entry *e;
-  FOR_EACH_VEC_ELT (map_entries, i, e)
-    if (path_matches (e->glob, DECL_SOURCE_FILE (fndecl)))
-      return e->group;
-  return default_group;
+  const char *spelled = DECL_SOURCE_FILE (fndecl);
+  if (!spelled || map_entries.is_empty () || DECL_SOURCE_LOCATION (fndecl) <= BUILTINS_LOCATION)
+    return default_group; /* <built-in>: no file (our module constructor) */
+  file_info *fi = file_info_of (spelled);
+  const map_entry *e = fi->entry >= 0 ? &map_entries[fi->entry] : NULL;
+  if (verbose && !fi->noted)
+    {
+      char note[3 * PGMAP_PATH_MAX];
+      pgmap_note (note, sizeof note, fi->abs, e ? e->glob : NULL, e ? e->map : last_map,
+                  e ? e->line : 0, e ? e->group : NULL, default_group);
+      inform (DECL_SOURCE_LOCATION (fndecl), "%s", note);
+      fi->noted = true;
+    }
+  return e ? e->group : default_group;
 }
 
 /* ---- Trees we build -------------------------------------------------------------------- */
@@ -1373,7 +1446,8 @@ plugin_init (struct plugin_name_args *info, struct plugin_gcc_version *version)
   static struct plugin_info pinfo = {
     "0.1",
     "perfgroup: perf_group(\"name\") attribute and group-aware enter/exit hooks. Options: "
-    "default=GROUP map=FILE exclude=GLOB system-headers verbose weak-hooks all-functions",
+    "default=GROUP map=FILE exclude=GLOB system-headers verbose weak-hooks all-functions; map=: "
+    PGMAP_RULE_TEXT,
   };
   register_callback (plugin_name, PLUGIN_INFO, NULL, &pinfo);
   if (!parse_options (info->argc, info->argv))
