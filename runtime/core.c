@@ -446,12 +446,21 @@ extern __typeof__(perfgroup__register_own) perfgroup__register_own
 /* ---- threads ----------------------------------------------------------------------------- */
 
 /* The group table, and with it the list of groups executed in an event (at most one entry
- * per group) and, after it in the same mapping, the groups' off-CPU ticks in the event
- * (cold: only cputime.c's settling and commits touch them): the exit hook never has to grow
- * anything. */
+ * per group) and the groups' off-CPU ticks in the event (cold: only cputime.c's settling
+ * and commits touch them): the exit hook never has to grow anything. The first
+ * PG_GROUPS_INLINE groups' live in the thread's entry; beyond, a mapping each for the group
+ * table and for exec + goff, doubled as needed. */
 PG_HIDDEN int perfgroup__grow_groups(struct pg_thread *t, uint32_t max_gid)
 {
-    uint32_t cap = t->cap ? t->cap : 64;
+    if (t->cap == 0) { /* a new entry: the tables inside it, no mapping of their own */
+        t->g = t->g0;
+        t->exec = t->exec0;
+        t->goff = t->goff0;
+        t->cap = t->exec_cap = PG_GROUPS_INLINE;
+    }
+    if (max_gid < t->cap)
+        return 0;
+    uint32_t cap = t->cap;
     while (cap <= max_gid)
         cap *= 2;
     struct pg_gstate *g = perfgroup__map(sizeof *g * cap);
@@ -465,15 +474,13 @@ PG_HIDDEN int perfgroup__grow_groups(struct pg_thread *t, uint32_t max_gid)
         return -ENOMEM;
     }
     uint64_t *goff = (uint64_t *)(void *)(e + cap); /* cap >= 64, a power of 2: aligned */
-    if (t->g) {
-        memcpy(g, t->g, sizeof *g * t->cap);
+    memcpy(g, t->g, sizeof *g * t->cap);
+    memcpy(e, t->exec, sizeof *e * t->nexec);
+    memcpy(goff, t->goff, sizeof *goff * t->cap);
+    if (t->g != t->g0)
         munmap(t->g, sizeof *g * t->cap);
-    }
-    if (t->exec) {
-        memcpy(e, t->exec, sizeof *e * t->nexec);
-        memcpy(goff, t->goff, sizeof *goff * t->cap);
+    if (t->exec != t->exec0)
         munmap(t->exec, esz * t->exec_cap);
-    }
     t->g = g;
     t->exec = e;
     t->goff = goff;
@@ -484,13 +491,15 @@ PG_HIDDEN int perfgroup__grow_groups(struct pg_thread *t, uint32_t max_gid)
 
 static struct pg_totals *totals_for(struct pg_thread *t, uint32_t gid)
 {
-    struct pg_totals *b = atomic_load_explicit(&t->totals[gid / PG_GROUP_BLOCK], memory_order_relaxed);
+    struct pg_totals *b = atomic_load_explicit(pg_tslot(t, gid / PG_GROUP_BLOCK), memory_order_relaxed);
     if (!b) {
-        b = perfgroup__map(sizeof *b * PG_GROUP_BLOCK);
+        b = gid < PG_GROUP_BLOCK ? t->tot0 : perfgroup__map(sizeof *b * PG_GROUP_BLOCK);
         if (!b)
             return NULL;
-        atomic_store_explicit(&t->totals[gid / PG_GROUP_BLOCK], b, memory_order_release);
+        atomic_store_explicit(pg_tslot(t, gid / PG_GROUP_BLOCK), b, memory_order_release);
     }
+    if (gid >= t->tot_hi)
+        t->tot_hi = gid + 1;
     return &b[gid % PG_GROUP_BLOCK];
 }
 
@@ -534,11 +543,30 @@ static void event_open(struct pg_thread *t, uint64_t tsc, int kind, const char *
 #define TSET(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELEASE)
 #define TADD(field, v) TSET(field, (field) + (v))
 
-PG_HIDDEN void perfgroup__totals_zero(struct pg_totals *blk, size_t n)
+/* A thread's totals back to zero, for the next thread to take its entry (or a reset):
+ * only the entries it wrote, below its highest group (tot_hi), are stored to — an entry
+ * never written is still on the zero page, and storing zeros there would make every
+ * block's 152 KiB resident in every thread (issue 34). The owner thread, or its entry
+ * freed / forked away (no writer). */
+PG_HIDDEN void perfgroup__thread_totals_zero(struct pg_thread *t)
 {
-    uint64_t *w = (uint64_t *)blk;
-    for (size_t i = 0; i < sizeof *blk / sizeof(uint64_t) * n; i++)
-        __atomic_store_n(&w[i], 0, __ATOMIC_RELEASE);
+    uint32_t hi = t->tot_hi;
+    for (uint32_t b = 0; b * PG_GROUP_BLOCK < hi; b++) {
+        struct pg_totals *blk = atomic_load_explicit(pg_tslot(t, b), memory_order_relaxed);
+        if (!blk)
+            continue;
+        uint32_t n = hi - b * PG_GROUP_BLOCK < PG_GROUP_BLOCK ? hi - b * PG_GROUP_BLOCK : PG_GROUP_BLOCK;
+        for (uint32_t i = 0; i < n; i++) {
+            uint64_t *w = (uint64_t *)&blk[i], any = 0;
+            for (size_t k = 0; k < sizeof *blk / sizeof(uint64_t); k++)
+                any |= __atomic_load_n(&w[k], __ATOMIC_RELAXED);
+            if (!any)
+                continue;
+            for (size_t k = 0; k < sizeof *blk / sizeof(uint64_t); k++)
+                __atomic_store_n(&w[k], 0, __ATOMIC_RELEASE);
+        }
+    }
+    t->tot_hi = 0;
 }
 
 static void totals_add(struct pg_totals *tot, uint64_t cycles, uint64_t cpu_ns, uint64_t wall_ns,
@@ -577,11 +605,7 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
     uint32_t seq = atomic_load_explicit(&t->seq, memory_order_relaxed);
     atomic_store_explicit(&t->seq, seq + 1, memory_order_relaxed);
     if (atomic_load_explicit(&t->reset_epoch, memory_order_relaxed) != epoch) {
-        for (unsigned b = 0; b < PG_GROUP_BLOCKS; b++) {
-            struct pg_totals *blk = atomic_load_explicit(&t->totals[b], memory_order_relaxed);
-            if (blk)
-                perfgroup__totals_zero(blk, PG_GROUP_BLOCK);
-        }
+        perfgroup__thread_totals_zero(t);
         atomic_store_explicit(&t->reset_epoch, epoch, memory_order_relaxed);
     }
 

@@ -34,6 +34,7 @@
 #define PG_SITE_GROUPS      3      /* attribute group, file group, function group */
 #define PG_GROUP_BLOCK      1024   /* groups per registry / totals block */
 #define PG_GROUP_BLOCKS     4096   /* => at most 4M groups */
+#define PG_GROUPS_INLINE    64     /* groups whose per-thread tables live in the entry */
 #define PG_MAX_GROUPS       (PG_GROUP_BLOCK * PG_GROUP_BLOCKS)
 #define PG_NEST_MAX         16     /* nested event loops per thread */
 #define PG_ALERTS_MAX       16
@@ -177,7 +178,6 @@ struct pg_thread {
                                  * stopwatch live across it (cputime.c); cold, never touched
                                  * by the hooks' fast path */
     struct perfgroup_rec_thread *rec;
-    struct pg_frame stack[PG_STACK_MAX];
 
     /* ---- cold: events and commits, own thread only ---- */
     const char *event_name;
@@ -208,11 +208,12 @@ struct pg_thread {
     uint32_t rec_name_id;
     /* the runtime's own cost, reported to the recorder */
     uint64_t ov_commit_ns, ov_commits, ov_slow, ov_resyncs, ov_dropped;
+    uint32_t tot_hi;            /* totals written for groups below this id (thread only) */
 
     /* ---- shared with snapshots ---- */
     _Atomic uint32_t seq;                    /* seqlock over totals */
     _Atomic uint32_t reset_epoch;            /* perfgroup_reset() generation seen */
-    _Atomic(struct pg_totals *) totals[PG_GROUP_BLOCKS];
+    _Atomic(struct pg_totals *) totals_b0;   /* the first block's totals (pg_tslot) */
     _Atomic int state;                       /* PG_THREAD_* */
     _Atomic uint32_t life;                   /* bumped each time a thread takes this entry */
     _Atomic uint32_t imp_open;               /* an implicit event is open (for the sampler) */
@@ -240,7 +241,31 @@ struct pg_thread {
     uint32_t tid;
     char name[PG_THREAD_NAME_MAX];
     struct pg_thread *next;                  /* registry list, never unlinked */
-};
+    struct pg_thread *free_next;             /* free list (lifecycle.c), FREE entries only */
+
+    /* ---- sparse, last: a thread makes resident only what it uses of them (issue 34:
+     * everything above and the first frames fit in two pages) ---- */
+    /* the first PG_GROUPS_INLINE groups' tables (g, exec, goff point here until a group
+     * beyond them runs: perfgroup__grow_groups maps larger ones) */
+    struct pg_gstate g0[PG_GROUPS_INLINE];
+    uint32_t exec0[PG_GROUPS_INLINE];
+    uint64_t goff0[PG_GROUPS_INLINE];
+    struct pg_frame stack[PG_STACK_MAX];     /* hot: the shadow stack */
+    /* per block of PG_GROUP_BLOCK groups from the second on, the thread's totals (mapped at
+     * its first commit of a group there; snapshots read them); [0] unused: totals_b0 */
+    _Atomic(struct pg_totals *) totals[PG_GROUP_BLOCKS];
+    /* the first block's totals, totals_b0 once the thread commits (no mapping of its own):
+     * only the pages of the groups it commits become resident */
+    struct pg_totals tot0[PG_GROUP_BLOCK];
+} __attribute__((aligned(4096))); /* an entry starts a page: its first two pages are the
+                                   * resident ones, in a slab of entries as alone */
+
+/* The slot of a thread's totals block b (the first one near the entry's other fields, so a
+ * thread of a few groups keeps its entry in two resident pages). */
+static inline _Atomic(struct pg_totals *) *pg_tslot(struct pg_thread *t, uint32_t b)
+{
+    return b ? &t->totals[b] : &t->totals_b0;
+}
 
 #define PG_SAMPLE_NS 10000000ull /* 10 ms: the sampler's period (PERFGROUP_SAMPLE_MS) */
 
@@ -393,7 +418,7 @@ PG_HIDDEN void *perfgroup__map(size_t size);           /* anonymous mmap; NULL o
 PG_HIDDEN int perfgroup__disabled(void);               /* off for good (ABI mismatch) */
 PG_HIDDEN void perfgroup__reg_lock(void);              /* the registry of groups and sites */
 PG_HIDDEN void perfgroup__reg_unlock(void);
-PG_HIDDEN void perfgroup__totals_zero(struct pg_totals *blk, size_t n);
+PG_HIDDEN void perfgroup__thread_totals_zero(struct pg_thread *t);
 /* Close the thread's open event, if any, outside the hooks (one CPU-clock read). */
 PG_HIDDEN void perfgroup__event_close(struct pg_thread *t, uint64_t tsc);
 /* Trace mode: interval records for the frames [from, to) up to `tsc`, innermost first. */

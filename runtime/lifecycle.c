@@ -10,11 +10,14 @@
  *   state  | event                          | what happens                        | next
  *   -------+--------------------------------+-------------------------------------+------
  *   (none) | first hook / API call          | mapped, linked into thread_list     | LIVE
- *   FREE   | first hook / API call          | CAS FREE->LIVE, every per-life field| LIVE
- *          | of a thread (thread_slow)      | reset, life++, recorder thread start|
+ *   FREE   | first hook / API call          | popped off the free list, every     | LIVE
+ *          | of a thread (thread_slow)      | per-life field reset, life++,       |
+ *          |                                | recorder thread start               |
  *   LIVE   | thread exit (TLS destructor)   | open frames charged, event committed| FREE
  *          |                                | (the recorder's THREAD_END), totals |
  *          |                                | folded into the dead pool and zeroed|
+ *          |                                | (the entries it wrote), pushed on   |
+ *          |                                | the free list                       |
  *   LIVE   | fork(), in the child, another  | totals zeroed (the next thread to   | FREE
  *          | thread's entry                 | take it starts from zero)           |
  *   LIVE   | fork(), in the child, the      | new tid, sampler ring stale, open   | LIVE
@@ -44,7 +47,8 @@
  *   _exit(), crash     | nothing runs                 | stays RECORDING (crash-safe)
  *
  * Locks: `dead_lock` guards the dead pool and is held by snapshots while they walk the
- * thread list; lock order registry (core.c), dead pool, recorder.
+ * thread list; `free_lock` the free list, only to push or pop; lock order registry
+ * (core.c), dead pool, free list, recorder.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -57,6 +61,57 @@
 static pthread_mutex_t dead_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t thread_key;
 static _Atomic(struct pg_thread *) thread_list;
+/* FREE entries, for the next thread to take at once: a new thread of a process with
+ * thousands never walks the live ones (a walk CASing each made thread start O(threads),
+ * 3,000 threads started together 4.5x slower than plain, issue 34). Held only to push or
+ * pop (thread start and exit, cold); lock order: dead pool, then this. */
+static pthread_mutex_t free_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pg_thread *free_head;
+
+static void free_push_locked(struct pg_thread *t)
+{
+    atomic_store(&t->state, PG_THREAD_FREE);
+    t->free_next = free_head;
+    free_head = t;
+}
+
+static void free_push(struct pg_thread *t)
+{
+    pthread_mutex_lock(&free_lock);
+    free_push_locked(t);
+    pthread_mutex_unlock(&free_lock);
+}
+
+/* A new entry, carved from slabs of PG_ENTRY_SLAB: one mapping per PG_ENTRY_SLAB threads,
+ * not one per thread (threads started together contend on the address space's lock, and
+ * each mapping is one more of the process's 65,530). Zeroed, never freed. */
+#define PG_ENTRY_SLAB 16
+static struct pg_thread *entry_new(void)
+{
+    static struct pg_thread *slab;
+    static unsigned left;
+    pthread_mutex_lock(&free_lock);
+    if (left == 0) {
+        slab = perfgroup__map(sizeof *slab * PG_ENTRY_SLAB);
+        left = slab ? PG_ENTRY_SLAB : 0;
+    }
+    struct pg_thread *t = left ? &slab[PG_ENTRY_SLAB - left--] : NULL;
+    pthread_mutex_unlock(&free_lock);
+    return t;
+}
+
+static struct pg_thread *free_pop(void)
+{
+    pthread_mutex_lock(&free_lock);
+    struct pg_thread *t = free_head;
+    if (t) {
+        free_head = t->free_next;
+        t->free_next = NULL;
+        atomic_store(&t->state, PG_THREAD_LIVE);
+    }
+    pthread_mutex_unlock(&free_lock);
+    return t;
+}
 static _Atomic uint32_t thread_index_next = 1;
 static struct pg_totals *dead_blocks[PG_GROUP_BLOCKS];
 
@@ -113,14 +168,9 @@ static struct pg_thread *thread_build(void)
     perfgroup__init();
     if (perfgroup__disabled())
         return NULL;
-    struct pg_thread *t;
-    for (t = atomic_load(&thread_list); t; t = t->next) {
-        int expect = PG_THREAD_FREE;
-        if (atomic_compare_exchange_strong(&t->state, &expect, PG_THREAD_LIVE))
-            break;
-    }
+    struct pg_thread *t = free_pop();
     if (!t) {
-        t = perfgroup__map(sizeof *t);
+        t = entry_new();
         if (!t)
             return NULL;
         atomic_store(&t->state, PG_THREAD_LIVE);
@@ -153,7 +203,7 @@ static struct pg_thread *thread_build(void)
     else
         t->name[0] = '\0';
     if (perfgroup__grow_groups(t, 63) != 0) {
-        atomic_store(&t->state, PG_THREAD_FREE);
+        free_push(t);
         return NULL;
     }
     pthread_setspecific(thread_key, t);
@@ -193,9 +243,9 @@ static void thread_exit(void *arg)
     }
     pthread_mutex_lock(&dead_lock);
     if (atomic_load(&t->reset_epoch) == atomic_load(&perfgroup__reset_epoch)) {
-        uint32_t n = perfgroup__group_count();
+        uint32_t n = t->tot_hi; /* its groups with totals are below */
         for (uint32_t gid = 0; gid < n; gid++) {
-            struct pg_totals *b = atomic_load(&t->totals[gid / PG_GROUP_BLOCK]);
+            struct pg_totals *b = atomic_load(pg_tslot(t, gid / PG_GROUP_BLOCK));
             if (!b || (b[gid % PG_GROUP_BLOCK].events == 0 &&
                        b[gid % PG_GROUP_BLOCK].discarded == 0))
                 continue;
@@ -209,14 +259,10 @@ static void thread_exit(void *arg)
             PG_TOTALS_FOLD(d, s);
         }
     }
-    for (unsigned b = 0; b < PG_GROUP_BLOCKS; b++) {
-        struct pg_totals *blk = atomic_load(&t->totals[b]);
-        if (blk)
-            perfgroup__totals_zero(blk, PG_GROUP_BLOCK);
-    }
+    perfgroup__thread_totals_zero(t);
     pg_cur_off(); /* its calls reach the hooks, which refuse them */
     perfgroup__tls_state = PG_TLS_GONE; /* perfgroup__tls stays NULL: latched for good */
-    atomic_store(&t->state, PG_THREAD_FREE);
+    free_push(t);
     pthread_mutex_unlock(&dead_lock);
     (void)latch;
 }
@@ -252,12 +298,14 @@ static void atfork_prepare(void)
 {
     perfgroup__reg_lock();   /* lock order: registry, dead pool, recorder */
     pthread_mutex_lock(&dead_lock);
+    pthread_mutex_lock(&free_lock);
     perfgroup__rec_atfork_prepare();
 }
 
 static void atfork_parent(void)
 {
     perfgroup__rec_atfork_parent();
+    pthread_mutex_unlock(&free_lock);
     pthread_mutex_unlock(&dead_lock);
     perfgroup__reg_unlock();
 }
@@ -303,15 +351,12 @@ static void atfork_child(void)
     struct pg_thread *me = perfgroup__tls;
     /* Every other thread's entry is freed with its totals zeroed: the next thread of the
      * child to take it starts from zero, not from a parent thread's totals. */
+    free_head = NULL;
     for (struct pg_thread *t = atomic_load(&thread_list); t; t = t->next) {
         if (t == me)
             continue;
-        for (unsigned b = 0; b < PG_GROUP_BLOCKS; b++) {
-            struct pg_totals *blk = atomic_load(&t->totals[b]);
-            if (blk)
-                perfgroup__totals_zero(blk, PG_GROUP_BLOCK);
-        }
-        atomic_store(&t->state, PG_THREAD_FREE);
+        perfgroup__thread_totals_zero(t);
+        free_push_locked(t);
     }
     if (me) {
         me->tid = (uint32_t)gettid();
@@ -326,6 +371,7 @@ static void atfork_child(void)
     atomic_store(&perfgroup__refused, 0);
     atomic_store(&perfgroup__clamped, 0);
     perfgroup__rec_atfork_child(); /* its own file; releases the recorder's lock */
+    pthread_mutex_unlock(&free_lock);
     pthread_mutex_unlock(&dead_lock);
     perfgroup__reg_unlock();
     if (sampler)

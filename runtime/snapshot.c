@@ -51,7 +51,7 @@ static void read_thread(struct pg_thread *t, uint32_t n, struct pg_totals *out)
         if (s1 & 1)
             continue;
         for (uint32_t b = 0; b * PG_GROUP_BLOCK < n; b++) {
-            struct pg_totals *blk = atomic_load_explicit(&t->totals[b], memory_order_acquire);
+            struct pg_totals *blk = atomic_load_explicit(pg_tslot(t, b), memory_order_acquire);
             uint32_t cnt = n - b * PG_GROUP_BLOCK;
             if (cnt > PG_GROUP_BLOCK)
                 cnt = PG_GROUP_BLOCK;
