@@ -467,7 +467,10 @@ static void totals_add(struct pg_totals *tot, uint64_t cycles, uint64_t cpu_ns, 
  * the event's (the estimate, docs/accounting.md). */
 static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
 {
-    uint64_t t0 = pg_clock_now();
+    /* its own cost, for the recording's overhead records: two counter reads, ~20 ns of an
+     * implicit event's ~70 on an Intel Xeon host (docs/benchmarks.md), read only while
+     * recording */
+    uint64_t t0 = perfgroup__rec_mode_now() ? pg_clock_now() : 0;
     struct pg_thread *latch = pg_latch_take();
     PG_TEST_POINT(3);
     uint32_t epoch = atomic_load_explicit(&perfgroup__reset_epoch, memory_order_relaxed);
@@ -559,7 +562,8 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
     t->iter++;
     pg_cur_refresh(t); /* no event: off */
     t->ov_commits++;
-    t->ov_commit_ns += perfgroup__ticks_to_ns(pg_clock_now() - t0);
+    if (t0)
+        t->ov_commit_ns += perfgroup__ticks_to_ns(pg_clock_now() - t0);
     if (perfgroup__rec_mode_now() && t->rec && (t->ov_commits & 1023) == 0) {
         perfgroup__rec_overhead(t->rec, t->ov_commit_ns, t->ov_commits, t->ov_slow, t->ov_resyncs,
                                 t->ov_dropped);

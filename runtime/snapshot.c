@@ -26,6 +26,8 @@ struct perfgroup_snapshot {
 PG_HIDDEN unsigned perfgroup__jank_mask(uint64_t cpu_ns)
 {
     unsigned m = 0;
+    if (cpu_ns <= 1000000ull)
+        return 0; /* most events: one compare (every implicit event commits through here) */
     for (unsigned i = 0; i < PERFGROUP_JANK_BUCKETS; i++)
         if (cpu_ns > (1000000ull << i))
             m |= 1u << i;
