@@ -15,6 +15,10 @@ configurations:
     pg+rec      the pg binaries with a stats recording (PERFGROUP_OUTPUT, PERFGROUP_MODE=stats)
     pg-weak     kv only: pg plus -fplugin-arg-perfgroup-weak-hooks (every hook call guarded),
                 the runtime linked --no-as-needed: the guard's cost against pg, same rounds
+    pg-files    kv only: one group per source file (bench/kvbench/kv.map, 8 groups), stats in
+                memory, the default (adaptive) accounting (docs/accounting.md, "Hot threads")
+    pg-files-exact   the same binary with PERFGROUP_ACCOUNTING=exact
+    pg-files+rec     the same binary recording stats
 
 Interleaved rounds (the order of configurations rotates each round) so machine noise hits all
 alike; medians per configuration; ratios against `plain` of the same rounds. CPU = user+sys of
@@ -42,9 +46,12 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "real"))
 import real_projects as rp  # noqa: E402
 
-CONFIGS = ["plain", "finstr", "pg", "pg-all", "pg+rec", "pg-weak"]
+CONFIGS = ["plain", "finstr", "pg", "pg-all", "pg+rec", "pg-weak", "pg-files", "pg-files-exact",
+           "pg-files+rec"]
 VARIANT = {"plain": "none", "finstr": "finstr", "pg": "default", "pg-all": "all",
-           "pg+rec": "default", "pg-weak": "weak"}
+           "pg+rec": "default", "pg-weak": "weak", "pg-files": "files",
+           "pg-files-exact": "files", "pg-files+rec": "files"}
+KV_ONLY = ("pg-weak", "pg-files", "pg-files-exact", "pg-files+rec")
 SECTION = "## Real projects, fully instrumented — `bench/real_projects.py`"
 KV_SRC = os.path.join(HERE, "kvbench")
 
@@ -75,8 +82,10 @@ def plugin_accepts(T, cc, option):
 
 # ---- kvbench ------------------------------------------------------------------------------------
 def build_kv(T, cc, variant, bdir):
-    cflags, ldflags = rp.variant_flags(T, "kv", cc, "default" if variant == "weak" else variant,
-                                       bdir)
+    cflags, ldflags = rp.variant_flags(T, "kv", cc, "default" if variant in ("weak", "files")
+                                       else variant, bdir)
+    if variant == "files":  # one group per source file
+        cflags.append(f"-fplugin-arg-perfgroup-map={os.path.join(KV_SRC, 'kv.map')}")
     if variant == "weak":
         # weak references alone do not keep an --as-needed library (docs/plugins.md)
         cflags.append("-fplugin-arg-perfgroup-weak-hooks")
@@ -115,10 +124,12 @@ def clean_env():
 def run_config(T, A, project, cfg, bdir, workdir, env_extra=None):
     """One run: (process CPU s, thread CPU s or None, files recorded)."""
     variant = VARIANT[cfg]
-    rec = os.path.join(workdir, "rec") if cfg == "pg+rec" else None
+    rec = os.path.join(workdir, "rec") if cfg.endswith("+rec") else None
     if project == "kv":
         env = clean_env()
         env.update(env_extra or {})
+        if cfg == "pg-files-exact":
+            env["PERFGROUP_ACCOUNTING"] = "exact"
         if rec:
             os.makedirs(rec, exist_ok=True)
             for f in glob.glob(os.path.join(rec, "*")):
@@ -155,7 +166,7 @@ def count_hooks(T, A, project, cfg, bdir, workdir):
 
 def bench(T, A, project, cc, workdir):
     configs = [c for c in CONFIGS if (c != "pg-all" or A.has_all[cc])
-               and (c != "pg-weak" or project == "kv")]
+               and (c not in KV_ONLY or project == "kv")]
     build = build_kv if project == "kv" else rp.PROJECTS[project][0]
     bcpu = {}
     for v in sorted({VARIANT[c] for c in configs}):
@@ -171,7 +182,7 @@ def bench(T, A, project, cc, workdir):
             if t is not None:
                 tcpu[c].append(t)
     hooks = {}
-    for c in ("finstr", "pg", "pg-all"):
+    for c in ("finstr", "pg", "pg-all", "pg-files"):
         if c in configs:
             hooks[c] = count_hooks(T, A, project, c, os.path.join(workdir, VARIANT[c]), workdir)
     med = statistics.median
@@ -190,7 +201,10 @@ def bench(T, A, project, cc, workdir):
 LABEL = {"plain": "plain", "finstr": "`-finstrument-functions`, empty hooks",
          "pg": "perfgroup `default=`, stats", "pg-all": "perfgroup `default=` `all-functions`, stats",
          "pg+rec": "perfgroup `default=`, stats recording",
-         "pg-weak": "perfgroup `default=` `weak-hooks`, stats"}
+         "pg-weak": "perfgroup `default=` `weak-hooks`, stats",
+         "pg-files": "perfgroup, one group per file (8), stats",
+         "pg-files-exact": "the same, `PERFGROUP_ACCOUNTING=exact`",
+         "pg-files+rec": "the same (adaptive), stats recording"}
 
 
 def markdown(results, A, cmd):

@@ -125,6 +125,10 @@ PERFGROUP_API uint64_t perfgroup_snapshot_refused(const struct perfgroup_snapsho
  * disagree) and were given their wall time as CPU time, since the start (or the last reset;
  * a fork child starts from zero). In a diff: clamped in between. */
 PERFGROUP_API uint64_t perfgroup_snapshot_clamped(const struct perfgroup_snapshot *s);
+/* Events that went on estimating their stopwatches' starts (the adaptive accounting's hot
+ * mode, docs/accounting.md), since the start; 0 with PERFGROUP_ACCOUNTING=exact. In a diff:
+ * those in between. */
+PERFGROUP_API uint64_t perfgroup_snapshot_estimated(const struct perfgroup_snapshot *s);
 
 /* ---- Alerts ---------------------------------------------------------------------------- */
 struct perfgroup_alert_info {

@@ -27,6 +27,11 @@ PG_HIDDEN __thread struct pg_thread *perfgroup__tls __attribute__((tls_model("in
 PG_HIDDEN __thread uint32_t perfgroup__tls_state __attribute__((tls_model("initial-exec")));
 PG_HIDDEN _Atomic uint64_t perfgroup__refused;
 PG_HIDDEN _Atomic uint64_t perfgroup__clamped;
+/* 0: exact (the default); PG_EST_WINDOW with PERFGROUP_ACCOUNTING=adaptive (opt-in while a
+ * long hook-free gap before an estimated start can still land in one event's group:
+ * docs/accounting.md, "Hot threads") */
+PG_HIDDEN uint32_t perfgroup__est_window;
+PG_HIDDEN _Atomic uint64_t perfgroup__estimated;
 PG_HIDDEN _Atomic uint32_t perfgroup__reset_epoch = 1;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -522,6 +527,10 @@ static void event_open(struct pg_thread *t, uint64_t tsc, int kind, const char *
     t->event_name = name;
     t->event_begin_tsc = tsc;
     t->event_flags = kind == PG_EV_IMPLICIT ? PGF_EVENT_F_IMPLICIT : 0;
+    /* every event starts exact (a rate window from its first stopwatch, hooks.c) */
+    t->est_on = 0;
+    t->est_left = perfgroup__est_window ? perfgroup__est_window : UINT32_MAX;
+    t->est_win = 0;
     if (kind == PG_EV_EXPLICIT) {
         /* CPU clock first, then the counter: the event's cycles lie inside its CPU-clock
          * window; the reading also settles the thread's off-CPU time (cputime.c). */
@@ -533,6 +542,7 @@ static void event_open(struct pg_thread *t, uint64_t tsc, int kind, const char *
     }
     if (perfgroup__rec_mode_now())
         perfgroup__progress_open(t, 1);
+    t->last_tsc = t->event_begin_tsc;
     pg_cur_refresh(t); /* a new iteration: every frame's stopwatch is stale */
     PG_TEST_POINT(2);
     pg_latch_drop(latch);
@@ -594,7 +604,10 @@ static void totals_add(struct pg_totals *tot, uint64_t cycles, uint64_t cpu_ns, 
  * the event's (the estimate, docs/accounting.md). */
 static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
 {
-    uint64_t t0 = pg_clock_now();
+    /* its own cost, for the recording's overhead records: two counter reads, ~20 ns of an
+     * implicit event's ~70 on an Intel Xeon host (docs/benchmarks.md), read only while
+     * recording */
+    uint64_t t0 = perfgroup__rec_mode_now() ? pg_clock_now() : 0;
     struct pg_thread *latch = pg_latch_take();
     PG_TEST_POINT(3);
     uint32_t epoch = atomic_load_explicit(&perfgroup__reset_epoch, memory_order_relaxed);
@@ -630,29 +643,32 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
         uint32_t gid = t->exec[i];
         struct pg_gstate *s = &t->g[gid];
         struct pg_totals *tot = totals_for(t, gid);
-        if (s->recent == 0 && s->acts == 0 && s->discarded == 0)
+        /* estimated starts (hooks.c): `recent` less the sampled corrections, which can
+         * leave it below 0 (modulo 2^64) in an event of few starts: nothing then */
+        uint64_t recent = (int64_t)s->recent < 0 ? 0 : s->recent;
+        if (recent == 0 && s->acts == 0 && s->discarded == 0)
             tot = NULL; /* only settled off-CPU time (a stopwatch that went stale): no event */
         if (tot) {
-            if (!ev_ok || s->recent > ev_cycles) {
+            if (!ev_ok || recent > ev_cycles) {
                 /* n > 1 or a counter that went backwards: discard, as Firefox does; every
                  * stopwatch of the group in the event counts (at least one) */
                 TADD(tot->discarded, (s->acts ? s->acts : 1) + s->discarded);
                 t->event_flags |= PGF_EVENT_F_DISCARDED;
             } else {
-                uint64_t gwall = perfgroup__ticks_to_ns(s->recent);
+                uint64_t gwall = perfgroup__ticks_to_ns(recent);
                 uint64_t gcpu = t->measured
-                    ? perfgroup__ticks_to_ns(perfgroup__cputime_on(0, s->recent, 0, t->goff[gid]))
-                    : (uint64_t)((double)s->recent / (double)ev_cycles * (double)cpu_ns);
+                    ? perfgroup__ticks_to_ns(perfgroup__cputime_on(0, recent, 0, t->goff[gid]))
+                    : (uint64_t)((double)recent / (double)ev_cycles * (double)cpu_ns);
                 if (gcpu > gwall)
                     gcpu = gwall;
                 if (gcpu > cpu_ns) /* a stopwatch lies inside its event: so does its CPU time */
                     gcpu = cpu_ns;
-                totals_add(tot, s->recent, gcpu, gwall, s->acts, s->discarded);
+                totals_add(tot, recent, gcpu, gwall, s->acts, s->discarded);
                 if (s->discarded)
                     t->event_flags |= PGF_EVENT_F_DISCARDED;
                 perfgroup__alerts_check(t, ename, gid, gcpu, gwall, cpu_ns);
                 if (nshares < 64)
-                    shares[nshares++] = (struct perfgroup_rec_group_share){gid, s->recent, gcpu, s->acts};
+                    shares[nshares++] = (struct perfgroup_rec_group_share){gid, recent, gcpu, s->acts};
             }
         }
         s->recent = 0;
@@ -679,7 +695,8 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
     t->iter++;
     pg_cur_refresh(t); /* no event: off */
     t->ov_commits++;
-    t->ov_commit_ns += perfgroup__ticks_to_ns(pg_clock_now() - t0);
+    if (t0)
+        t->ov_commit_ns += perfgroup__ticks_to_ns(pg_clock_now() - t0);
     if (perfgroup__rec_mode_now() && t->rec && (t->ov_commits & 1023) == 0) {
         perfgroup__rec_overhead(t->rec, t->ov_commit_ns, t->ov_commits, t->ov_slow, t->ov_resyncs,
                                 t->ov_dropped);
@@ -789,6 +806,9 @@ static void init_once_fn(void)
     const char *text = perfgroup__getenv("PERFGROUP_TEXT");
     if (text && *text && perfgroup__text_init(text) == 0)
         perfgroup__text_on = 1;
+    const char *acc = perfgroup__getenv("PERFGROUP_ACCOUNTING");
+    if (acc && strcmp(acc, "adaptive") == 0)
+        perfgroup__est_window = PG_EST_WINDOW; /* hot events estimate their starts */
     const char *en = perfgroup__getenv("PERFGROUP_ENABLE");
     if (en && strcmp(en, "0") == 0)
         atomic_store(&user_on, 0);
@@ -987,6 +1007,7 @@ int perfgroup_reset(void)
     perfgroup__dead_clear_locked();
     atomic_store(&perfgroup__refused, 0);
     atomic_store(&perfgroup__clamped, 0);
+    atomic_store(&perfgroup__estimated, 0);
     perfgroup__unlock_registry();
     return 0;
 }

@@ -89,7 +89,8 @@ struct pg_gstate {
     uint32_t acts;      /* stopwatches committed in the current event */
     uint32_t stamp;     /* == thread's event_stamp: executed in the current event */
     uint32_t discarded; /* measures dropped in the current event (CPU change, TSC backwards) */
-    uint32_t pad;
+    uint16_t est_left;  /* estimated starts left to this group's next sampled one (hooks.c) */
+    uint16_t est_cycle; /* the length of its current sampling cycle; 0: none yet */
 };
 
 /* One acquiring activation on the shadow stack. */
@@ -166,7 +167,7 @@ struct pg_thread {
     uint32_t depth;             /* frames on the shadow stack */
     uint16_t gen;
     uint8_t event_open;         /* PG_EV_* */
-    uint8_t pad_;               /* (the re-entrancy latch is perfgroup__tls itself) */
+    uint8_t est_on;             /* estimating: stopwatches start at last_tsc (below) */
     uint32_t cap;               /* entries in g[] */
     uint32_t event_stamp;
     uint32_t implicit_frame;    /* stack index of the frame that opened the implicit event */
@@ -178,6 +179,11 @@ struct pg_thread {
                                  * stopwatch live across it (cputime.c); cold, never touched
                                  * by the hooks' fast path */
     struct perfgroup_rec_thread *rec;
+    /* adaptive accounting (docs/accounting.md, "Hot threads: estimated starts") */
+    uint64_t last_tsc;          /* the newest counter reading of a hook or an event open */
+    uint32_t est_left;          /* exact: starts left in this rate window */
+    uint32_t est_rng;           /* xorshift32 state of the sampling cycles' lengths */
+    uint64_t est_win;           /* exact: the counter at the rate window's first start */
 
     /* ---- cold: events and commits, own thread only ---- */
     const char *event_name;
@@ -288,6 +294,15 @@ enum { PG_TLS_NONE = 0, PG_TLS_BUILDING = 1, PG_TLS_LIVE = 2, PG_TLS_GONE = 3 };
 extern PG_HIDDEN __thread uint32_t perfgroup__tls_state __attribute__((tls_model("initial-exec")));
 extern PG_HIDDEN _Atomic uint64_t perfgroup__refused; /* hook and API calls refused */
 extern PG_HIDDEN _Atomic uint64_t perfgroup__clamped; /* events whose CPU exceeded their wall */
+/* Adaptive accounting (docs/accounting.md, "Hot threads: estimated starts"): a thread whose
+ * event starts PG_EST_WINDOW stopwatches within PG_EST_WINDOW * PG_EST_HOT_NS estimates the
+ * start of its next ones (the newest counter reading) and measures the error on one start in
+ * PG_EST_CYCLE on average. perfgroup__est_window: PG_EST_WINDOW, or 0 (exact mode). */
+#define PG_EST_WINDOW 64u
+#define PG_EST_HOT_NS 2000u
+#define PG_EST_CYCLE  8u
+extern PG_HIDDEN uint32_t perfgroup__est_window;
+extern PG_HIDDEN _Atomic uint64_t perfgroup__estimated; /* stopwatches with an estimated start */
 
 static inline __attribute__((always_inline)) struct pg_thread *pg_latch_take(void)
 {

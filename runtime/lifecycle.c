@@ -370,6 +370,7 @@ static void atfork_child(void)
     perfgroup__dead_clear_locked();
     atomic_store(&perfgroup__refused, 0);
     atomic_store(&perfgroup__clamped, 0);
+    atomic_store(&perfgroup__estimated, 0);
     perfgroup__rec_atfork_child(); /* its own file; releases the recorder's lock */
     pthread_mutex_unlock(&free_lock);
     pthread_mutex_unlock(&dead_lock);

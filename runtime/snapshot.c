@@ -20,11 +20,14 @@ struct perfgroup_snapshot {
     struct perfgroup_stats *s;
     uint64_t refused;
     uint64_t clamped;
+    uint64_t estimated;
 };
 
 PG_HIDDEN unsigned perfgroup__jank_mask(uint64_t cpu_ns)
 {
     unsigned m = 0;
+    if (cpu_ns <= 1000000ull)
+        return 0; /* most events: one compare (every implicit event commits through here) */
     for (unsigned i = 0; i < PERFGROUP_JANK_BUCKETS; i++)
         if (cpu_ns > (1000000ull << i))
             m |= 1u << i;
@@ -86,6 +89,7 @@ struct perfgroup_snapshot *perfgroup_snapshot_take(void)
     uint32_t epoch = atomic_load(&perfgroup__reset_epoch);
     snap->refused = atomic_load_explicit(&perfgroup__refused, memory_order_relaxed);
     snap->clamped = atomic_load_explicit(&perfgroup__clamped, memory_order_relaxed);
+    snap->estimated = atomic_load_explicit(&perfgroup__estimated, memory_order_relaxed);
     perfgroup__lock_registry();
     for (uint32_t gid = 0; gid < n; gid++) {
         const struct pg_totals *d = perfgroup__dead_totals(gid);
@@ -162,6 +166,7 @@ struct perfgroup_snapshot *perfgroup_snapshot_diff(const struct perfgroup_snapsh
     d->s = s;
     d->refused = sub(later->refused, earlier->refused);
     d->clamped = sub(later->clamped, earlier->clamped);
+    d->estimated = sub(later->estimated, earlier->estimated);
     return d;
 }
 
@@ -173,6 +178,11 @@ uint64_t perfgroup_snapshot_refused(const struct perfgroup_snapshot *s)
 uint64_t perfgroup_snapshot_clamped(const struct perfgroup_snapshot *s)
 {
     return s ? s->clamped : 0;
+}
+
+uint64_t perfgroup_snapshot_estimated(const struct perfgroup_snapshot *s)
+{
+    return s ? s->estimated : 0;
 }
 
 size_t perfgroup_snapshot_count(const struct perfgroup_snapshot *s)
