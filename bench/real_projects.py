@@ -16,8 +16,8 @@ configurations:
     pg-weak     kv only: pg plus -fplugin-arg-perfgroup-weak-hooks (every hook call guarded),
                 the runtime linked --no-as-needed: the guard's cost against pg, same rounds
     pg-files    kv only: one group per source file (bench/kvbench/kv.map, 8 groups), stats in
-                memory, the default (adaptive) accounting (docs/accounting.md, "Hot threads")
-    pg-files-exact   the same binary with PERFGROUP_ACCOUNTING=exact
+                memory, the default (exact) accounting
+    pg-files-adaptive   the same binary with PERFGROUP_ACCOUNTING=adaptive (docs/accounting.md, "Hot threads")
     pg-files+rec     the same binary recording stats
 
 Interleaved rounds (the order of configurations rotates each round) so machine noise hits all
@@ -46,12 +46,12 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "real"))
 import real_projects as rp  # noqa: E402
 
-CONFIGS = ["plain", "finstr", "pg", "pg-all", "pg+rec", "pg-weak", "pg-files", "pg-files-exact",
+CONFIGS = ["plain", "finstr", "pg", "pg-all", "pg+rec", "pg-weak", "pg-files", "pg-files-adaptive",
            "pg-files+rec"]
 VARIANT = {"plain": "none", "finstr": "finstr", "pg": "default", "pg-all": "all",
            "pg+rec": "default", "pg-weak": "weak", "pg-files": "files",
-           "pg-files-exact": "files", "pg-files+rec": "files"}
-KV_ONLY = ("pg-weak", "pg-files", "pg-files-exact", "pg-files+rec")
+           "pg-files-adaptive": "files", "pg-files+rec": "files"}
+KV_ONLY = ("pg-weak", "pg-files", "pg-files-adaptive", "pg-files+rec")
 SECTION = "## Real projects, fully instrumented — `bench/real_projects.py`"
 KV_SRC = os.path.join(HERE, "kvbench")
 
@@ -128,8 +128,8 @@ def run_config(T, A, project, cfg, bdir, workdir, env_extra=None):
     if project == "kv":
         env = clean_env()
         env.update(env_extra or {})
-        if cfg == "pg-files-exact":
-            env["PERFGROUP_ACCOUNTING"] = "exact"
+        if cfg == "pg-files-adaptive":
+            env["PERFGROUP_ACCOUNTING"] = "adaptive"
         if rec:
             os.makedirs(rec, exist_ok=True)
             for f in glob.glob(os.path.join(rec, "*")):
@@ -203,8 +203,8 @@ LABEL = {"plain": "plain", "finstr": "`-finstrument-functions`, empty hooks",
          "pg+rec": "perfgroup `default=`, stats recording",
          "pg-weak": "perfgroup `default=` `weak-hooks`, stats",
          "pg-files": "perfgroup, one group per file (8), stats",
-         "pg-files-exact": "the same, `PERFGROUP_ACCOUNTING=exact`",
-         "pg-files+rec": "the same (adaptive), stats recording"}
+         "pg-files-adaptive": "the same, `PERFGROUP_ACCOUNTING=adaptive`",
+         "pg-files+rec": "the same, stats recording"}
 
 
 def markdown(results, A, cmd):
