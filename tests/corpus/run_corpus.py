@@ -43,9 +43,13 @@ import shlex
 import subprocess
 import sys
 
+# the bare family names: the compilers the build's plugins were built for (ctest's
+# environment, tests/CMakeLists.txt), else the project's default pair
 COMPILERS = {
-    "gcc": {"c": "gcc", "c++": "g++"},
-    "clang": {"c": "clang-14", "c++": "clang++-14"},
+    "gcc": {"c": os.environ.get("PERFGROUP_TEST_GCC", "gcc"),
+            "c++": os.environ.get("PERFGROUP_TEST_GXX", "g++")},
+    "clang": {"c": os.environ.get("PERFGROUP_TEST_CLANG", "clang-14"),
+              "c++": os.environ.get("PERFGROUP_TEST_CLANGXX", "clang++-14")},
 }
 COMPILER_NAME = re.compile(r"^(gcc|clang)(?:-(\d+))?$")  # gcc, gcc-11, clang (= 14), clang-19
 

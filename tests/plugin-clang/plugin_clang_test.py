@@ -31,7 +31,10 @@ sys.path.insert(0, os.path.join(HERE, "..", "plugin-gcc"))
 import plugin_gcc_test as shared  # noqa: E402  (helpers and expectations both plugins share)
 from plugin_gcc_test import Fail, sh, expect_trace, trace_of, w  # noqa: E402
 
-CC, CXX, OPT = "clang-14", "clang++-14", "opt-14"
+# the clang the plugin was built for (ctest's environment, tests/CMakeLists.txt)
+CC = os.environ.get("PERFGROUP_TEST_CLANG", "clang-14")
+CXX = os.environ.get("PERFGROUP_TEST_CLANGXX", "clang++-14")
+OPT = os.environ.get("PERFGROUP_TEST_OPT", "opt-14")
 A = None
 HOOK = "__perfgroup_enter"
 
@@ -163,7 +166,7 @@ def case_mixed_gcc_clang():
         print("SKIP: no GCC plugin built")
         return 77
     lib = w("mix_lib.o")
-    sh(["gcc", A.opt, "-g", "-Wall", "-Werror", "-I" + A.include, "-fplugin=" + A.gcc_plugin,
+    sh([shared.GCC, A.opt, "-g", "-Wall", "-Werror", "-I" + A.include, "-fplugin=" + A.gcc_plugin,
         "-c", gsrc("lto_lib.c"), "-o", lib])
     app = obj(gsrc("lto_main.c"), w("mix_main.o"), plugin())
     expect_trace(trace_of(link([app, lib], w("mix"))), LTO_TRACE)

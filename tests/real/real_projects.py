@@ -38,7 +38,10 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-COMPILERS = {"gcc": "gcc-12", "clang": "clang-14",
+# gcc, clang: the compilers the build's plugins were built for (ctest's environment,
+# tests/CMakeLists.txt), else the project's default pair
+COMPILERS = {"gcc": os.environ.get("PERFGROUP_TEST_GCC", "gcc-12"),
+             "clang": os.environ.get("PERFGROUP_TEST_CLANG", "clang-14"),
              # the oldest and newest of the matrix (scripts/compilers.sh), with --gcc-plugin /
              # --clang-plugin built for them (-DPERFGROUP_GCC=gcc-11, llvm-config-19)
              "gcc-11": "gcc-11", "clang-19": "clang-19"}
