@@ -18,9 +18,6 @@ FREQ = 0.02
 HOOK_NS = 50_000
 # the reference's step at a preemption on a VM, per involuntary context switch (ns)
 STEP_NS = 100_000
-# perfgroup top / metrics: a refresh reads the file and draws within this much of its
-# deadline on an idle machine; under load, a timeslice per involuntary switch of the tool
-REFRESH_SLACK_NS = 250 * MS
 
 
 def rseq_available():
@@ -102,21 +99,6 @@ def sampled_run(cfg, a, b):
     off, w = off_cpu(a, b), b.wall - a.wall
     r = cfg.period_ns + 2 * off if cfg.period_ns > 0 else w
     return (r + int(w * FREQ), f"sampled run: P {cfg.period_ns} + 2 x off-CPU {off}")
-
-
-def refresh(interval_ns, a, b):
-    """How late a live tool's refresh may come after its deadline: REFRESH_SLACK_NS, plus a
-    timeslice (the kernel's sched_latency, else 24 ms) per involuntary switch of the tool
-    between a and b."""
-    iv = b.nivcsw - a.nivcsw
-    slice_ns = 24 * MS
-    try:
-        with open("/proc/sys/kernel/sched_latency_ns") as f:
-            slice_ns = int(f.read())
-    except (OSError, ValueError):
-        pass
-    return (interval_ns + REFRESH_SLACK_NS + iv * slice_ns,
-            f"refresh: interval {interval_ns} + {REFRESH_SLACK_NS} + {iv} preemptions x {slice_ns} ns")
 
 
 def within(value, truth, bound, what):
