@@ -72,7 +72,9 @@ def convert():
     pgm = os.path.join(d, "churn.pgm")
     env = dict(os.environ, PERFGROUP_OUTPUT=pgm, PERFGROUP_MODE="trace",
                PERFGROUP_BUFFER="1M", PERFGROUP_CHUNK="4K")
-    prog = subprocess.Popen([CHURN, "30"], env=env)
+    # the program outlives the conversions (killed below): how many fit in a given time
+    # depends on the machine's load, not on the runtime or the converter
+    prog = subprocess.Popen([CHURN, "600"], env=env)
     try:
         if not wait_for(pgm):
             fail("no recording appeared at %s" % pgm)

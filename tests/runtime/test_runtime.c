@@ -462,7 +462,7 @@ static void case_implicit_blocked(void)
     ASSERT_U64(a->wall_ns, >=, 200 * MS * (1 - PG_BOUND_FREQ));
     snprintf(pg_bound_why, sizeof pg_bound_why, "the sum of the four events' bounds");
     PG_ASSERT_WITHIN(a->cpu_ns, a_truth, a_bound);
-    ASSERT_U64(a->blocked_ns, >=, 4 * 30 * MS - a_bound);
+    ASSERT_I64((int64_t)a->blocked_ns, >=, 4 * 30 * MS - a_bound);
     ASSERT_I64((int64_t)a->max_event_ns, <=, a_max + a_maxb);
     ASSERT_I64((int64_t)a->min_event_ns, >=, a_min - a_minb);
     ASSERT_U64(b->events, ==, 20);
