@@ -5,7 +5,15 @@
  * The TSC frequency is found without a blocking sleep: CPUID leaf 0x15 (crystal ratio),
  * else leaf 0x16 (base MHz), else the hypervisor's leaf 0x40000010, else /proc/cpuinfo's
  * "cpu MHz" (what a KVM guest reports for the TSC), else 1 GHz. It is then refined from
- * (ticks, CLOCK_MONOTONIC) pairs taken at commit points, once they are >= 50 ms apart.
+ * (ticks, CLOCK_MONOTONIC) pairs taken at commit points, once they are >= 50 ms apart, and
+ * again each time the stretch since start-up has doubled.
+ *
+ * A pair is the best of CAL_TRIES sandwiches (counter, clock, counter): the one whose two
+ * counter reads are closest, its counter their midpoint, so the pair is off by at most half
+ * that gap. One preemption between two reads (a timeslice, milliseconds) skews one try, not
+ * the pair; a pair whose best gap is still over CAL_MAX_GAP_NS is not used (the next commit
+ * tries again). The frequency is then off by at most (gap0 + gap1) / 2 / stretch: < 2e-4 at
+ * 50 ms, less at each doubling (docs/accounting.md, "Error bounds").
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -37,6 +45,29 @@ void (*perfgroup__test_point)(int point);
 static _Atomic uint64_t clock_hz;
 static uint64_t cal_ticks0;
 static int64_t cal_mono0;
+/* the stretch since start-up (ns) from which the next refinement is taken */
+static _Atomic int64_t cal_next_ns = 50000000;
+
+#define CAL_TRIES 5
+#define CAL_MAX_GAP_NS 10000
+
+/* The best of CAL_TRIES (counter, CLOCK_MONOTONIC, counter) sandwiches: the pair with the
+ * smallest counter gap, which it returns (in ticks). */
+static uint64_t cal_pair(uint64_t *ticks, int64_t *mono)
+{
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < CAL_TRIES; i++) {
+        uint64_t t0 = pg_clock_now();
+        int64_t m = pg_clock_gettime_ns(CLOCK_MONOTONIC);
+        uint64_t t1 = pg_clock_now();
+        if (t1 < t0 || t1 - t0 >= best)
+            continue;
+        best = t1 - t0;
+        *ticks = t0 + best / 2;
+        *mono = m;
+    }
+    return best;
+}
 
 PG_HIDDEN uint64_t perfgroup__clock_slow(void)
 {
@@ -166,8 +197,10 @@ PG_HIDDEN void perfgroup__clock_init(void)
 #endif
     atomic_store(&clock_hz, perfgroup__clock_kind == PGF_CLOCK_MONOTONIC ? 1000000000ull
                                                                          : tsc_hz_guess());
-    cal_mono0 = pg_clock_gettime_ns(CLOCK_MONOTONIC);
-    cal_ticks0 = pg_clock_now();
+    if (cal_pair(&cal_ticks0, &cal_mono0) == UINT64_MAX) { /* a counter that went back 5 times */
+        cal_mono0 = pg_clock_gettime_ns(CLOCK_MONOTONIC);
+        cal_ticks0 = pg_clock_now();
+    }
 
     const char *cpu = perfgroup__getenv("PERFGROUP_CPU");
     perfgroup__cpu_kind = 1;
@@ -196,11 +229,24 @@ PG_HIDDEN void perfgroup__clock_calibrate(uint64_t ticks, int64_t mono_ns)
 {
     if (perfgroup__clock_kind == PGF_CLOCK_MONOTONIC || PG_TEST_VCLOCK)
         return;
-    int64_t dns = mono_ns - cal_mono0;
-    if (dns < 50000000 || ticks <= cal_ticks0)
+    (void)ticks; /* the caller's pair is one try; the refinement takes its best of several */
+    int64_t dns = mono_ns - cal_mono0, next = atomic_load_explicit(&cal_next_ns, memory_order_relaxed);
+    if (dns < next)
         return;
-    /* Racy by design between threads: each writes a whole, valid estimate. */
-    uint64_t hz = (uint64_t)((double)(ticks - cal_ticks0) * 1e9 / (double)dns);
+    /* one thread refines at each doubling; a pair too skewed to use leaves it to the next call */
+    if (!atomic_compare_exchange_strong_explicit(&cal_next_ns, &next, 2 * dns, memory_order_relaxed,
+                                                 memory_order_relaxed))
+        return;
+    uint64_t t;
+    int64_t m;
+    uint64_t gap = cal_pair(&t, &m);
+    uint64_t hz = atomic_load_explicit(&clock_hz, memory_order_relaxed);
+    if (gap == UINT64_MAX || t <= cal_ticks0 || m <= cal_mono0 ||
+        (double)gap * 1e9 / (double)hz > CAL_MAX_GAP_NS) {
+        atomic_store_explicit(&cal_next_ns, next, memory_order_relaxed);
+        return;
+    }
+    hz = (uint64_t)((double)(t - cal_ticks0) * 1e9 / (double)(m - cal_mono0));
     atomic_store_explicit(&clock_hz, hz, memory_order_relaxed);
 }
 

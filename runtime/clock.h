@@ -80,7 +80,9 @@ PG_HIDDEN uint32_t perfgroup__cpu_slow(void);
 PG_HIDDEN void perfgroup__clock_init(void);
 /* Ticks per second of pg_clock_now(), best current estimate. */
 PG_HIDDEN uint64_t perfgroup__clock_hz(void);
-/* Refine the estimate from a (ticks, CLOCK_MONOTONIC) pair; cheap, called at commits. */
+/* Refine the estimate, called at commits with the caller's (ticks, CLOCK_MONOTONIC): cheap
+ * (a compare) except when the stretch since start-up has doubled, where it takes its own
+ * best-of-5 sandwiched pair (clock.c). */
 PG_HIDDEN void perfgroup__clock_calibrate(uint64_t ticks, int64_t mono_ns);
 /* Ticks to nanoseconds with the current estimate. */
 PG_HIDDEN uint64_t perfgroup__ticks_to_ns(uint64_t ticks);

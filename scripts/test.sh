@@ -4,17 +4,36 @@
 # recording and converter tests again under ASan+UBSan and under TSan, and Lua and zlib with
 # their own test suites fully instrumented (tests/real; libuv is left to `ctest -L real`), the
 # compiler matrix (scripts/compilers.sh: the corpus with every GCC and Clang), Lua again with
-# gcc-11 and clang-19 (the matrix's oldest GCC, newest Clang). Ends with ctest's
-# summary of the main build. Exit status: non-zero if any test failed.
+# gcc-11 and clang-19 (the matrix's oldest GCC, newest Clang). Ends with the wall time of
+# each phase, then ctest's summary of the main build (its last lines, repeated). Exit status:
+# non-zero if any test failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 
+# phase NAME: the previous phase ends here, NAME begins; phases_done prints them all.
+phase_names=() phase_secs=() phase_t0=$SECONDS
+phase() {
+  if [ ${#phase_names[@]} -gt 0 ]; then phase_secs+=($((SECONDS - phase_t0))); fi
+  phase_names+=("$1") phase_t0=$SECONDS
+}
+phases_done() {
+  phase_secs+=($((SECONDS - phase_t0)))
+  echo "== wall time per phase ($(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg))"
+  local i
+  for i in "${!phase_names[@]}"; do
+    printf '  %-44s %4d:%02d\n' "${phase_names[$i]}" $((phase_secs[i] / 60)) $((phase_secs[i] % 60))
+  done
+  printf '  %-44s %4d:%02d\n' "total" $((SECONDS / 60)) $((SECONDS % 60))
+}
+
+phase "installs (scripts/deps.sh)"
 scripts/deps.sh
 
 san_labels='^(runtime|recording|converter)$'
 for san in "address;undefined" thread; do
   dir=build-san-${san%%;*}
+  phase "sanitizer build and tests ($san)"
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DPERFGROUP_SANITIZE="$san" \
         -DPERFGROUP_GCC_PLUGIN=OFF -DPERFGROUP_CLANG_PLUGIN=OFF -DPERFGROUP_BENCH=OFF >/dev/null
   cmake --build "$dir" -j"$jobs" >/dev/null
@@ -26,24 +45,28 @@ for san in "address;undefined" thread; do
   grep -E 'tests passed|tests failed' "$dir/ctest.log"
 done
 
+phase "main build"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
 # The GCC plugin into GCC's plugin directory, as an install does, so that the test of the
 # short name `gcc -fplugin=perfgroup` (plugin-gcc.installed_real) runs instead of skipping.
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
 $SUDO cmake --install build --component gcc-plugin >/dev/null
+phase "real projects: Lua and zlib"
 echo "== real projects: Lua (+ lpeg, cjson suites) and zlib, fully instrumented by both plugins"
 if ! ctest --test-dir build -L real -R '^real\.(lua|zlib)\.' --output-on-failure >build/ctest-real.log 2>&1; then
   cat build/ctest-real.log
   exit 1
 fi
 grep -E 'tests passed|tests failed' build/ctest-real.log
+phase "compiler matrix (scripts/compilers.sh)"
 echo "== compiler matrix: the corpus at -O0/-O2 with gcc-11, gcc-12, clang-13/14/15/16/19"
 if ! scripts/compilers.sh >build/compilers.log 2>&1; then
   cat build/compilers.log
   exit 1
 fi
 tail -1 build/compilers.log
+phase "headers of GCC 13/14, LLVM 17/18"
 echo "== compiler releases bookworm lacks: both plugins compiled against GCC 13/14 and LLVM 17/18 headers"
 if ! scripts/headers.sh >build/headers.log 2>&1; then
   cat build/headers.log
@@ -52,6 +75,7 @@ fi
 grep -c ': ok$' build/headers.log | sed 's/$/ compiles ok (scripts\/headers.sh)/'
 # Lua with the oldest GCC and the newest Clang of the matrix too, through the plugins
 # compilers.sh built (build-compilers/) and this build's runtime and converter.
+phase "real projects: Lua with gcc-11 and clang-19"
 echo "== real projects: Lua (+ lpeg, cjson suites) with gcc-11 and clang-19"
 pc=$PWD/build-compilers/build
 for cc in gcc-11 clang-19; do
@@ -70,5 +94,12 @@ for cc in gcc-11 clang-19; do
   fi
   echo "real.lua.$cc: passed"
 done
+phase "main build: every test (ctest)"
 echo "== main build: every test"
-ctest --test-dir build -j"$jobs" --output-on-failure -LE '^slow$' "$@"
+rc=0
+ctest --test-dir build -j"$jobs" --output-on-failure -LE '^slow$' "$@" 2>&1 | tee build/ctest-main.log ||
+  rc=$?
+phases_done
+# ctest's summary last, as the runner's output must end
+sed -n '/tests passed, /,$p' build/ctest-main.log
+exit "$rc"

@@ -771,7 +771,11 @@ def corpus(cc, plugin, runtime, include, src):
         if p.returncode:
             fail("compile: %s\n%s" % (" ".join(cmd), p.stderr))
             return
-    openmp = [f for f in dr["cflags"] if f.startswith("-fopenmp")]   # the link needs it too
+    # the link needs them too (with clang, a libomp: run_corpus.py)
+    version = subprocess.run([comp, "-dumpversion"], capture_output=True,
+                             text=True).stdout.split(".")[0]
+    openmp = run_corpus.openmp_link_flags("clang" if "clang" in os.path.basename(comp) else "gcc",
+                                          version, dr["cflags"])
     p = subprocess.run([comp, "-pthread", *openmp, *objs, "-o", exe, runtime, "-Wl,-rpath," + os.path.dirname(runtime)],
                        capture_output=True, text=True)
     if p.returncode:

@@ -43,9 +43,13 @@ import shlex
 import subprocess
 import sys
 
+# the bare family names: the compilers the build's plugins were built for (ctest's
+# environment, tests/CMakeLists.txt), else the project's default pair
 COMPILERS = {
-    "gcc": {"c": "gcc", "c++": "g++"},
-    "clang": {"c": "clang-14", "c++": "clang++-14"},
+    "gcc": {"c": os.environ.get("PERFGROUP_TEST_GCC", "gcc"),
+            "c++": os.environ.get("PERFGROUP_TEST_GXX", "g++")},
+    "clang": {"c": os.environ.get("PERFGROUP_TEST_CLANG", "clang-14"),
+              "c++": os.environ.get("PERFGROUP_TEST_CLANGXX", "clang++-14")},
 }
 COMPILER_NAME = re.compile(r"^(gcc|clang)(?:-(\d+))?$")  # gcc, gcc-11, clang (= 14), clang-19
 
@@ -57,6 +61,19 @@ def compiler(name, lang):
     if not version:
         return COMPILERS[family][lang]
     return {"gcc": {"c": "gcc", "c++": "g++"}, "clang": {"c": "clang", "c++": "clang++"}}[family][lang] + "-" + version
+
+
+def openmp_link_flags(family, version, cflags):
+    """The OpenMP flags of a program's link: its -fopenmp*, and for clang a libomp. Debian's
+    libomp-N-dev packages conflict with one another: link every clang's OpenMP code against
+    its own libomp if installed, else against the one that is (libomp keeps its __kmpc_ ABI)."""
+    openmp = [f for f in cflags if f.startswith("-fopenmp")]
+    if openmp and family == "clang":
+        libs = sorted(glob.glob(f"/usr/lib/llvm-{version}/lib/libomp.so")) or \
+            sorted(glob.glob("/usr/lib/llvm-*/lib/libomp.so"))
+        if libs:
+            openmp += ["-L" + os.path.dirname(libs[0]), "-Wl,-rpath," + os.path.dirname(libs[0])]
+    return openmp
 
 
 def compiler_name(name):
@@ -179,15 +196,7 @@ def main():
             print("FAIL: elision verdicts differ")
             return 1
     rt = os.path.abspath(a.runtime)
-    openmp = [f for f in d["cflags"] if f.startswith("-fopenmp")]
-    if openmp and family == "clang":
-        # Debian's libomp-N-dev packages conflict with one another: link every clang's OpenMP
-        # code against its own libomp if installed, else against the one that is (libomp
-        # keeps its __kmpc_ ABI).
-        libs = sorted(glob.glob(f"/usr/lib/llvm-{version}/lib/libomp.so")) or \
-            sorted(glob.glob("/usr/lib/llvm-*/lib/libomp.so"))
-        if libs:
-            openmp += ["-L" + os.path.dirname(libs[0]), "-Wl,-rpath," + os.path.dirname(libs[0])]
+    openmp = openmp_link_flags(family, version, d["cflags"])
     link_cmd = [cc, a.opt, "-pthread"] + openmp + [f for f in shlex.split(a.cflags) if f.startswith(("-flto", "-fPIE", "-fPIC", "-pie", "-fuse-ld="))] \
         + objs + ["-o", exe, rt]
     if ".so" in os.path.basename(rt):  # libperfgroup.so or a versioned libperfgroup.so.0.1.0

@@ -37,7 +37,12 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONSUMER = os.path.join(HERE, "consumer")
-COMPILERS = {"gcc": ("gcc-12", "g++-12"), "clang": ("clang-14", "clang++-14")}
+# the compilers the build's plugins were built for (ctest's environment, tests/CMakeLists.txt),
+# else the project's default pair
+COMPILERS = {"gcc": (os.environ.get("PERFGROUP_TEST_GCC", "gcc-12"),
+                     os.environ.get("PERFGROUP_TEST_GXX", "g++-12")),
+             "clang": (os.environ.get("PERFGROUP_TEST_CLANG", "clang-14"),
+                       os.environ.get("PERFGROUP_TEST_CLANGXX", "clang++-14"))}
 GROUPS = ("app", "parser", "addon", "util")
 
 
@@ -86,7 +91,7 @@ def case_install(A):
     shutil.rmtree(stage, ignore_errors=True)
     sh(["cmake", "--install", A.build_dir], env=env_with(DESTDIR=stage))
     p = stage + A.prefix
-    gcc_dir = subprocess.run(["gcc-12", "-print-file-name=plugin"], stdout=subprocess.PIPE,
+    gcc_dir = subprocess.run([COMPILERS["gcc"][0], "-print-file-name=plugin"], stdout=subprocess.PIPE,
                              text=True, check=True).stdout.strip()
     want = [f"{p}/{A.libdir}/libperfgroup.so", f"{p}/{A.libdir}/libperfgroup.so.0",
             f"{p}/{A.libdir}/libperfgroup.a", f"{p}/include/perfgroup.h",
@@ -100,7 +105,7 @@ def case_install(A):
         want.append(f"{stage}{gcc_dir}/perfgroup.so")
     if A.with_clang:
         want.append(f"{p}/{A.libdir}/perfgroup-clang.so")
-        major = sh(["clang-14", "-dumpversion"]).strip().split(".")[0]
+        major = sh([COMPILERS["clang"][0], "-dumpversion"]).strip().split(".")[0]
         want.append(f"{p}/{A.libdir}/perfgroup-clang-{major}.so")   # the same, by version
     if A.with_convert:
         want.append(f"{p}/bin/perfgroup-convert")
@@ -142,7 +147,12 @@ def case_subdir(A):
     bdir = os.path.join(A.workdir, "build")
     # Only the plugin this compiler needs; the converter is not needed to instrument.
     other = "CLANG" if A.cc == "gcc" else "GCC"
-    configure_build(A, bdir, [f"-DPERFGROUP_SOURCE_DIR={A.source_dir}",
+    # and for this compiler's release, as a user of it configures (docs/plugins.md)
+    cc = COMPILERS[A.cc][0]
+    llvm_config = os.path.join(os.path.dirname(os.path.realpath(shutil.which(cc) or cc)), "llvm-config")
+    which = ([f"-DPERFGROUP_GCC={cc}"] if A.cc == "gcc" else
+             [f"-DPERFGROUP_LLVM_CONFIG={llvm_config}"] if os.path.exists(llvm_config) else [])
+    configure_build(A, bdir, [f"-DPERFGROUP_SOURCE_DIR={A.source_dir}", *which,
                               f"-DPERFGROUP_{other}_PLUGIN=OFF", "-DPERFGROUP_CONVERTER=OFF"])
     # perfgroup's own tests, benchmarks and examples stay out of a parent project's build.
     for d in ("tests", "bench", "examples"):
@@ -161,7 +171,7 @@ def case_pkgconfig(A):
         return sh(["pkg-config", *args, "perfgroup"], env=e).split()
     if A.cc == "gcc":
         plugin = pc("--variable=gcc_plugin")[0]
-        gcc_dir = sh(["gcc-12", "-print-file-name=plugin"]).strip()
+        gcc_dir = sh([COMPILERS["gcc"][0], "-print-file-name=plugin"]).strip()
         if plugin != f"{gcc_dir}/perfgroup.so":
             raise Fail(f"gcc_plugin={plugin}, expected {gcc_dir}/perfgroup.so")
         plugin = stage + plugin      # staged, not (necessarily) installed on this machine

@@ -16,9 +16,11 @@ The GCC plugin's tests share their sources and expectations where the behaviour 
 Exit status: 0 pass, 1 fail (with the reason), 77 skipped.
 """
 import argparse
+import glob
 import os
 import re
 import shlex
+import shutil
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -31,7 +33,10 @@ sys.path.insert(0, os.path.join(HERE, "..", "plugin-gcc"))
 import plugin_gcc_test as shared  # noqa: E402  (helpers and expectations both plugins share)
 from plugin_gcc_test import Fail, sh, expect_trace, trace_of, w  # noqa: E402
 
-CC, CXX, OPT = "clang-14", "clang++-14", "opt-14"
+# the clang the plugin was built for (ctest's environment, tests/CMakeLists.txt)
+CC = os.environ.get("PERFGROUP_TEST_CLANG", "clang-14")
+CXX = os.environ.get("PERFGROUP_TEST_CLANGXX", "clang++-14")
+OPT = os.environ.get("PERFGROUP_TEST_OPT", "opt-14")
 A = None
 HOOK = "__perfgroup_enter"
 
@@ -96,7 +101,13 @@ def case_lto():
         kind = sh(["file", objs[0]]).stdout
         if "LLVM IR bitcode" not in kind:
             raise Fail(f"{mode}: {objs[0]} is not bitcode: {kind}")
-        exe = link(objs, w(f"{tag}.exe"), [mode, "-fuse-ld=lld"])
+        # the lld of the plugin's LLVM: its bitcode is not an older lld's to read
+        major = sh([CC, "-dumpversion"]).stdout.strip().split(".")[0]
+        lld = "lld" if major == "14" else f"lld-{major}"
+        if not shutil.which("ld." + lld):
+            print(f"SKIP: no ld.{lld} (Debian package lld-{major}) to link clang {major}'s LTO objects")
+            return 77
+        exe = link(objs, w(f"{tag}.exe"), [mode, "-fuse-ld=" + lld])
         expect_trace(trace_of(exe), LTO_TRACE)
 
 
@@ -163,7 +174,7 @@ def case_mixed_gcc_clang():
         print("SKIP: no GCC plugin built")
         return 77
     lib = w("mix_lib.o")
-    sh(["gcc", A.opt, "-g", "-Wall", "-Werror", "-I" + A.include, "-fplugin=" + A.gcc_plugin,
+    sh([shared.GCC, A.opt, "-g", "-Wall", "-Werror", "-I" + A.include, "-fplugin=" + A.gcc_plugin,
         "-c", gsrc("lto_lib.c"), "-o", lib])
     app = obj(gsrc("lto_main.c"), w("mix_main.o"), plugin())
     expect_trace(trace_of(link([app, lib], w("mix"))), LTO_TRACE)
@@ -172,8 +183,14 @@ def case_mixed_gcc_clang():
 def opt_cmd(*args):
     # opt links libLLVM only; the plugin's front-end half needs libclang-cpp's symbols loaded
     # first (the plugin links no clang/LLVM library itself). See docs/plugins.md.
-    libdir = sh(["llvm-config-14", "--libdir"]).stdout.strip()
-    return [OPT, "-load=" + os.path.join(libdir, "libclang-cpp.so.14"),
+    # the llvm-config of OPT's LLVM (its bin directory, else Debian's versioned name)
+    bindir = os.path.dirname(shutil.which(OPT) or OPT)
+    config = os.path.join(bindir, "llvm-config")
+    libdir = sh([config if os.path.exists(config) else "llvm-config-14", "--libdir"]).stdout.strip()
+    major = sh([CC, "-dumpversion"]).stdout.strip().split(".")[0]
+    # libclang-cpp.so.14, .so.19.1: the soname has the minor version from LLVM 18 on
+    cpp = sorted(glob.glob(os.path.join(libdir, f"libclang-cpp.so.{major}*")))
+    return [OPT, "-load=" + (cpp[0] if cpp else os.path.join(libdir, f"libclang-cpp.so.{major}")),
             "-load-pass-plugin=" + A.plugin] + list(args)
 
 

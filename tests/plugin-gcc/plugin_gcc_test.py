@@ -48,8 +48,13 @@ def plugin(*opts):
     return ["-fplugin=" + A.plugin] + ["-fplugin-arg-perfgroup-" + o for o in opts]
 
 
+# the gcc the plugin was built for (ctest's environment, tests/CMakeLists.txt)
+GCC = os.environ.get("PERFGROUP_TEST_GCC", "gcc")
+GXX = os.environ.get("PERFGROUP_TEST_GXX", "g++")
+
+
 def cc(lang="c"):
-    return "g++" if lang == "c++" else "gcc"
+    return GXX if lang == "c++" else GCC
 
 
 def compile_(srcs, out, flags=(), link=True, lang="c"):
@@ -104,7 +109,7 @@ def case_lto():
             compile_([s], o, ["-flto"] + plugin(), link=False)
             objs.append(o)
         exe = w(f"{tag}.exe")
-        sh(["gcc", A.opt, "-flto"] + link_plugin + objs + [A.runtime, "-Wl,-rpath," + os.path.dirname(A.runtime), "-o", exe])
+        sh([GCC, A.opt, "-flto"] + link_plugin + objs + [A.runtime, "-Wl,-rpath," + os.path.dirname(A.runtime), "-o", exe])
         expect_trace(trace_of(exe), LTO_TRACE)
 
 
@@ -114,7 +119,7 @@ def case_save_temps():
     d = w("st")
     os.makedirs(d, exist_ok=True)
     exe = os.path.join(d, "macro")
-    sh(["gcc", A.opt, "-save-temps", "-Wall", "-Werror", "-I" + A.include] + plugin()
+    sh([GCC, A.opt, "-save-temps", "-Wall", "-Werror", "-I" + A.include] + plugin()
        + [os.path.join(SRC, "macro.c"), A.runtime, "-Wl,-rpath," + os.path.dirname(A.runtime), "-o", exe], cwd=d)
     i = open(os.path.join(d, "macro-macro.i") if os.path.exists(os.path.join(d, "macro-macro.i"))
              else os.path.join(d, "macro.i")).read()
@@ -150,7 +155,7 @@ def case_debug_info():
         d = w(f"dbg{i}")
         os.makedirs(d, exist_ok=True)
         exe = os.path.join(d, "macro")
-        sh(["gcc", A.opt] + flags + ["-Wall", "-Werror", "-I" + A.include] + plugin()
+        sh([GCC, A.opt] + flags + ["-Wall", "-Werror", "-I" + A.include] + plugin()
            + [os.path.join(SRC, "macro.c"), A.runtime, "-Wl,-rpath," + os.path.dirname(A.runtime),
               "-o", exe], cwd=d)
         expect_trace(trace_of(exe), "main > twice @st|\nmain < twice")
@@ -159,7 +164,7 @@ def case_debug_info():
             if not re.search(r"lineno : 0 macro : __PERFGROUP__ 1", macros):
                 raise Fail(f"{flags}: no predefined __PERFGROUP__ in the DWARF macro table")
     for flags in (["-g3"], ["-dD"], ["-g3", "-dD"]):
-        out = sh(["gcc", "-E"] + flags + ["-I" + A.include] + plugin() + [os.path.join(SRC, "macro.c")]).stdout
+        out = sh([GCC, "-E"] + flags + ["-I" + A.include] + plugin() + [os.path.join(SRC, "macro.c")]).stdout
         if 'perf_group("st")' not in out:
             raise Fail(f"-E {flags}: PERF_GROUP not expanded to the attribute")
 
@@ -169,7 +174,7 @@ def case_shared_lib():
     constructor (hidden bounds, not exported); the runtime resolved both of its sites before
     main (registered), and its functions are traced with their groups."""
     lib = w("libshlib.so")
-    sh(["gcc", A.opt, "-g", "-fPIC", "-shared", "-Wall", "-Werror", "-I" + A.include] + plugin()
+    sh([GCC, A.opt, "-g", "-fPIC", "-shared", "-Wall", "-Werror", "-I" + A.include] + plugin()
        + [os.path.join(SRC, "shlib.c"), A.runtime, "-Wl,-rpath," + os.path.dirname(A.runtime), "-o", lib])
     exe = w("shmain")
     compile_(["shmain.c", lib, "-Wl,-rpath," + A.workdir], exe, plugin())
@@ -221,7 +226,7 @@ def case_sites():
         if data[off:off + 2] != b"\x02\x00" or data[off + 24:off + 40] != bytes(16):
             raise Fail(f"site at offset {off}: version, cache slot or key wrong as emitted")
     exe = w("sites")
-    sh(["gcc", A.opt, obj, A.runtime, "-Wl,-rpath," + os.path.dirname(A.runtime), "-o", exe])
+    sh([GCC, A.opt, obj, A.runtime, "-Wl,-rpath," + os.path.dirname(A.runtime), "-o", exe])
     out = sh([exe], env=ENV).stdout
     got = sorted(l for l in out.splitlines() if l.startswith("site "))
     F = {"GCC": 0x1, "INLINE": 0x8, "ATTR": 0x10, "FILE": 0x20}
@@ -343,7 +348,7 @@ def case_skips():
     verbose note says why for each."""
     exe = w("skips")
     compile_(["skips.c"], exe, plugin("verbose"))
-    p = sh(["gcc", A.opt, "-I" + A.include, "-c", os.path.join(SRC, "skips.c"), "-o", w("skips.o")] + plugin("verbose"))
+    p = sh([GCC, A.opt, "-I" + A.include, "-c", os.path.join(SRC, "skips.c"), "-o", w("skips.o")] + plugin("verbose"))
     for fn, why in (("naked_fn", "naked function"), ("opted_out", "no_instrument_function attribute"),
                     ("perfgroup_lookalike", "perfgroup runtime function"),
                     ("__perfgroup_internal", "perfgroup runtime function")):
@@ -369,7 +374,7 @@ def case_installed():
     shutil.rmtree(stage, ignore_errors=True)
     sh(["cmake", "--install", A.build_dir, "--component", "gcc-plugin"],
        env=dict(ENV, DESTDIR=stage))
-    real_dir = sh(["gcc", "-print-file-name=plugin"]).stdout.strip()
+    real_dir = sh([GCC, "-print-file-name=plugin"]).stdout.strip()
     staged_dir = stage + real_dir
     if not os.path.exists(os.path.join(staged_dir, "perfgroup.so")):
         raise Fail(f"perfgroup.so not installed into {staged_dir}")
@@ -381,7 +386,7 @@ def case_installed():
 def case_installed_real():
     """After `cmake --install` (into GCC's real plugin dir), plain `gcc -fplugin=perfgroup`
     works. Skipped when this build's plugin is not the one installed on this machine."""
-    real = os.path.join(sh(["gcc", "-print-file-name=plugin"]).stdout.strip(), "perfgroup.so")
+    real = os.path.join(sh([GCC, "-print-file-name=plugin"]).stdout.strip(), "perfgroup.so")
     if not os.path.exists(real):
         print(f"SKIP: {real} not installed (run cmake --install)")
         return 77

@@ -90,16 +90,17 @@ static int clamp_case(void)
 SITE(site_h, "H", "fh");
 SITE(site_w, "W", "fw");
 extern void (*perfgroup__test_point)(int point);
-static _Atomic int holder_inside, waiter_done;
+static _Atomic int holder_inside, holder_released, waiter_done;
 static _Thread_local int is_holder;
 static void hold_registry(int point)
 {
     if (point != 19 || !is_holder)
         return;
     holder_inside = 1;
-    int64_t give_up = mono_ns() + 10000 * MS_NS;
+    int64_t give_up = mono_ns() + 60000 * MS_NS;
     while (!waiter_done && mono_ns() < give_up)
         usleep(1000);
+    holder_released = 1;
 }
 static void *holder(void *arg)
 {
@@ -125,13 +126,18 @@ static int registry_busy_case(void)
     int64_t t0 = mono_ns();
     uint64_t tw = __perfgroup_enter(&site_w); /* the registry is held: refused */
     int64_t waited = mono_ns() - t0;
+    int released = holder_released;
     __perfgroup_exit(&site_w, tw);
     perfgroup_event_end();
     waiter_done = 1;
     pthread_join(th, NULL);
     ASSERT_U64(tw, ==, 0);
     printf("waited %.3f ms for the registry\n", waited / 1e6);
-    ASSERT_I64(waited, <, 5000 * MS_NS); /* bounded: it never waits for the holder */
+    /* bounded: it never waits for the holder, which holds the registry until the waiter is
+     * done (or 60 s). Its wall time is not the test: each of its yields may give a busy CPU
+     * to another runnable thread for a timeslice (7.3 s seen under ASan with a spinner on
+     * every core) */
+    ASSERT_I64(released, ==, 0);
     struct perfgroup_snapshot *s = perfgroup_snapshot_take();
     ASSERT_U64(perfgroup_snapshot_refused(s), ==, 1);
     ASSERT(perfgroup_snapshot_find(s, "W") == NULL || stats(s, "W")->activations == 0);

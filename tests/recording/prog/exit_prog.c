@@ -6,7 +6,8 @@
  *   r  returning from main (the exit hook runs first: the ordinary case)
  *   e  exit(0)         (the event is open: the runtime's destructor commits it)
  *   q  quick_exit(0)   (no destructor runs: at_quick_exit commits it)
- * It prints the CPU it measured around the work, the truth exit_test.py checks against.
+ * It prints what it saw of its thread around the work (CPU, wall, involuntary switches): the
+ * truth and the terms of its bound (tests/bounds) exit_test.py checks against.
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 
 #include "../../runtime/task.h"
+#include "../../bounds/bounds.h"
 
 SITE(site_main, "app", "run");
 
@@ -27,9 +29,11 @@ int main(int argc, char **argv)
     CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &set);
     sched_setaffinity(0, sizeof set, &set);
     uint64_t tok = __perfgroup_enter(&site_main);
-    int64_t c0 = thread_cpu_ns();
+    struct pg_obs o0 = pg_obs_now();
     burn(atol(argv[2]) * 1000000);
-    printf("cpu_ns %lld\n", (long long)(thread_cpu_ns() - c0));
+    struct pg_obs o1 = pg_obs_now();
+    printf("cpu_ns %lld wall_ns %lld nivcsw %ld\n", (long long)(o1.cpu - o0.cpu),
+           (long long)(o1.wall - o0.wall), o1.nivcsw - o0.nivcsw);
     fflush(stdout);
     switch (argv[1][0]) {
     case 'e': exit(0);

@@ -1,0 +1,109 @@
+# SPDX-License-Identifier: MIT
+"""tests/bounds/bounds.py — the bound of every CPU/time assertion of the Python tests, from the
+error model of docs/accounting.md ("Error bounds: what a test may assume"). The same formulas
+and constants as bounds.h (the C tests'); a change here is a change there and in the page.
+
+    cfg = Config.of(env)                      # measured (rseq) or estimated, sampler period
+    o0 = Obs.of(pid); ...; o1 = Obs.of(pid)   # a process's CPU, wall, involuntary switches
+    bound = measured(truth_ns, o0, o1)        # or shared(...), sampled(cfg, wall_ns), ...
+    within(value, truth, bound, what)         # None, or the failure text with the terms
+"""
+import os
+import time
+
+MS = 1_000_000
+# the counter's frequency before its first refinement (a process's first 50 ms), relative
+FREQ = 0.02
+# the hooks' own work between the reference reads and the hook's counter read, per end (ns)
+HOOK_NS = 50_000
+# the reference's step at a preemption on a VM, per involuntary context switch (ns)
+STEP_NS = 100_000
+
+
+def rseq_available():
+    """glibc >= 2.35 registers rseq for every thread: the runtime measures CPU time."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None)
+        return ctypes.c_uint.in_dll(libc, "__rseq_size").value >= 16
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+class Config:
+    def __init__(self, measured, period_ns):
+        self.measured = measured
+        self.period_ns = period_ns
+
+    @classmethod
+    def of(cls, env=None):
+        """The configuration a program run with `env` (default: ours) gets."""
+        env = os.environ if env is None else env
+        cpu = env.get("PERFGROUP_CPU", "")
+        ms = env.get("PERFGROUP_SAMPLE_MS", "")
+        return cls(rseq_available() and cpu not in ("getcpu", "none"),
+                   (int(ms) if ms else 10) * MS)
+
+
+class Obs:
+    """A process's (or thread's) wall time, CPU time and involuntary context switches, read
+    from /proc/<pid>[/task/<tid>]/stat and status (the thread's CPU clock, in clock ticks:
+    ns here, at USER_HZ resolution)."""
+    def __init__(self, wall, cpu, nivcsw):
+        self.wall, self.cpu, self.nivcsw = wall, cpu, nivcsw
+
+    @classmethod
+    def of(cls, pid="self"):
+        wall = time.monotonic_ns()
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        hz = os.sysconf("SC_CLK_TCK")
+        cpu = (int(fields[11]) + int(fields[12])) * 1_000_000_000 // hz
+        nivcsw = 0
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("nonvoluntary_ctxt_switches:"):
+                    nivcsw = int(line.split()[1])
+        return cls(wall, cpu, nivcsw)
+
+
+def off_cpu(a, b):
+    return max(0, (b.wall - a.wall) - (b.cpu - a.cpu))
+
+
+def measured(truth, a, b):
+    """Measured CPU time (rseq) of a stretch whose truth is `truth` between a and b."""
+    iv = b.nivcsw - a.nivcsw
+    return (int(truth * FREQ) + 2 * HOOK_NS + iv * STEP_NS,
+            f"measured: freq {int(truth * FREQ)} + hooks 2 x {HOOK_NS} + {iv} preemptions x {STEP_NS} ns")
+
+
+def shared(truth, a, b):
+    """A group's estimated share of an explicit event (no rseq): + the off-CPU time in it."""
+    m, why = measured(truth, a, b)
+    off = off_cpu(a, b)
+    return off + m, f"shared out: off-CPU {off} + {why}"
+
+
+def sampled(cfg, wall):
+    """An implicit event of wall time W estimated by the sampler (no rseq)."""
+    b = wall
+    if cfg.period_ns > 0:
+        b = min(b, cfg.period_ns // 4 + cfg.period_ns)
+    return (b + int(wall * FREQ),
+            f"sampled: min(W {wall}, P/4 + P at P {cfg.period_ns})")
+
+
+def sampled_run(cfg, a, b):
+    """A run of back-to-back sampled implicit events shorter than P between a and b."""
+    off, w = off_cpu(a, b), b.wall - a.wall
+    r = cfg.period_ns + 2 * off if cfg.period_ns > 0 else w
+    return (r + int(w * FREQ), f"sampled run: P {cfg.period_ns} + 2 x off-CPU {off}")
+
+
+def within(value, truth, bound, what):
+    """None if |value - truth| <= bound, else the failure text with the bound's terms."""
+    b, why = bound
+    if truth - b <= value <= truth + b:
+        return None
+    return f"{what}: {value} vs {truth} +- {b} ({why})"
