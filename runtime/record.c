@@ -1084,10 +1084,38 @@ static int create_unnamed(const char *path, char *tmp, size_t tmpcap) {
     return fd;
 }
 
+/* A recording another live process is writing at path: its header names a pid other than
+ * ours, still RECORDING, and that pid exists. A recording whose writer has died (crash,
+ * SIGKILL) or closed is not held: a new run replaces it, as before. */
+static int held_by_other(const char *path) {
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return 0;
+    struct stat st;
+    struct pgf_file_header h;
+    int held = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+               pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
+               memcmp(h.magic, PGF_MAGIC, PGF_MAGIC_LEN) == 0 &&
+               h.state == PGF_STATE_RECORDING && h.pid != 0 && h.pid != (uint32_t)getpid() &&
+               h.pid <= INT32_MAX && (kill((pid_t)h.pid, 0) == 0 || errno == EPERM);
+    close(fd);
+    return held;
+}
+
+/* The file into place at path. -EBUSY: a live process records there (held_by_other); what
+ * is there otherwise (a file, or a symlink: the link itself goes) is replaced. */
 static int link_into_place(int fd, char *tmp, const char *path) {
     if (tmp[0]) {
-        if (rename(tmp, path) != 0)
-            return -errno;
+        if (held_by_other(path))
+            return -EBUSY;
+        if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) != 0) {
+            if (errno == EEXIST && held_by_other(path))
+                return -EBUSY;
+            if (errno != EEXIST && errno != EINVAL && errno != ENOSYS)
+                return -errno;
+            if (rename(tmp, path) != 0) /* no RENAME_NOREPLACE here, or a stale file */
+                return -errno;
+        }
         tmp[0] = 0;
         return 0;
     }
@@ -1100,7 +1128,8 @@ static int link_into_place(int fd, char *tmp, const char *path) {
             return 0; /* no /proc: needs CAP_DAC_READ_SEARCH */
         if (errno != EEXIST)
             return -errno;
-        /* replace what is there (a file, or a symlink: the link itself goes) */
+        if (held_by_other(path))
+            return -EBUSY;
         if (unlink(path) != 0 && errno != ENOENT)
             return -errno;
     }
@@ -1209,6 +1238,22 @@ static int open_locked(const char *tmpl, unsigned mode, uint64_t buffer, uint32_
     for (struct writer *w = g.live; w; w = w->next)
         __atomic_store_n(&w->hot.end, NULL, __ATOMIC_RELAXED); /* re-attach on next write */
     rc = link_into_place(fd, tmp, path);
+    if (rc == -EBUSY) {
+        /* Two processes given one PERFGROUP_OUTPUT without %p (two instances of a program, a
+         * wrapper script): the later one records beside the earlier, never over it. */
+        char taken[PATH_MAX];
+        snprintf(taken, sizeof taken, "%s", path);
+        size_t n = strlen(path);
+        if ((size_t)snprintf(path + n, pathcap - n, ".%d", (int)getpid()) >= pathcap - n) {
+            path[n] = 0;
+            rc = -ENAMETOOLONG;
+        } else {
+            rc = link_into_place(fd, tmp, path);
+            if (rc == 0)
+                fprintf(stderr, "perfgroup: %s is being recorded by another running process; "
+                        "recording this one (pid %d) to %s\n", taken, (int)getpid(), path);
+        }
+    }
     if (rc) {
         g.hdr = NULL;
         g.fd = -1;
