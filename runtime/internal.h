@@ -104,12 +104,21 @@ struct pg_frame {
     uint8_t pad;
 };
 
+/* The layout of struct pgf_totals (format.h): a recording's whole-run totals slot takes a
+ * copy (perfgroup__rec_totals). max_wall_ns is the file's only: snapshots and the dead pool
+ * do not fold it. */
 struct pg_totals {
     uint64_t cpu_ns, wall_ns, blocked_ns, cycles, activations, events;
     uint64_t max_event_ns, min_event_ns;
     uint64_t jank[PERFGROUP_JANK_BUCKETS];
     uint64_t discarded;
+    uint64_t max_wall_ns;
 };
+_Static_assert(sizeof(struct pg_totals) == sizeof(struct pgf_totals), "pg_totals is pgf_totals");
+_Static_assert(offsetof(struct pg_totals, jank) == offsetof(struct pgf_totals, jank),
+               "pg_totals is pgf_totals");
+_Static_assert(offsetof(struct pg_totals, max_wall_ns) == offsetof(struct pgf_totals, max_wall_ns),
+               "pg_totals is pgf_totals");
 
 /* Fold totals `s` (a struct pg_totals) into `d`: a struct pg_totals (the dead-thread pool,
  * lifecycle.c) or a struct perfgroup_stats (snapshots, snapshot.c), which share these field
@@ -171,6 +180,7 @@ struct pg_thread {
     uint32_t nexec, exec_cap;   /* groups executed in the current event */
     struct pg_gstate *g;
     uint32_t *exec;
+    struct perfgroup_rec_group_share *shares; /* an event's groups for its record (cold) */
     uint64_t *goff;             /* per group: of its `recent`, the ticks the thread spent off
                                  * its CPU, added by the settling of a deschedule to every
                                  * stopwatch live across it (cputime.c); cold, never touched
