@@ -1830,7 +1830,7 @@ void perfgroup__rec_event(struct perfgroup_rec_thread *hw, uint32_t name_string_
      * (`groups_more`); the whole-run totals hold them all. */
     uint32_t fixed = CLOCK_MAX + 1 + 1 + 5 + 9 + 9 + 9 + 5 + 5 + 5, per = 1 + 5 + 9 + 9 + 9;
     uint32_t room = ((w->chunk_bytes ? w->chunk_bytes : MIN_CHUNK) - PGF_CHUNK_HEADER_SIZE -
-                     CLOCK_MAX - fixed) / per;
+                     96 /* reserve_locked: the chunk's opening records */ - fixed) / per;
     unsigned more = ngroups > room ? ngroups - room : 0;
     ngroups -= more;
     uint32_t max = fixed + ngroups * per;
