@@ -311,6 +311,8 @@ struct pgc_row {
 };
 struct pgc_clock;
 void perfgroup__row_add(struct pgc_row *d, const struct pgc_row *s); /* d += s */
+/* d = a whole-run totals slot's body (format.h; longest: max_event_ns, max_wall_ns) */
+void perfgroup__row_from_totals(struct pgc_row *d, const struct pgf_totals *t);
 /* Adds the groups of one PGF_REC_EVENT r of file f to rows (one per group of f, by index). */
 void perfgroup__rows_add_event(struct pgc_row *rows, const struct pgc_file *f,
                                const struct pgc_clock *clk, const struct pgr_record *r);

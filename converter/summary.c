@@ -60,6 +60,19 @@ void perfgroup__row_add(struct pgc_row *d, const struct pgc_row *s)
         d->jank[k] += s->jank[k];
 }
 
+void perfgroup__row_from_totals(struct pgc_row *d, const struct pgf_totals *t)
+{
+    d->cpu_ns = t->cpu_ns;
+    d->wall_ns = t->wall_ns;
+    d->blocked_ns = t->blocked_ns;
+    d->activations = t->activations;
+    d->events = t->events;
+    d->longest_ns = t->max_event_ns;
+    d->longest_wall_ns = t->max_wall_ns;
+    for (int k = 0; k < JANK; k++)
+        d->jank[k] = t->jank[k];
+}
+
 /* What the recording's header says of how CPU time was found (perfgroup/format.h). */
 static const char *cpu_time_word(const struct pgc_file *f)
 {
@@ -365,16 +378,7 @@ static int totals_threads(struct summary *S)
                 S->thread_events += t->events;
                 continue;
             }
-            struct row *w = &S->rows[gi];
-            w->cpu_ns = t->cpu_ns;
-            w->wall_ns = t->wall_ns;
-            w->blocked_ns = t->blocked_ns;
-            w->activations = t->activations;
-            w->events = t->events;
-            w->longest_ns = t->max_event_ns;
-            w->longest_wall_ns = t->max_wall_ns;
-            for (int k = 0; k < JANK; k++)
-                w->jank[k] = t->jank[k];
+            perfgroup__row_from_totals(&S->rows[gi], t);
         }
         uint32_t tid = 0, idx;
         char name[96];
