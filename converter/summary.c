@@ -19,6 +19,7 @@
 #include "pgconv.h"
 
 #define JANK PGC_JANK
+#define ROWS_SHOWN 40 /* groups per table in the text; the lighter rest one line, counted */
 #define row pgc_row /* shared with the live view (live.c): pgconv.h */
 
 struct summary {
@@ -158,7 +159,8 @@ static void text_table(struct summary *S, const char *title, struct row *rows, u
     }
     perfgroup__out_str(o, b);
     PGC_LIT(o, " ms\n");
-    for (uint32_t i = 0; i < k; i++) {
+    uint32_t shown = k > ROWS_SHOWN + 1 ? ROWS_SHOWN : k;
+    for (uint32_t i = 0; i < shown; i++) {
         const struct row *r = &s[i];
         double pct = total_cpu ? 100.0 * (double)r->cpu_ns / (double)total_cpu : 0;
         char name[128];
@@ -171,6 +173,16 @@ static void text_table(struct summary *S, const char *title, struct row *rows, u
             n0 += snprintf(b + n0, sizeof(b) - (size_t)n0, "%6" PRIu64, r->jank[j]);
         perfgroup__out_str(o, b);
         PGC_LIT(o, "\n");
+    }
+    if (shown < k) { /* 2,000 groups stay readable: the lighter rest on one line (--json: all) */
+        uint64_t cpu = 0, wall = 0;
+        for (uint32_t i = shown; i < k; i++)
+            cpu += s[i].cpu_ns, wall += s[i].wall_ns;
+        char label[40];
+        snprintf(label, sizeof label, "(%" PRIu32 " more groups)", k - shown);
+        snprintf(b, sizeof(b), "%-24.24s %11.3f %6.1f %11.3f\n", label, ms(cpu),
+                 total_cpu ? 100.0 * (double)cpu / (double)total_cpu : 0, ms(wall));
+        perfgroup__out_str(o, b);
     }
     if (!k)
         PGC_LIT(o, "(no group activity)\n");

@@ -123,6 +123,11 @@ def main():
             check(proc["events_kept"] < proc["events"], f"{name}: the detail is partial "
                   f"({proc['events_kept']} events kept)")
         if name == "many":
+            t = subprocess.run([conv, out, "--summary", "--no-progress"], capture_output=True,
+                               text=True, timeout=120).stdout
+            check(len(t.splitlines()) < 200 and "(1960 more groups)" in t,
+                  f"{name}: the text summary stays readable ({len(t.splitlines())} lines, "
+                  "the heaviest 40 groups, the rest one line with their count)")
             check(proc["events_kept"] > 0, f"{name}: events of 2,000 groups kept "
                   f"({proc['events_kept']}), as much of each as fits its chunk")
         if name == "tiny":
