@@ -220,18 +220,20 @@ static void read_totals(pgr_reader *r) {
     if (h->version < 3 || h->totals_offset == 0)
         return;
     uint64_t want = h->chunks_offset + (uint64_t)h->chunk_count * h->chunk_size;
+    /* a damaged header: the totals are not believed, the events are still read */
     if (h->totals_offset != want) {
-        fail(r, 440, "bad totals_offset %llu (the chunks end at %llu)",
+        warn(r, 440, "bad totals_offset %llu (the chunks end at %llu): totals ignored",
              (unsigned long long)h->totals_offset, (unsigned long long)want);
         return;
     }
     uint32_t sz = h->totals_slot_size;
     if (sz < PGF_TOTALS_SLOT_MIN || sz > 4096 || (sz & 7)) {
-        fail(r, 448, "bad totals_slot_size %u", sz);
+        warn(r, 448, "bad totals_slot_size %u: totals ignored", sz);
         return;
     }
     if (h->totals_count > (1u << 22) || h->totals_used > h->totals_count) {
-        fail(r, 452, "bad totals_count %u / totals_used %u", h->totals_count, h->totals_used);
+        warn(r, 452, "bad totals_count %u / totals_used %u: totals ignored", h->totals_count,
+             h->totals_used);
         return;
     }
     uint32_t n = h->totals_used;
