@@ -488,11 +488,15 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
     unsigned nshares = 0;
     uint64_t ev_wall = ev_ok ? perfgroup__ticks_to_ns(ev_cycles) : 0;
     if (ev_ok && cpu_ns > ev_wall) {
-        /* more CPU than wall time: the two clocks disagree (an explicit event's CPU is the
-         * difference of two CPU-clock readings, its wall the counter's): at most its wall,
-         * and counted (perfgroup_snapshot_clamped) */
+        /* more CPU than wall time (an explicit event's CPU is the difference of two CPU-clock
+         * readings, its wall the counter's): at most its wall. Each end reads the CPU clock,
+         * then the counter (cputime_read), so each interval holds the part of one read the
+         * other does not: an excess within two reads' cost (+ 0.01 % for the counter's
+         * rate) is the reads', not the clocks'. Only a larger one, a real disagreement, is
+         * counted (perfgroup_snapshot_clamped; docs/accounting.md). */
+        if (cpu_ns - ev_wall > 2 * perfgroup__cpu_read_ns + ev_wall / 10000)
+            atomic_fetch_add_explicit(&perfgroup__clamped, 1, memory_order_relaxed);
         cpu_ns = ev_wall;
-        atomic_fetch_add_explicit(&perfgroup__clamped, 1, memory_order_relaxed);
     }
     struct pg_totals *top = totals_for(t, PG_TOP_GROUP);
     if (top && ev_ok)

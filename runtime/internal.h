@@ -432,6 +432,8 @@ extern PG_HIDDEN _Atomic uint32_t perfgroup__reset_epoch;
 
 /* ---- cputime.c: measured CPU time (rseq's "descheduled" pointer) ------------------------ */
 PG_HIDDEN void perfgroup__cputime_init(void);
+/* ns one CPU-clock read costs (measured at start-up): commit()'s allowance for the reads */
+extern PG_HIDDEN uint64_t perfgroup__cpu_read_ns;
 /* A thread takes its entry: arm rseq, first reading. */
 PG_HIDDEN void perfgroup__cputime_thread_start(struct pg_thread *t);
 /* fork() child: re-arm, and a first reading of the child's CPU clock (from zero). */
