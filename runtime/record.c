@@ -126,6 +126,7 @@ static struct {
     struct tdef_range { uint32_t min, max; uint8_t used; } *tdr; /* per chunk */
     uint32_t ntdefs;
     uint64_t threads_undefined, threads_starved, warned_threads;
+    uint32_t nlive, peak_live;        /* threads with a writer now, and at most at once */
     struct writer tdefs;
     struct writer defs;
     struct writer *live;
@@ -1511,10 +1512,20 @@ static void close_locked(void) {
     finish_chunk(&g.tdefs);
     uint64_t lost = g.threads_undefined + g.threads_starved;
     if (lost > g.warned_threads) { /* their records are in header.records_dropped */
+        /* the smallest buffer that holds, for the most threads at once, a current and a next
+         * chunk each, with the definitions' chunks and the open events' one */
+        uint64_t defs = 0;
+        for (uint32_t i = 0; i < g.chunk_count; i++) {
+            const struct pgf_chunk_header *c = chunk_at(i);
+            defs += c->magic == PGF_CHUNK_MAGIC && c->kind != PGF_CHUNK_DATA;
+        }
+        uint64_t need = PGF_HEADER_SIZE + (2ull * g.peak_live + defs + 1) * g.chunk_size;
         fprintf(stderr, "perfgroup: %llu threads found no room in the buffer (%llu for their "
-                "definition, %llu for a chunk): their records were dropped; raise "
-                "PERFGROUP_BUFFER\n", (unsigned long long)lost,
-                (unsigned long long)g.threads_undefined, (unsigned long long)g.threads_starved);
+                "definition, %llu for a chunk): their records were dropped (their whole-run "
+                "totals are kept); PERFGROUP_BUFFER=%lluK would have held a chunk for each of "
+                "the %u threads at once\n", (unsigned long long)lost,
+                (unsigned long long)g.threads_undefined, (unsigned long long)g.threads_starved,
+                (unsigned long long)((need + 1023) / 1024), g.peak_live);
         g.warned_threads = lost;
     }
     uint64_t hz = estimate_hz();
@@ -1757,6 +1768,8 @@ struct perfgroup_rec_thread *perfgroup__rec_thread_start(uint32_t thread_index, 
     if (g.live)
         g.live->prev = w;
     g.live = w;
+    if (++g.nlive > g.peak_live)
+        g.peak_live = g.nlive;
     if (g.hdr)
         attach(w); /* writes the THREAD definition now */
     unlock();
@@ -1804,6 +1817,7 @@ void perfgroup__rec_thread_end(struct perfgroup_rec_thread *hw, uint64_t tsc) {
                 g.owner[i] = NULL;
     }
     totals_end_locked(w);
+    g.nlive -= g.nlive != 0;
     if (w->prev)
         w->prev->next = w->next;
     else if (g.live == w)

@@ -9,7 +9,8 @@ the jank histogram equal, the top group's CPU and events the process's — altho
 recycled at least 100 times:
   one      1 thread, one 40 ms event first, then 200,000 short ones, PERFGROUP_BUFFER=1M
   tiny     the same with PERFGROUP_BUFFER=256K: no room for the thread's definition, no event
-           kept, the totals still whole
+           kept, the totals still whole; the warning names the buffer that has room for the
+           thread, and it does: no warning, its newest events kept
   threads  1,000 short-lived threads, PERFGROUP_TOTALS=256: ended threads folded, counted
   many     2,000 groups in every event: a record lists what fits its chunk, the totals all
   kill     the program holds after its events and is SIGKILLed: the file stays RECORDING,
@@ -17,7 +18,7 @@ recycled at least 100 times:
   live     converted again and again while it runs: every conversion whole, its totals
            never ahead of the final ones nor going back
 """
-import json, os, signal, struct, subprocess, sys, tempfile, time
+import json, os, re, signal, struct, subprocess, sys, tempfile, time
 
 failures = 0
 
@@ -94,6 +95,7 @@ def finished(p, name):
     out, err = p.communicate(timeout=600)
     check(p.returncode == 0 and "done" in out, f"{name}: program ran (exit {p.returncode})"
           + ("" if p.returncode == 0 else ": " + err[:300]))
+    finished.stderr = err
     return snapshot(out.splitlines())
 
 
@@ -132,6 +134,19 @@ def main():
                   f"({proc['events_kept']}), as much of each as fits its chunk")
         if name == "tiny":
             check(proc["events_kept"] == 0, f"{name}: no event kept ({proc['events_kept']})")
+            # the warning says what was lost and the smallest buffer that holds it: with that
+            # buffer, no warning and every event kept
+            warn = finished.stderr
+            m = re.search(r"totals are kept\); PERFGROUP_BUFFER=(\d+K) would have held", warn)
+            check(m is not None, f"{name}: the warning names the buffer that holds it: {warn.strip()}")
+            if m:
+                out2 = os.path.join(d, "tiny2.pgm")
+                snap2 = finished(run(prog, out2, args, {"PERFGROUP_BUFFER": m.group(1)}), name)
+                p2 = summary(conv, out2)
+                check("no room" not in finished.stderr and p2 and p2["events_kept"] > 0 and
+                      p2["events"] == snap2["top"]["events"],
+                      f"{name}: PERFGROUP_BUFFER={m.group(1)}: no warning, the newest events "
+                      f"kept ({p2 and p2['events_kept']})")
         if name == "threads":
             check(h["folded"] > 0 and proc["threads_folded"] == h["folded"],
                   f"{name}: {h['folded']} ended threads folded into one row")
