@@ -841,6 +841,14 @@ static void event_record(struct gthread *t, const struct pgr_record *r)
             PGC_LIT(&pl, " ms");
         }
     }
+    /* groups not named here: past 64, and those the record could not list (groups_more) */
+    uint64_t unnamed = (uint64_t)r->u.event.ngroups - listed + r->u.event.groups_more;
+    if (unnamed && pl_room(&pl, 64)) {
+        if (listed)
+            PGC_LIT(&pl, ", and ");
+        perfgroup__out_u64(&pl, unnamed);
+        PGC_LIT(&pl, " more groups");
+    }
     PGC_LIT(&pl, "\"");
     int jank = r->u.event.cpu_ns > (uint64_t)JANK_MS * 1000000; /* CPU, as everywhere */
     pl_str(&pl, "jank", jank ? "yes" : "no", jank ? 3 : 2);

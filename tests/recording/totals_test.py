@@ -130,6 +130,18 @@ def main():
             check(len(t.splitlines()) < 200 and "(1960 more groups)" in t,
                   f"{name}: the text summary stays readable ({len(t.splitlines())} lines, "
                   "the heaviest 40 groups, the rest one line with their count)")
+            gk = os.path.join(d, "many.json")
+            subprocess.run([conv, out, "-o", gk, "--no-progress"], check=True, timeout=300)
+            prof = json.load(open(gk))
+            cats = prof["meta"]["categories"]
+            more = [r[5]["groups"] for th in prof["threads"] for r in th["markers"]["data"]
+                    if isinstance(r[5], dict) and r[5].get("type") == "PerfgroupEvent"]
+            check(len(cats) <= 256 and cats[-1]["name"] == "Other groups",
+                  f"{name}: Gecko keeps within 256 categories ({len(cats)}, the last "
+                  f"{cats[-1]['name']!r})")
+            check(more and all(re.search(r"and \d+ more groups$", g) for g in more),
+                  f"{name}: each event marker says how many groups it does not name "
+                  f"({more[0][-30:] if more else None})")
             check(proc["events_kept"] > 0, f"{name}: events of 2,000 groups kept "
                   f"({proc['events_kept']}), as much of each as fits its chunk")
         if name == "tiny":
