@@ -470,6 +470,41 @@ int perfgroup__chrome_write(struct pgc_file *files, size_t nfiles, const struct 
         PGC_LIT(out, ",\"runtimeOverhead\":");
         perfgroup__out_overhead_json(out, &all);
     }
+    /* the whole-run totals of each file that has them (format.h): never recycled */
+    int any_tot = 0;
+    for (size_t i = 0; i < nfiles; i++) {
+        const struct pgc_file *f = &files[i];
+        if (!f->has_totals)
+            continue;
+        if (any_tot)
+            PGC_LIT(out, ",{\"pid\":");
+        else
+            PGC_LIT(out, ",\"wholeRunTotals\":[{\"pid\":");
+        any_tot = 1;
+        perfgroup__out_u64(out, f->pid);
+        PGC_LIT(out, ",\"cpu_ms\":");
+        perfgroup__out_fixed(out, (int64_t)(f->tot_cpu_ns > INT64_MAX ? INT64_MAX : f->tot_cpu_ns), 1000000);
+        PGC_LIT(out, ",\"events\":");
+        perfgroup__out_u64(out, f->tot_events);
+        PGC_LIT(out, ",\"groups\":[");
+        for (uint32_t k = 0; k < f->ngtot; k++) {
+            const struct pgc_gtotal *gt = &f->gtot[k];
+            PGC_SEP(out, k, "{\"group\":");
+            perfgroup__out_json_str(out, gt->name, strlen(gt->name));
+            PGC_LIT(out, ",\"cpu_ms\":");
+            perfgroup__out_fixed(out, (int64_t)gt->t.cpu_ns, 1000000);
+            PGC_LIT(out, ",\"wall_ms\":");
+            perfgroup__out_fixed(out, (int64_t)gt->t.wall_ns, 1000000);
+            PGC_LIT(out, ",\"activations\":");
+            perfgroup__out_u64(out, gt->t.activations);
+            PGC_LIT(out, ",\"events\":");
+            perfgroup__out_u64(out, gt->t.events);
+            PGC_LIT(out, "}");
+        }
+        PGC_LIT(out, "]}");
+    }
+    if (any_tot)
+        PGC_LIT(out, "]");
     PGC_LIT(out, "},\"traceEvents\":[");
     int rc = 0;
     for (size_t i = 0; i < nfiles && !rc; i++) {

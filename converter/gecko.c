@@ -40,53 +40,94 @@
 /* ---- Categories (global: the front-end uses the root meta's list) --------------------- */
 /* Function groups (PERFGROUP_KIND_FUNCTION, one per function) share one category: a colour
  * each would exhaust the palette and say nothing. */
-enum { CAT_IDLE = 0, CAT_OTHER = 1, CAT_EVENT = 2, CAT_FUNCTIONS = 3, CAT_FIRST_GROUP = 4 };
+/* The front-end supports 256 categories: the heaviest groups (by their whole-run CPU in the
+ * file's totals, else in the order of their definitions) get one each, the rest share the
+ * last, "Other groups" (CAT_MORE, listed only when used; their names stay in frames and
+ * markers). */
+enum { CAT_IDLE = 0, CAT_OTHER = 1, CAT_EVENT = 2, CAT_FUNCTIONS = 3, CAT_FIRST_GROUP = 4,
+       CAT_MORE = 255 };
 static const char *const group_colors[] = {"blue", "green", "orange", "purple", "yellow",
                                            "brown", "magenta", "red", "lightred"};
 
 struct cats {
     char **names; /* group names, category = CAT_FIRST_GROUP + i */
     uint32_t n;
+    int more;     /* groups beyond them: CAT_MORE */
     struct pgc_map by_name;
 };
 
-static uint32_t cat_of_name(const struct cats *c, const char *name)
+static uint32_t cat_of_name(const struct cats *c, const char *name, uint32_t kind)
 {
     uint32_t v;
+    if (kind == PERFGROUP_KIND_FUNCTION)
+        return CAT_FUNCTIONS;
     if (perfgroup__map_get(&c->by_name, perfgroup__hash_bytes(name, strlen(name)), &v))
         return CAT_FIRST_GROUP + v;
-    return CAT_FUNCTIONS;
+    return CAT_MORE;
+}
+
+struct weight { uint64_t cpu_ns; uint32_t g; };
+static int by_weight(const void *a, const void *b)
+{
+    const struct weight *x = a, *y = b;
+    if (x->cpu_ns != y->cpu_ns)
+        return x->cpu_ns < y->cpu_ns ? 1 : -1;
+    return x->g < y->g ? -1 : x->g > y->g;
 }
 
 /* The categories grow as processes are written (each file's definitions are in memory only
  * for its turn): the list is complete in the root's meta, which is written last. */
 static int cats_add(struct cats *c, const struct pgc_file *f)
 {
-    {
-        for (uint32_t g = 0; g < f->ngroups; g++) {
-            if (f->groups[g].kind == PERFGROUP_KIND_FUNCTION)
-                continue;
-            const char *name = f->groups[g].name;
-            uint64_t h = perfgroup__hash_bytes(name, strlen(name));
-            uint32_t v;
-            if (perfgroup__map_get(&c->by_name, h, &v))
-                continue;
-            if ((c->n & (c->n - 1)) == 0) {
-                char **nn = realloc(c->names, (c->n ? c->n * 2 : 8) * sizeof(*nn));
-                if (!nn)
-                    return -ENOMEM;
-                c->names = nn;
-            }
-            if (!(c->names[c->n] = strdup(name)))
-                return -ENOMEM;
-            if (perfgroup__map_put(&c->by_name, h, c->n)) {
-                free(c->names[c->n]);
-                return -ENOMEM;
-            }
-            c->n++;
-        }
+    /* the file's groups, heaviest first by their whole-run CPU (format.h's totals) */
+    struct weight *w = calloc(f->ngroups ? f->ngroups : 1, sizeof *w);
+    if (!w)
+        return -ENOMEM;
+    for (uint32_t g = 0; g < f->ngroups; g++)
+        w[g].g = g;
+    const struct pgf_totals_slot *ts;
+    size_t nt = f->r ? pgr_totals(f->r, &ts, NULL) : 0;
+    for (size_t i = 0; i < nt; i++) {
+        uint32_t gi = perfgroup__group_index(f, ts[i].group);
+        if (gi < f->ngroups)
+            w[gi].cpu_ns += ts[i].t.cpu_ns;
     }
-    return 0;
+    qsort(w, f->ngroups, sizeof *w, by_weight);
+    int rc = 0;
+    for (uint32_t k = 0; k < f->ngroups && !rc; k++) {
+        uint32_t g = w[k].g;
+        if (f->groups[g].kind == PERFGROUP_KIND_FUNCTION)
+            continue;
+        const char *name = f->groups[g].name;
+        uint64_t h = perfgroup__hash_bytes(name, strlen(name));
+        uint32_t v;
+        if (perfgroup__map_get(&c->by_name, h, &v))
+            continue;
+        if (CAT_FIRST_GROUP + c->n >= CAT_MORE) {
+            c->more = 1; /* this one and the lighter rest: "Other groups" */
+            break;
+        }
+        if ((c->n & (c->n - 1)) == 0) {
+            char **nn = realloc(c->names, (c->n ? c->n * 2 : 8) * sizeof(*nn));
+            if (!nn) {
+                rc = -ENOMEM;
+                break;
+            }
+            c->names = nn;
+        }
+        if (!(c->names[c->n] = strdup(name))) {
+            rc = -ENOMEM;
+            break;
+        }
+        if (perfgroup__map_put(&c->by_name, h, c->n)) {
+            free(c->names[c->n]);
+            rc = -ENOMEM;
+            break;
+        }
+        c->n++;
+    }
+    free(w);
+    return rc;
 }
 
 /* ---- Per-thread state ---------------------------------------------------------------- */
@@ -315,7 +356,9 @@ static uint32_t label_frame(struct gthread *t, const char *label, uint32_t cat)
 
 static uint32_t group_cat(struct gthread *t, uint32_t gidx)
 {
-    return gidx < t->f->ngroups ? cat_of_name(&t->g->cats, t->f->groups[gidx].name) : CAT_OTHER;
+    return gidx < t->f->ngroups
+               ? cat_of_name(&t->g->cats, t->f->groups[gidx].name, t->f->groups[gidx].kind)
+               : CAT_OTHER;
 }
 
 /* "function (in plugin-3.so)": a native function whose resource is the object its code is in
@@ -803,6 +846,14 @@ static void event_record(struct gthread *t, const struct pgr_record *r)
             PGC_LIT(&pl, " ms");
         }
     }
+    /* groups not named here: past 64, and those the record could not list (groups_more) */
+    uint64_t unnamed = (uint64_t)r->u.event.ngroups - listed + r->u.event.groups_more;
+    if (unnamed && pl_room(&pl, 64)) {
+        if (listed)
+            PGC_LIT(&pl, ", and ");
+        perfgroup__out_u64(&pl, unnamed);
+        PGC_LIT(&pl, " more groups");
+    }
     PGC_LIT(&pl, "\"");
     int jank = r->u.event.cpu_ns > (uint64_t)JANK_MS * 1000000; /* CPU, as everywhere */
     pl_str(&pl, "jank", jank ? "yes" : "no", jank ? 3 : 2);
@@ -1153,6 +1204,23 @@ static int end_thread(void *ctx, uint32_t ti)
         marker_row(t, intern_str(t, "Records dropped (process total)", 31), t->last_ns, 0, 0,
                    CAT_OTHER, &pl);
     }
+    if (t->is_main && g->f->has_totals) {
+        /* the whole-run totals (format.h): what the process did, whatever the buffer kept of
+         * its events; the per-group counter tracks stay those of the events kept */
+        struct pgc_out pl;
+        char gl[1200];
+        pl_begin(&pl, "PerfgroupTotals");
+        pl_ms(&pl, "cpu", (int64_t)(g->f->tot_cpu_ns > INT64_MAX ? INT64_MAX : g->f->tot_cpu_ns));
+        pl_u64(&pl, "events", g->f->tot_events);
+        perfgroup__totals_text(gl, sizeof gl, g->f, 20);
+        const char *groups = strchr(gl, ';');
+        groups = groups ? groups + 2 : "";
+        pl_str(&pl, "groups", groups, strlen(groups));
+        pl_u64(&pl, "ngroups", g->f->ngtot);
+        pl_end(&pl);
+        marker_row(t, intern_str(t, "Whole-run totals (process)", 26), t->last_ns, 0, 0,
+                   CAT_OTHER, &pl);
+    }
     struct pgc_overhead ov;
     perfgroup__overhead(g->f, &ov);
     if (t->is_main && ov.from_header) {
@@ -1392,6 +1460,13 @@ static void write_schema(struct pgc_out *o)
         "{\"name\":\"PerfgroupCut\",\"tooltipLabel\":\"Recording cut\",\"tableLabel\":\"{marker.data.reason}\","
         "\"display\":[\"marker-chart\",\"marker-table\",\"timeline-overview\"],"
         "\"data\":[{\"key\":\"reason\",\"label\":\"What was lost\",\"format\":\"string\"}]},\n"
+        "{\"name\":\"PerfgroupTotals\",\"tooltipLabel\":\"Whole run: {marker.data.cpu} in {marker.data.events} events\","
+        "\"tableLabel\":\"whole run: {marker.data.cpu} in {marker.data.events} events: {marker.data.groups}\","
+        "\"display\":[\"marker-table\"],"
+        "\"data\":[{\"key\":\"cpu\",\"label\":\"CPU time\",\"format\":\"milliseconds\"},"
+        "{\"key\":\"events\",\"label\":\"Events\",\"format\":\"integer\"},"
+        "{\"key\":\"groups\",\"label\":\"Groups (CPU, heaviest first)\",\"format\":\"string\",\"searchable\":true},"
+        "{\"key\":\"ngroups\",\"label\":\"Groups\",\"format\":\"integer\"}]},\n"
         "{\"name\":\"PerfgroupOverhead\",\"tooltipLabel\":\"Runtime overhead: {marker.data.commit}\","
         "\"tableLabel\":\"commits {marker.data.commits} took {marker.data.commit}\","
         "\"display\":[\"marker-table\"],"
@@ -1419,6 +1494,8 @@ static void write_categories(struct gecko *g)
         perfgroup__out_str(o, group_colors[i % (sizeof(group_colors) / sizeof(*group_colors))]);
         PGC_LIT(o, "\",\"subcategories\":[\"Other\"]}");
     }
+    if (g->cats.more) /* CAT_MORE: the groups beyond the front-end's 256 categories */
+        PGC_LIT(o, ",\n{\"name\":\"Other groups\",\"color\":\"grey\",\"subcategories\":[\"Other\"]}");
     PGC_LIT(o, "]");
 }
 
@@ -1441,7 +1518,7 @@ static void write_meta(struct gecko *g, struct pgc_file *f, int root, int64_t lo
     PGC_LIT(o, ",\"stackwalk\":0,\"debug\":0,\"gcpoison\":0,\"asyncstack\":0,"
                "\"presymbolicated\":true,\"platform\":\"Linux\",\"oscpu\":\"Linux\","
                "\"abi\":\"perfgroup\",\"misc\":");
-    char misc[600];
+    char misc[1100];
     int mn = snprintf(misc, sizeof(misc), "perfgroup %s mode, pid %u",
                       f->mode == PGF_MODE_TRACE ? "trace" : "stats", f->pid);
     if (f->hdr.records_dropped && mn > 0 && (size_t)mn < sizeof(misc)) /* the header's total */
@@ -1454,6 +1531,11 @@ static void write_meta(struct gecko *g, struct pgc_file *f, int root, int64_t lo
         mn += snprintf(misc + mn, sizeof(misc) - (size_t)mn, ", %" PRIu64 " record times beyond "
                        "the file's clocks clipped (first at byte %" PRIu64 ")", f->counts.clipped,
                        f->counts.clipped_offset);
+    if (f->has_totals && mn > 0 && (size_t)mn < sizeof(misc)) { /* format.h: never recycled */
+        char t[400];
+        perfgroup__totals_text(t, sizeof t, f, 5);
+        mn += snprintf(misc + mn, sizeof(misc) - (size_t)mn, ", whole run: %s", t);
+    }
     struct pgc_overhead ov;
     perfgroup__overhead(f, &ov);
     if (ov.any && mn > 0 && (size_t)mn < sizeof(misc)) { /* the runtime's own cost */

@@ -398,6 +398,87 @@ static void clip_record(struct pgc_file *f, struct pgr_record *r)
     }
 }
 
+static int by_gtotal_cpu(const void *a, const void *b)
+{
+    const struct pgc_gtotal *x = a, *y = b;
+    if (x->t.cpu_ns != y->t.cpu_ns)
+        return x->t.cpu_ns < y->t.cpu_ns ? 1 : -1;
+    return strcmp(x->name, y->name);
+}
+
+/* The file's whole-run totals (pgr_totals) by group, over its threads: f->gtot, heaviest
+ * first, the top group's in tot_cpu_ns / tot_events. Kept while parked. -1: out of memory. */
+static int group_totals(struct pgc_file *f)
+{
+    const struct pgf_totals_slot *ts;
+    size_t nt = pgr_totals(f->r, &ts, &f->tot_torn);
+    f->has_totals = nt != 0;
+    if (!nt)
+        return 0;
+    struct pgc_gtotal *gt = calloc(f->ngroups ? f->ngroups : 1, sizeof *gt);
+    if (!gt)
+        return -1;
+    for (size_t i = 0; i < nt; i++) {
+        uint32_t gi = perfgroup__group_index(f, ts[i].group);
+        if (gi == UINT32_MAX)
+            continue;
+        const struct pgf_totals *s = &ts[i].t;
+        if (f->groups[gi].kind == 0) { /* PERFGROUP_KIND_TOP: the whole of every event */
+            f->tot_cpu_ns += s->cpu_ns;
+            f->tot_events += s->events;
+            continue;
+        }
+        struct pgf_totals *d = &gt[gi].t;
+        if (!s->events)
+            continue;
+        if (s->max_wall_ns > d->max_wall_ns)
+            d->max_wall_ns = s->max_wall_ns;
+        if (s->max_event_ns > d->max_event_ns)
+            d->max_event_ns = s->max_event_ns;
+        if (!d->events || s->min_event_ns < d->min_event_ns)
+            d->min_event_ns = s->min_event_ns;
+        d->cpu_ns += s->cpu_ns, d->wall_ns += s->wall_ns, d->blocked_ns += s->blocked_ns;
+        d->cycles += s->cycles, d->activations += s->activations, d->events += s->events;
+        d->discarded += s->discarded;
+        for (int j = 0; j < 10; j++)
+            d->jank[j] += s->jank[j];
+    }
+    uint32_t k = 0;
+    for (uint32_t g = 0; g < f->ngroups; g++)
+        if (gt[g].t.events) {
+            gt[k] = gt[g];
+            if (!(gt[k].name = strdup(f->groups[g].name))) {
+                for (uint32_t j = 0; j < k; j++)
+                    free(gt[j].name);
+                free(gt);
+                return -1;
+            }
+            gt[k++].kind = f->groups[g].kind;
+        }
+    qsort(gt, k, sizeof *gt, by_gtotal_cpu);
+    f->gtot = gt;
+    f->ngtot = k;
+    return 0;
+}
+
+static void gtot_free(struct pgc_gtotal *gt, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        free(gt[i].name);
+    free(gt);
+}
+
+void perfgroup__totals_text(char *b, size_t n, const struct pgc_file *f, unsigned top)
+{
+    int k = snprintf(b, n, "CPU %.3f ms in %" PRIu64 " events", (double)f->tot_cpu_ns / 1e6,
+                     f->tot_events);
+    for (uint32_t i = 0; i < f->ngtot && i < top && k > 0 && (size_t)k < n; i++)
+        k += snprintf(b + k, n - (size_t)k, "%s%s %.3f ms", i ? ", " : "; ", f->gtot[i].name,
+                      (double)f->gtot[i].t.cpu_ns / 1e6);
+    if (f->ngtot > top && k > 0 && (size_t)k < n)
+        snprintf(b + k, n - (size_t)k, " and %u more groups", f->ngtot - top);
+}
+
 int perfgroup__file_open(struct pgc_file *f, const char *path, struct pgc_error *err)
 {
     return perfgroup__file_follow(f, path, NULL, NULL, err);
@@ -504,6 +585,8 @@ int perfgroup__file_follow_fd(struct pgc_file *f, const char *path, int fd,
         uint32_t v;
         f->group_direct[i] = perfgroup__map_get(&f->group_ids, i, &v) ? v : UINT32_MAX;
     }
+    if (group_totals(f))
+        return oom(f, err);
     return 0;
 }
 
@@ -930,6 +1013,8 @@ int perfgroup__file_park(struct pgc_file *f)
     f->counts = k.counts;
     f->warn = warn;
     f->unfinished = k.unfinished, f->nunfinished = k.nunfinished;
+    f->gtot = k.gtot, f->ngtot = k.ngtot, f->has_totals = k.has_totals;
+    f->tot_cpu_ns = k.tot_cpu_ns, f->tot_events = k.tot_events, f->tot_torn = k.tot_torn;
     f->parked = 1;
     return 0;
 }
@@ -941,6 +1026,7 @@ int perfgroup__file_unpark(struct pgc_file *f, struct pgc_error *err)
     char *warn = f->warn, *program = f->program;
     struct pgc_unfinished *unf = f->unfinished;
     size_t nunf = f->nunfinished;
+    gtot_free(f->gtot, f->ngtot); /* read again with the file */
     int rc = perfgroup__file_open(f, f->path, err);
     free(program);
     f->warn = warn;
@@ -964,6 +1050,7 @@ void perfgroup__file_close(struct pgc_file *f)
     free(f->unfinished);
     free(f->program);
     free(f->warn);
+    gtot_free(f->gtot, f->ngtot);
     memset(f, 0, sizeof(*f));
 }
 

@@ -637,6 +637,67 @@ static int end_thread(void *ctx, uint32_t slot)
     return 0;
 }
 
+/* The file's whole-run totals (format.h, version 3) replace the sums of the events read:
+ * they hold the events recycled before this reader saw them, and a reader started late or
+ * restarted gets the program's counters from its start. A thread whose slots were all
+ * folded into the ended threads' row (thread index 0, "ended threads") is zeroed: its
+ * totals are in that row now. A slot rewritten under every try of this read keeps its last
+ * value. */
+static void apply_totals(struct pgl_file *lf, const struct pgc_file *f)
+{
+    const struct pgf_totals_slot *ts;
+    size_t nt = pgr_totals(f->r, &ts, NULL);
+    for (uint32_t i = 0; i < lf->nthreads; i++)
+        lf->threads[i].tot_seen = 0;
+    for (size_t k = 0; k < nt; k++) {
+        const struct pgf_totals_slot *sl = &ts[k];
+        struct pgl_thread *t = NULL;
+        for (uint32_t i = 0; i < lf->nthreads && !t; i++)
+            if (lf->threads[i].index == sl->thread)
+                t = &lf->threads[i];
+        if (!t) {
+            struct pgl_thread *nt2 = realloc(lf->threads, (lf->nthreads + 1) * sizeof(*nt2));
+            if (!nt2)
+                return;
+            lf->threads = nt2;
+            t = &lf->threads[lf->nthreads++];
+            memset(t, 0, sizeof(*t));
+            t->index = sl->thread;
+            uint32_t idx;
+            const char *name = sl->thread == 0 ? "ended threads"
+                             : perfgroup__map_get(&f->thread_ids, sl->thread, &idx)
+                                 ? f->threads[idx].name : "thread";
+            t->name = perfgroup__utf8_dup(name, 0);
+            if (sl->thread && perfgroup__map_get(&f->thread_ids, sl->thread, &idx))
+                t->tid = f->threads[idx].tid;
+        }
+        if (grow_rows(t, t->rows ? lf->ngroups : 0, lf->ngroups))
+            return;
+        if (!t->tot_seen) { /* first slot of the thread in this read */
+            t->tot_seen = 1;
+            t->from_totals = 1;
+            t->cpu_ns = t->events = 0;
+        }
+        uint32_t gi = perfgroup__group_index(f, sl->group);
+        if (gi >= lf->ngroups)
+            continue;
+        const struct pgf_totals *x = &sl->t;
+        if (f->groups[gi].kind == 0) { /* PERFGROUP_KIND_TOP: the thread's events */
+            t->cpu_ns = x->cpu_ns;
+            t->events = x->events;
+            continue;
+        }
+        perfgroup__row_from_totals(&t->rows[gi], x);
+    }
+    for (uint32_t i = 0; i < lf->nthreads; i++) {
+        struct pgl_thread *t = &lf->threads[i];
+        if (t->from_totals && !t->tot_seen && t->rows) { /* folded away */
+            memset(t->rows, 0, lf->ngroups * sizeof(*t->rows));
+            t->cpu_ns = t->events = 0;
+        }
+    }
+}
+
 /* The recording's process still runs (and is not a later one that got its pid). */
 static int pid_alive(const struct pgl_file *lf)
 {
@@ -732,6 +793,8 @@ static void refresh_file(const struct pgl_set *s, struct pgl_file *lf)
             lf->state = alive ? PGL_LIVE : PGL_GONE;
         lf->final = lf->state != PGL_LIVE;
         lf->refreshes++;
+        if (f.has_totals)
+            apply_totals(lf, &f);
     } else {
         /* the totals keep the records read before the failure (they were whole) */
         snprintf(lf->error, sizeof(lf->error), "%s", err.set ? err.msg : "unreadable");

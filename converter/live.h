@@ -10,7 +10,9 @@
  * the last refresh show) and reads only the records committed since the last one
  * (pgr_set_resume, keyed by chunk seq), folding events into cumulative per-thread,
  * per-group totals with the summary's own code (perfgroup__rows_add_event). Chunks the
- * program recycled before they were read are counted (missed), never an error.
+ * program recycled before they were read are counted (missed), never an error. A file with
+ * whole-run totals (format version 3) has its rows from them instead, at every refresh:
+ * nothing missed, and a reader started late has the counters from the program's start.
  *
  * File life (pgl_file.state), decided at each refresh:
  *
@@ -55,6 +57,7 @@ struct pgl_thread {
     int clk_set;
     struct pgc_row *rows;       /* cumulative, by group index of the file */
     uint64_t cpu_ns, events;    /* cumulative, the thread's events */
+    int from_totals, tot_seen;  /* from the file's whole-run totals (ever, this read) */
 };
 
 struct pgl_file {

@@ -172,6 +172,13 @@ void perfgroup__out_overhead_json(struct pgc_out *out, const struct pgc_overhead
 /* Input '-': the path the reader opens instead (main.c copies stdin there); messages say '-'. */
 extern const char *perfgroup__stdin_path;
 
+/* A group's whole-run totals over a file's threads (format.h, pgr_totals). */
+struct pgc_gtotal {
+    char *name;
+    uint32_t kind;
+    struct pgf_totals t;
+};
+
 struct pgc_file {
     const char *path;          /* as given (messages); '-' for stdin */
     const char *open_path;     /* what is opened: path, or perfgroup__stdin_path for '-' */
@@ -220,7 +227,19 @@ struct pgc_file {
     char *warn;                /* the warnings' text, kept while parked */
     struct pgc_unfinished *unfinished; /* once streamed: events the file has open (kept) */
     size_t nunfinished;
+    /* whole-run totals (format.h, version 3; kept when parked): has_totals 0 for an older
+     * file. By group over the threads, heaviest first (the top group left out: its CPU and
+     * events are the process's, tot_cpu_ns / tot_events); tot_torn: slots a live writer kept
+     * rewriting, or a dying one left torn */
+    int has_totals;
+    struct pgc_gtotal *gtot;
+    uint32_t ngtot;
+    uint64_t tot_cpu_ns, tot_events, tot_torn;
 };
+
+/* "CPU X ms in N events; a X ms, b Y ms, … and K more groups" of f's whole-run totals, the
+ * `top` heaviest groups named, into b[n] (names as the file has them: the caller escapes). */
+void perfgroup__totals_text(char *b, size_t n, const struct pgc_file *f, unsigned top);
 
 /* The index in f->open of thread `thread`'s open-event slot, or f->nopen (slots come in
  * thread order, one per thread). */
@@ -307,6 +326,8 @@ struct pgc_row {
 };
 struct pgc_clock;
 void perfgroup__row_add(struct pgc_row *d, const struct pgc_row *s); /* d += s */
+/* d = a whole-run totals slot's body (format.h; longest: max_event_ns, max_wall_ns) */
+void perfgroup__row_from_totals(struct pgc_row *d, const struct pgf_totals *t);
 /* Adds the groups of one PGF_REC_EVENT r of file f to rows (one per group of f, by index). */
 void perfgroup__rows_add_event(struct pgc_row *rows, const struct pgc_file *f,
                                const struct pgc_clock *clk, const struct pgr_record *r);

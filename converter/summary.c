@@ -19,6 +19,7 @@
 #include "pgconv.h"
 
 #define JANK PGC_JANK
+#define ROWS_SHOWN 40 /* groups per table in the text; the lighter rest one line, counted */
 #define row pgc_row /* shared with the live view (live.c): pgconv.h */
 
 struct summary {
@@ -37,6 +38,12 @@ struct summary {
     int nthreads_out, nprocs_out;
     uint64_t records_done, records_total;
     struct pgc_error *err;
+    /* the file's whole-run totals (format.h, pgr_totals): the tables come from them; the
+     * events streamed only say how much detail the file kept */
+    const struct pgf_totals_slot *tot;
+    size_t ntot;
+    uint64_t tot_torn;
+    uint64_t kept_events;  /* events read from the file (the detail) */
 };
 
 void perfgroup__row_add(struct pgc_row *d, const struct pgc_row *s)
@@ -52,6 +59,19 @@ void perfgroup__row_add(struct pgc_row *d, const struct pgc_row *s)
         d->longest_wall_ns = s->longest_wall_ns;
     for (int k = 0; k < JANK; k++)
         d->jank[k] += s->jank[k];
+}
+
+void perfgroup__row_from_totals(struct pgc_row *d, const struct pgf_totals *t)
+{
+    d->cpu_ns = t->cpu_ns;
+    d->wall_ns = t->wall_ns;
+    d->blocked_ns = t->blocked_ns;
+    d->activations = t->activations;
+    d->events = t->events;
+    d->longest_ns = t->max_event_ns;
+    d->longest_wall_ns = t->max_wall_ns;
+    for (int k = 0; k < JANK; k++)
+        d->jank[k] = t->jank[k];
 }
 
 /* What the recording's header says of how CPU time was found (perfgroup/format.h). */
@@ -139,7 +159,8 @@ static void text_table(struct summary *S, const char *title, struct row *rows, u
     }
     perfgroup__out_str(o, b);
     PGC_LIT(o, " ms\n");
-    for (uint32_t i = 0; i < k; i++) {
+    uint32_t shown = k > ROWS_SHOWN + 1 ? ROWS_SHOWN : k;
+    for (uint32_t i = 0; i < shown; i++) {
         const struct row *r = &s[i];
         double pct = total_cpu ? 100.0 * (double)r->cpu_ns / (double)total_cpu : 0;
         char name[128];
@@ -152,6 +173,16 @@ static void text_table(struct summary *S, const char *title, struct row *rows, u
             n0 += snprintf(b + n0, sizeof(b) - (size_t)n0, "%6" PRIu64, r->jank[j]);
         perfgroup__out_str(o, b);
         PGC_LIT(o, "\n");
+    }
+    if (shown < k) { /* 2,000 groups stay readable: the lighter rest on one line (--json: all) */
+        uint64_t cpu = 0, wall = 0;
+        for (uint32_t i = shown; i < k; i++)
+            cpu += s[i].cpu_ns, wall += s[i].wall_ns;
+        char label[40];
+        snprintf(label, sizeof label, "(%" PRIu32 " more groups)", k - shown);
+        snprintf(b, sizeof(b), "%-24.24s %11.3f %6.1f %11.3f\n", label, ms(cpu),
+                 total_cpu ? 100.0 * (double)cpu / (double)total_cpu : 0, ms(wall));
+        perfgroup__out_str(o, b);
     }
     if (!k)
         PGC_LIT(o, "(no group activity)\n");
@@ -260,11 +291,11 @@ void perfgroup__rows_add_event(struct pgc_row *rows, const struct pgc_file *f,
     }
 }
 
-static int end_thread(void *ctx, uint32_t ti)
+/* The thread in S->rows (thread_cpu, thread_events) into the process's and the overall
+ * rows, and its table out. */
+static int emit_thread(struct summary *S, uint32_t tid, const char *tname)
 {
-    struct summary *S = ctx;
     struct pgc_out *o = S->out;
-    const struct pgc_thread *th = &S->f->threads[ti];
     for (uint32_t i = 0; i < S->f->ngroups; i++) {
         const char *name = S->rows[i].name;
         uint64_t h = perfgroup__hash_bytes(name, strlen(name));
@@ -296,22 +327,99 @@ static int end_thread(void *ctx, uint32_t ti)
     S->all_events += S->thread_events;
     if (S->opt->summary_json) {
         PGC_SEP(o, S->nthreads_out, "\n{\"tid\":");
-        perfgroup__out_u64(o, th->tid);
+        perfgroup__out_u64(o, tid);
         PGC_LIT(o, ",\"name\":");
-        perfgroup__out_json_str(o, th->name, strlen(th->name));
+        perfgroup__out_json_str(o, tname, strlen(tname));
         PGC_LIT(o, ",");
         json_totals(S, S->rows, S->f->ngroups, S->thread_cpu, S->thread_events);
         PGC_LIT(o, "}");
     } else if (S->thread_events) { /* a thread with no event (markers only) has no rows */
-        char title[600], prog[256], tname[256];
+        char title[600], prog[256], tn[256];
         snprintf(title, sizeof(title), "%s (pid %u) thread %s (tid %u)",
                  perfgroup__text_safe(prog, sizeof(prog), S->f->program), S->f->pid,
-                 perfgroup__text_safe(tname, sizeof(tname), th->name), th->tid);
+                 perfgroup__text_safe(tn, sizeof(tn), tname), tid);
         text_table(S, title, S->rows, S->f->ngroups, S->thread_cpu, S->thread_events);
     }
     if (S->opt->summary_json || S->thread_events)
         S->nthreads_out++;
     return o->err ? -1 : 0;
+}
+
+static int end_thread(void *ctx, uint32_t ti)
+{
+    struct summary *S = ctx;
+    S->kept_events += S->thread_events;
+    if (S->tot) /* the tables come from the whole-run totals (totals_threads) */
+        return 0;
+    const struct pgc_thread *th = &S->f->threads[ti];
+    return emit_thread(S, th->tid, th->name);
+}
+
+static int by_thread_group(const void *a, const void *b)
+{
+    const struct pgf_totals_slot *x = a, *y = b;
+    if (x->thread != y->thread) /* the ended threads' row (0) last */
+        return x->thread == 0 ? 1 : y->thread == 0 ? -1 : x->thread < y->thread ? -1 : 1;
+    return x->group < y->group ? -1 : x->group > y->group;
+}
+
+/* One table per thread from the file's whole-run totals: its top group gives the thread's
+ * CPU and events, the other groups its rows; the ended threads' row (thread 0) last. */
+static int totals_threads(struct summary *S)
+{
+    struct pgc_file *f = S->f;
+    struct pgf_totals_slot *all = malloc((S->ntot ? S->ntot : 1) * sizeof *all);
+    if (!all)
+        return -ENOMEM;
+    memcpy(all, S->tot, S->ntot * sizeof *all);
+    qsort(all, S->ntot, sizeof *all, by_thread_group);
+    int rc = 0;
+    for (size_t i = 0; i < S->ntot && !rc;) {
+        uint32_t th = all[i].thread;
+        memset(S->rows, 0, (f->ngroups + 1) * sizeof(*S->rows));
+        for (uint32_t k = 0; k < f->ngroups; k++)
+            S->rows[k].name = f->groups[k].name;
+        S->thread_cpu = S->thread_events = 0;
+        for (; i < S->ntot && all[i].thread == th; i++) {
+            const struct pgf_totals *t = &all[i].t;
+            uint32_t gi = perfgroup__group_index(f, all[i].group);
+            if (gi == UINT32_MAX)
+                continue;
+            if (f->groups[gi].kind == 0) { /* PERFGROUP_KIND_TOP: the whole of every event */
+                S->thread_cpu += t->cpu_ns;
+                S->thread_events += t->events;
+                continue;
+            }
+            perfgroup__row_from_totals(&S->rows[gi], t);
+        }
+        uint32_t tid = 0, idx;
+        char name[96];
+        if (th == 0) {
+            snprintf(name, sizeof name, "ended threads (%u folded)", f->hdr.threads_folded);
+        } else if (perfgroup__map_get(&f->thread_ids, th, &idx)) {
+            tid = f->threads[idx].tid;
+            snprintf(name, sizeof name, "%s", f->threads[idx].name);
+        } else {
+            snprintf(name, sizeof name, "thread index %u", th);
+        }
+        rc = emit_thread(S, tid, name);
+    }
+    free(all);
+    return rc;
+}
+
+/* What the event detail covers beside the whole-run totals, as one line / JSON fields. */
+static void coverage(struct summary *S, char *b, size_t n)
+{
+    uint64_t total = S->proc_events, kept = S->kept_events;
+    if (kept >= total)
+        snprintf(b, n, "events: all %" PRIu64 " kept; totals cover the whole run", total);
+    else if (!kept)
+        snprintf(b, n, "events: none of %" PRIu64 " kept (recycled, or no room in the buffer); "
+                 "totals cover the whole run", total);
+    else
+        snprintf(b, n, "events %" PRIu64 "-%" PRIu64 " of %" PRIu64 " kept (the rest recycled); "
+                 "totals cover the whole run", total - kept + 1, total, total);
 }
 
 /* Events the file has open (a crash, _exit or kill before they ended): their CPU so far,
@@ -453,7 +561,13 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
                      "jank and max: CPU time per event\n", cpu_time_text(f), tsc_scope_text(f));
             perfgroup__out_str(out, b);
         }
+        S.ntot = pgr_totals(f->r, &S.tot, &S.tot_torn);
+        if (!S.ntot)
+            S.tot = NULL; /* an older file: the tables are the sums of its events */
+        S.kept_events = 0;
         rc = perfgroup__file_stream(f, &cb, &S, err);
+        if (!rc && S.tot)
+            rc = totals_threads(&S);
         /* the process as a whole (all its threads) */
         /* what the file's damage cost, known once it is read (chunks_corrupt, clipped) */
         if (opt->summary_json) {
@@ -468,6 +582,14 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
             PGC_LIT(out, ",\"overhead\":");
             perfgroup__out_overhead_json(out, &ov);
             unfinished_json(out, f);
+            PGC_LIT(out, ",\"totals\":\"");
+            perfgroup__out_str(out, S.tot ? "whole run" : "events kept");
+            PGC_LIT(out, "\",\"events_kept\":");
+            perfgroup__out_u64(out, S.kept_events);
+            PGC_LIT(out, ",\"threads_folded\":");
+            perfgroup__out_u64(out, f->hdr.threads_folded);
+            PGC_LIT(out, ",\"totals_lost\":");
+            perfgroup__out_u64(out, f->hdr.totals_lost + S.tot_torn);
             PGC_LIT(out, ",");
             json_totals(&S, S.proc, f->ngroups, S.proc_cpu, S.proc_events);
             PGC_LIT(out, "}");
@@ -480,6 +602,16 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
                 text_table(&S, title, S.proc, f->ngroups, S.proc_cpu, S.proc_events);
             }
             char b[400];
+            if (S.tot) {
+                coverage(&S, b, sizeof b - 1);
+                strcat(b, "\n");
+                perfgroup__out_str(out, b);
+            }
+            if (f->hdr.totals_lost + S.tot_torn) {
+                snprintf(b, sizeof(b), "totals short: %" PRIu64 " commit(s) found no totals slot "
+                         "(raise PERFGROUP_TOTALS)\n", f->hdr.totals_lost + S.tot_torn);
+                perfgroup__out_str(out, b);
+            }
             struct pgc_overhead ov;
             perfgroup__overhead(f, &ov);
             if (ov.any) {

@@ -26,6 +26,7 @@
 #include "tool.h"
 
 #define JANK_SHOWN 4 /* jank[4]: events with > 16 ms of the group's CPU (a 60 Hz frame) */
+#define ROWS_SHOWN 30 /* groups per process; the lighter rest one line with their count */
 
 struct top_file {
     struct pgc_row *prev;      /* totals at the previous refresh, by group index */
@@ -154,6 +155,20 @@ static void print_rate(FILE *o, int width, double v, double secs)
         fprintf(o, " %*s", width, "-");
 }
 
+static void show_row(FILE *o, const struct top_file *t, const struct pgc_row *d)
+{
+    const struct pgc_row *tot = &t->prev[d - t->delta];
+    double pct = t->delta_cpu ? 100.0 * (double)d->cpu_ns / (double)t->delta_cpu : 0;
+    fputs("  ", o);
+    put_name(o, d->name, 18);
+    fprintf(o, " %6.1f", pct);
+    print_rate(o, 8, (double)d->cpu_ns / 1e6, t->delta_s);
+    print_rate(o, 8, (double)d->events, t->delta_s);
+    fprintf(o, " %6" PRIu64, d->jank[JANK_SHOWN]);
+    print_rate(o, 8, (double)d->blocked_ns / 1e6, t->delta_s);
+    fprintf(o, " %9.3f %7" PRIu64 "\n", (double)tot->cpu_ns / 1e9, tot->jank[JANK_SHOWN]);
+}
+
 static void show_file(FILE *o, const struct pgl_file *f, const struct top_file *t)
 {
     put_name(o, f->program, 0);
@@ -191,18 +206,25 @@ static void show_file(FILE *o, const struct pgl_file *f, const struct top_file *
         if (t->prev[g].events || t->prev[g].activations || t->prev[g].cpu_ns)
             order[n++] = &t->delta[g];
     qsort(order, n, sizeof(*order), by_interval);
+    if (n > ROWS_SHOWN) { /* 2,000 groups stay readable: the heaviest, then the rest folded */
+        uint64_t cpu = 0, events = 0;
+        for (uint32_t i = ROWS_SHOWN; i < n; i++)
+            cpu += order[i]->cpu_ns, events += order[i]->events;
+        double pct = t->delta_cpu ? 100.0 * (double)cpu / (double)t->delta_cpu : 0;
+        char more[40];
+        snprintf(more, sizeof more, "(%" PRIu32 " more)", n - ROWS_SHOWN);
+        n = ROWS_SHOWN;
+        for (uint32_t i = 0; i < n; i++)
+            show_row(o, t, order[i]);
+        fprintf(o, "  %-18.18s %6.1f", more, pct);
+        print_rate(o, 8, (double)cpu / 1e6, t->delta_s);
+        print_rate(o, 8, (double)events, t->delta_s);
+        fputc('\n', o);
+        free(order);
+        return;
+    }
     for (uint32_t i = 0; i < n; i++) {
-        const struct pgc_row *d = order[i];
-        const struct pgc_row *tot = &t->prev[d - t->delta];
-        double pct = t->delta_cpu ? 100.0 * (double)d->cpu_ns / (double)t->delta_cpu : 0;
-        fputs("  ", o);
-        put_name(o, d->name, 18);
-        fprintf(o, " %6.1f", pct);
-        print_rate(o, 8, (double)d->cpu_ns / 1e6, t->delta_s);
-        print_rate(o, 8, (double)d->events, t->delta_s);
-        fprintf(o, " %6" PRIu64, d->jank[JANK_SHOWN]);
-        print_rate(o, 8, (double)d->blocked_ns / 1e6, t->delta_s);
-        fprintf(o, " %9.3f %7" PRIu64 "\n", (double)tot->cpu_ns / 1e9, tot->jank[JANK_SHOWN]);
+        show_row(o, t, order[i]);
     }
     if (!n)
         fprintf(o, "  (no group activity yet)\n");

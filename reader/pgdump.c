@@ -83,6 +83,8 @@ static void print_record(const struct pgr_record *r) {
                    g->cycles, g->cpu_ns, g->activations);
         }
         putchar(']');
+        if (r->u.event.groups_more)
+            printf(" groups_more=%u", r->u.event.groups_more);
         break;
     case PGF_REC_INTERVAL:
         printf(" function=%u mask=%u depth=%u start=%" PRIu64 " duration=%" PRIu64,
@@ -150,6 +152,16 @@ int main(int argc, char **argv) {
     struct pgr_record rec;
     while (pgr_next(r, &rec) > 0)
         print_record(&rec);
+    if (!pgr_error(r)) { /* the whole-run totals (format.h, version 3) */
+        const struct pgf_totals_slot *ts;
+        size_t nt = pgr_totals(r, &ts, NULL);
+        for (size_t i = 0; i < nt; i++)
+            printf("totals thread=%u group=%u flags=%u cpu_ns=%" PRIu64 " wall_ns=%" PRIu64
+                   " activations=%" PRIu64 " events=%" PRIu64 " max_ns=%" PRIu64
+                   " discarded=%" PRIu64 "\n", ts[i].thread, ts[i].group, ts[i].flags,
+                   ts[i].t.cpu_ns, ts[i].t.wall_ns, ts[i].t.activations, ts[i].t.events,
+                   ts[i].t.max_event_ns, ts[i].t.discarded);
+    }
     fflush(stdout);
     for (size_t i = 0; i < pgr_warning_count(r); i++)
         fprintf(stderr, "warning: %s: byte %" PRIu64 ": %s\n", path, pgr_warning(r, i)->offset,

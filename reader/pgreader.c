@@ -64,6 +64,9 @@ struct pgr_reader {
     uint64_t corrupt;                /* sealed chunks whose CRC-32C did not match: skipped */
     struct pgf_open_slot *open;      /* the open events' slots that were whole (format.h) */
     size_t nopen;
+    struct pgf_totals_slot *totals;  /* the whole-run totals slots that were whole (format.h) */
+    size_t ntotals;
+    uint64_t totals_torn;            /* slots rewritten under every try (a live file) */
     int warned_skipped, warned_corrupt;
     pgr_resume_fn resume;
     void *resume_ctx;
@@ -111,7 +114,7 @@ static void warn(pgr_reader *r, uint64_t off, const char *fmt, ...) {
 static long read_at(pgr_reader *r, void *dst, size_t len, uint64_t off) {
     size_t got = 0;
     uint64_t base = r->hdr.chunks_offset;
-    if (r->snap && off >= base && off - base <= r->snap_len) {
+    if (r->snap && off >= base && off - base < r->snap_len) {
         uint64_t n = r->snap_len - (off - base) < len ? r->snap_len - (off - base) : len;
         memcpy(dst, r->snap + (off - base), (size_t)n);
         return (long)n;
@@ -206,6 +209,97 @@ static int read_open_slots(pgr_reader *r, uint64_t at) {
         }
     free(all);
     return 0;
+}
+
+/* The whole-run totals region (format.h, version 3): read whole, then read again; a slot
+ * whose seq is odd or changed between the two (its writer rewrote it meanwhile: a live
+ * file) is read again, up to 8 times, then left out and counted. Slots in use are kept, in
+ * file order. A region past the end of the file (cut) is read as far as it goes. */
+static void read_totals(pgr_reader *r) {
+    const struct pgf_file_header *h = &r->hdr;
+    if (h->version < 3 || h->totals_offset == 0)
+        return;
+    uint64_t want = h->chunks_offset + (uint64_t)h->chunk_count * h->chunk_size;
+    /* a damaged header: the totals are not believed, the events are still read */
+    if (h->totals_offset != want) {
+        warn(r, 440, "bad totals_offset %llu (the chunks end at %llu): totals ignored",
+             (unsigned long long)h->totals_offset, (unsigned long long)want);
+        return;
+    }
+    uint32_t sz = h->totals_slot_size;
+    if (sz < PGF_TOTALS_SLOT_MIN || sz > 4096 || (sz & 7)) {
+        warn(r, 448, "bad totals_slot_size %u: totals ignored", sz);
+        return;
+    }
+    if (h->totals_count > (1u << 22) || h->totals_used > h->totals_count) {
+        warn(r, 452, "bad totals_count %u / totals_used %u: totals ignored", h->totals_count,
+             h->totals_used);
+        return;
+    }
+    uint32_t n = h->totals_used;
+    if (h->state != PGF_STATE_CLOSED) { /* live: slots taken since the header was read */
+        uint32_t used;
+        if (read_at(r, &used, sizeof used, 456) == (long)sizeof used && used > n &&
+            used <= h->totals_count)
+            n = used;
+    }
+    if (r->file_size <= h->totals_offset)
+        n = 0;
+    else if ((r->file_size - h->totals_offset) / sz < n)
+        n = (uint32_t)((r->file_size - h->totals_offset) / sz);
+    if (!n)
+        return;
+    uint8_t *a = malloc((size_t)n * sz), *b = malloc((size_t)n * sz);
+    r->totals = calloc(n, sizeof *r->totals);
+    if (!a || !b || !r->totals) {
+        free(a), free(b);
+        fail(r, 0, "out of memory for %u totals slots", n);
+        return;
+    }
+    size_t len = (size_t)n * sz;
+    uint8_t *ok = calloc(n, 1);
+    if (!ok) {
+        free(a), free(b);
+        fail(r, 0, "out of memory for %u totals slots", n);
+        return;
+    }
+    uint32_t left = n;
+    for (int tries = 0; tries < 8 && left; tries++) {
+        if (read_at(r, a, len, h->totals_offset) != (long)len)
+            break;
+        READ_FENCE();
+        if (read_at(r, b, len, h->totals_offset) != (long)len)
+            break;
+        for (uint32_t i = 0; i < n; i++) {
+            if (ok[i])
+                continue;
+            const struct pgf_totals_slot *x = (const void *)(a + (size_t)i * sz);
+            const struct pgf_totals_slot *y = (const void *)(b + (size_t)i * sz);
+            if ((x->seq & 1) || x->seq != y->seq)
+                continue;
+            ok[i] = 1 + ((x->flags & PGF_TOTALS_F_USED) != 0);
+            memcpy(&r->totals[i], x, PGF_TOTALS_SLOT_MIN);
+            left--;
+        }
+        if (h->state == PGF_STATE_CLOSED)
+            break; /* nobody writes it: a torn slot stays torn (a writer killed in it) */
+    }
+    r->totals_torn = left;
+    size_t k = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (ok[i] == 2)
+            r->totals[k++] = r->totals[i];
+    r->ntotals = k;
+    free(ok);
+    free(a);
+    free(b);
+}
+
+size_t pgr_totals(const pgr_reader *r, const struct pgf_totals_slot **slots, uint64_t *torn) {
+    *slots = r->totals;
+    if (torn)
+        *torn = r->totals_torn;
+    return r->ntotals;
 }
 
 size_t pgr_open_events(const pgr_reader *r, const struct pgf_open_slot **slots) {
@@ -503,6 +597,8 @@ pgr_reader *pgr_open_fd(int fd) {
              (unsigned long long)r->file_size, (unsigned long long)want);
     take_snapshot(r);
     scan_chunks(r);
+    if (!r->has_error)
+        read_totals(r);
     if (!r->has_error) {
         r->buf = malloc(h->chunk_size);
         if (!r->buf)
@@ -518,6 +614,7 @@ void pgr_close(pgr_reader *r) {
         close(r->fd);
     free(r->chunks);
     free(r->open);
+    free(r->totals);
     free(r->snap);
     free(r->snap_seq);
     free(r->buf);
@@ -949,6 +1046,10 @@ static int decode_fields(struct cur *c, struct pgr_record *rec, uint32_t n, uint
         }
         x->groups = r->groups;
         x->ngroups = ng;
+        if (n > 7) { /* version 3: groups the record could not list */
+            *used = 8;
+            return mp_u32(c, &x->groups_more, "groups_more");
+        }
         return 0;
     }
     case PGF_REC_INTERVAL: {

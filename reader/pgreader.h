@@ -132,6 +132,8 @@ struct pgr_record {
             uint64_t begin_tsc, end_tsc, cpu_ns;
             uint32_t flags;           /* PGF_EVENT_F_* */
             const struct pgr_event_group *groups; uint32_t ngroups;
+            uint32_t groups_more;     /* groups the record could not list (version 3);
+                                       * the whole-run totals hold them */
         } event;
         struct {
             uint32_t function_id;
@@ -201,6 +203,13 @@ uint64_t pgr_chunks_corrupt(const pgr_reader *r);
  * opened: events still open when the writer last refreshed them. A slot whose thread has an
  * EVENT record with the same begin_tsc is stale (that event ended); the caller drops it. */
 size_t pgr_open_events(const pgr_reader *r, const struct pgf_open_slot **slots);
+
+/* The whole-run totals (format.h, struct pgf_totals_slot; version 3): the slots in use that
+ * were whole when the file was opened (a live one: read twice, a slot rewritten in between
+ * read again, up to 8 times), each thread's cumulative totals of a group, thread 0 the ended
+ * threads' rows. 0 for a file without them (older writers: sum its events instead).
+ * *torn (may be NULL): slots left out, rewritten under every try or cut by a dying writer. */
+size_t pgr_totals(const pgr_reader *r, const struct pgf_totals_slot **slots, uint64_t *torn);
 
 /* Follow a live file (perfgroup top, metrics): before the records of each DATA chunk are
  * read, fn returns how many of its committed bytes were read already (by an earlier reader

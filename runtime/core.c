@@ -454,13 +454,14 @@ extern __typeof__(perfgroup__register_own) perfgroup__register_own
  * per group) and the groups' off-CPU ticks in the event (cold: only cputime.c's settling
  * and commits touch them): the exit hook never has to grow anything. The first
  * PG_GROUPS_INLINE groups' live in the thread's entry; beyond, a mapping each for the group
- * table and for exec + goff, doubled as needed. */
+ * table and for exec + goff + shares (an event's groups for its record), doubled as needed. */
 PG_HIDDEN int perfgroup__grow_groups(struct pg_thread *t, uint32_t max_gid)
 {
     if (t->cap == 0) { /* a new entry: the tables inside it, no mapping of their own */
         t->g = t->g0;
         t->exec = t->exec0;
         t->goff = t->goff0;
+        t->shares = t->shares0;
         t->cap = t->exec_cap = PG_GROUPS_INLINE;
     }
     if (max_gid < t->cap)
@@ -469,7 +470,8 @@ PG_HIDDEN int perfgroup__grow_groups(struct pg_thread *t, uint32_t max_gid)
     while (cap <= max_gid)
         cap *= 2;
     struct pg_gstate *g = perfgroup__map(sizeof *g * cap);
-    const size_t esz = sizeof(uint32_t) + sizeof(uint64_t); /* exec[i], goff[i] */
+    /* exec[i], goff[i], shares[i] */
+    const size_t esz = sizeof(uint32_t) + sizeof(uint64_t) + sizeof(struct perfgroup_rec_group_share);
     uint32_t *e = perfgroup__map(esz * cap);
     if (!g || !e) {
         if (g)
@@ -479,6 +481,7 @@ PG_HIDDEN int perfgroup__grow_groups(struct pg_thread *t, uint32_t max_gid)
         return -ENOMEM;
     }
     uint64_t *goff = (uint64_t *)(void *)(e + cap); /* cap >= 64, a power of 2: aligned */
+    struct perfgroup_rec_group_share *shares = (void *)(goff + cap);
     memcpy(g, t->g, sizeof *g * t->cap);
     memcpy(e, t->exec, sizeof *e * t->nexec);
     memcpy(goff, t->goff, sizeof *goff * t->cap);
@@ -489,6 +492,7 @@ PG_HIDDEN int perfgroup__grow_groups(struct pg_thread *t, uint32_t max_gid)
     t->g = g;
     t->exec = e;
     t->goff = goff;
+    t->shares = shares;
     t->exec_cap = cap;
     t->cap = cap;
     return 0;
@@ -593,6 +597,8 @@ static void totals_add(struct pg_totals *tot, uint64_t cycles, uint64_t cpu_ns, 
         TSET(tot->max_event_ns, cpu_ns);
     if (tot->events == 1 || cpu_ns < tot->min_event_ns)
         TSET(tot->min_event_ns, cpu_ns);
+    if (wall_ns > tot->max_wall_ns)
+        TSET(tot->max_wall_ns, wall_ns);
     unsigned m = perfgroup__jank_mask(cpu_ns);
     for (unsigned i = 0; m; i++, m >>= 1)
         TADD(tot->jank[i], m & 1);
@@ -622,15 +628,19 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
         atomic_store_explicit(&t->reset_epoch, epoch, memory_order_relaxed);
     }
 
-    struct perfgroup_rec_group_share shares[64];
+    struct perfgroup_rec_group_share *shares = t->shares; /* room for every group */
     unsigned nshares = 0;
     uint64_t ev_wall = ev_ok ? perfgroup__ticks_to_ns(ev_cycles) : 0;
     if (ev_ok && cpu_ns > ev_wall) {
-        /* more CPU than wall time: the two clocks disagree (an explicit event's CPU is the
-         * difference of two CPU-clock readings, its wall the counter's): at most its wall,
-         * and counted (perfgroup_snapshot_clamped) */
+        /* more CPU than wall time (an explicit event's CPU is the difference of two CPU-clock
+         * readings, its wall the counter's): at most its wall. Each end reads the CPU clock,
+         * then the counter (cputime_read), so each interval holds the part of one read the
+         * other does not: an excess within two reads' cost (+ 0.01 % for the counter's
+         * rate) is the reads', not the clocks'. Only a larger one, a real disagreement, is
+         * counted (perfgroup_snapshot_clamped; docs/accounting.md). */
+        if (cpu_ns - ev_wall > 2 * perfgroup__cpu_read_ns + ev_wall / 10000)
+            atomic_fetch_add_explicit(&perfgroup__clamped, 1, memory_order_relaxed);
         cpu_ns = ev_wall;
-        atomic_fetch_add_explicit(&perfgroup__clamped, 1, memory_order_relaxed);
     }
     struct pg_totals *top = totals_for(t, PG_TOP_GROUP);
     if (top && ev_ok)
@@ -667,8 +677,7 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
                 if (s->discarded)
                     t->event_flags |= PGF_EVENT_F_DISCARDED;
                 perfgroup__alerts_check(t, ename, gid, gcpu, gwall, cpu_ns);
-                if (nshares < 64)
-                    shares[nshares++] = (struct perfgroup_rec_group_share){gid, recent, gcpu, s->acts};
+                shares[nshares++] = (struct perfgroup_rec_group_share){gid, recent, gcpu, s->acts};
             }
         }
         s->recent = 0;
@@ -687,6 +696,15 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
         }
         perfgroup__rec_event(t->rec, t->rec_name_id, t->event_begin_tsc, end_tsc, cpu_ns,
                              t->event_flags, shares, nshares);
+        /* the whole-run totals of the event's groups into the file (format.h): as the
+         * snapshot has them, so the file keeps them whatever is recycled */
+        if (top)
+            perfgroup__rec_totals(t->rec, PG_TOP_GROUP, (const struct pgf_totals *)(void *)top);
+        for (uint32_t i = 0; i < t->nexec; i++) {
+            const struct pg_totals *tot = totals_for(t, t->exec[i]);
+            if (tot && (tot->events || tot->discarded))
+                perfgroup__rec_totals(t->rec, t->exec[i], (const struct pgf_totals *)(void *)tot);
+        }
     }
     pg_exec_clear(t);
     t->event_open = PG_EV_NONE;

@@ -107,12 +107,21 @@ struct pg_frame {
     uint8_t pad;
 };
 
+/* The layout of struct pgf_totals (format.h): a recording's whole-run totals slot takes a
+ * copy (perfgroup__rec_totals). max_wall_ns is the file's only: snapshots and the dead pool
+ * do not fold it. */
 struct pg_totals {
     uint64_t cpu_ns, wall_ns, blocked_ns, cycles, activations, events;
     uint64_t max_event_ns, min_event_ns;
     uint64_t jank[PERFGROUP_JANK_BUCKETS];
     uint64_t discarded;
+    uint64_t max_wall_ns;
 };
+_Static_assert(sizeof(struct pg_totals) == sizeof(struct pgf_totals), "pg_totals is pgf_totals");
+_Static_assert(offsetof(struct pg_totals, jank) == offsetof(struct pgf_totals, jank),
+               "pg_totals is pgf_totals");
+_Static_assert(offsetof(struct pg_totals, max_wall_ns) == offsetof(struct pgf_totals, max_wall_ns),
+               "pg_totals is pgf_totals");
 
 /* Fold totals `s` (a struct pg_totals) into `d`: a struct pg_totals (the dead-thread pool,
  * lifecycle.c) or a struct perfgroup_stats (snapshots, snapshot.c), which share these field
@@ -174,6 +183,7 @@ struct pg_thread {
     uint32_t nexec, exec_cap;   /* groups executed in the current event */
     struct pg_gstate *g;
     uint32_t *exec;
+    struct perfgroup_rec_group_share *shares; /* an event's groups for its record (cold) */
     uint64_t *goff;             /* per group: of its `recent`, the ticks the thread spent off
                                  * its CPU, added by the settling of a deschedule to every
                                  * stopwatch live across it (cputime.c); cold, never touched
@@ -256,6 +266,7 @@ struct pg_thread {
     struct pg_gstate g0[PG_GROUPS_INLINE];
     uint32_t exec0[PG_GROUPS_INLINE];
     uint64_t goff0[PG_GROUPS_INLINE];
+    struct perfgroup_rec_group_share shares0[PG_GROUPS_INLINE];
     struct pg_frame stack[PG_STACK_MAX];     /* hot: the shadow stack */
     /* per block of PG_GROUP_BLOCK groups from the second on, the thread's totals (mapped at
      * its first commit of a group there; snapshots read them); [0] unused: totals_b0 */
@@ -484,6 +495,8 @@ extern PG_HIDDEN _Atomic uint32_t perfgroup__reset_epoch;
 
 /* ---- cputime.c: measured CPU time (rseq's "descheduled" pointer) ------------------------ */
 PG_HIDDEN void perfgroup__cputime_init(void);
+/* ns one CPU-clock read costs (measured at start-up): commit()'s allowance for the reads */
+extern PG_HIDDEN uint64_t perfgroup__cpu_read_ns;
 /* A thread takes its entry: arm rseq, first reading. */
 PG_HIDDEN void perfgroup__cputime_thread_start(struct pg_thread *t);
 /* fork() child: re-arm, and a first reading of the child's CPU clock (from zero). */

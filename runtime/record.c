@@ -52,6 +52,7 @@
 
 #include "perfgroup.h"
 #include "perfgroup/crc32c.h"
+#include "internal.h" /* PG_TOTALS_FOLD */
 
 #define DEFAULT_BUFFER (256ull << 20)
 #define DEFAULT_CHUNK  (64u << 10)
@@ -59,6 +60,8 @@
 #define MAX_CHUNK      (16u << 20)
 #define MAX_TEXT       1024u   /* marker text and names are clipped to this */
 #define CPU_READ_EVERY 1000u   /* a CLOCK record reads the thread's CPU clock <= 1/ms */
+#define DEFAULT_TOTALS 16384u /* whole-run totals slots (PERFGROUP_TOTALS) */
+#define MAX_TOTALS (1u << 22)
 #define RUNTIME_VERSION "perfgroup 0.1.0"
 
 int perfgroup__rec_mode;
@@ -88,6 +91,13 @@ struct writer {
     int name_explicit;                /* named by the core or perfgroup_thread_name */
     int no_def, starved;              /* no room for its THREAD definition / for a chunk */
     char name[64];
+    /* whole-run totals (format.h, struct pgf_totals_slot): tmap[gid] is the index + 1 of
+     * its slot for group gid in the file of generation tot_gen (0: none yet); kept across
+     * the writer's reuse (writer_alloc), cleared for a new file */
+    uint64_t tot_gen;
+    uint32_t chunk_bytes;             /* chunk size of the file attached to (own thread) */
+    struct pgf_totals_slot *tot_base;
+    uint32_t *tmap, tmap_cap;
 };
 
 struct heap_ent { uint64_t seq; uint32_t idx; };
@@ -116,6 +126,7 @@ static struct {
     struct tdef_range { uint32_t min, max; uint8_t used; } *tdr; /* per chunk */
     uint32_t ntdefs;
     uint64_t threads_undefined, threads_starved, warned_threads;
+    uint32_t nlive, peak_live;        /* threads with a writer now, and at most at once */
     struct writer tdefs;
     struct writer defs;
     struct writer *live;
@@ -129,6 +140,14 @@ static struct {
     int child_pending;                /* a fork child's file, made at its first record */
     struct pgf_open_slot *slots;      /* the open events' chunk (PGF_CHUNK_OPEN), or NULL */
     uint32_t nslots;
+    /* whole-run totals (format.h): the region after the chunks, its free slots (folded
+     * ones), the ended threads' row of each group (index + 1 by group id, 0: none yet) */
+    uint32_t tot_slots;               /* setting (PERFGROUP_TOTALS), kept for fork */
+    struct pgf_totals_slot *tot;
+    uint32_t tot_count, tot_used, tot_nfree;
+    uint32_t *tot_free;
+    uint64_t tot_alloc_end;           /* file offset up to which its blocks are allocated */
+    uint32_t *ended_row, ended_cap;
 } g = { .mu = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 
 static __thread struct writer *tls_writer;
@@ -467,6 +486,7 @@ static void unlock(void) {
 /* Forget any chunk of an older recording. */
 static void attach(struct writer *w) {
     w->gen = g.gen;
+    w->chunk_bytes = g.chunk_size;
     w->hdr = g.hdr;
     w->cur = w->reserved = w->last_full = -1;
     w->records_before = w->dropped_total = 0;
@@ -783,7 +803,11 @@ static struct writer *writer_alloc(void) {
     struct writer *w = writers_free;
     if (w) {
         writers_free = w->next;
+        uint32_t *tmap = w->tmap, cap = w->tmap_cap;
         memset(w, 0, sizeof *w);
+        if (tmap)
+            memset(tmap, 0, cap * sizeof *tmap);
+        w->tmap = tmap, w->tmap_cap = cap;
         return w;
     }
     return rec_alloc(sizeof *w);
@@ -933,6 +957,166 @@ static void open_slots_locked(void) {
     __atomic_store_n(&c->magic, PGF_CHUNK_MAGIC, __ATOMIC_RELEASE);
     g.slots = (struct pgf_open_slot *)((uint8_t *)c + PGF_CHUNK_HEADER_SIZE);
     g.nslots = (g.chunk_size - PGF_CHUNK_HEADER_SIZE) / (uint32_t)sizeof(struct pgf_open_slot);
+}
+
+/* ---- whole-run totals (format.h, struct pgf_totals_slot) ------------------------------- */
+
+/* Rewrite slot s as a seqlock: seq odd, the stores, seq even (release): a reader that sees
+ * the same even seq before and after its copy has the slot whole. */
+#define TOT_WRITE(s, body)                                                                    \
+    do {                                                                                      \
+        uint32_t seq_ = (s)->seq;                                                             \
+        __atomic_store_n(&(s)->seq, seq_ | 1u, __ATOMIC_RELAXED);                             \
+        __atomic_thread_fence(__ATOMIC_RELEASE);                                              \
+        body;                                                                                 \
+        __atomic_store_n(&(s)->seq, (seq_ | 1u) + 1u, __ATOMIC_RELEASE);                      \
+    } while (0)
+
+/* d += s by PG_TOTALS_FOLD's rule, and the largest wall time in one event */
+static void totals_fold(struct pgf_totals *d, const struct pgf_totals *s) {
+    if (s->events && s->max_wall_ns > d->max_wall_ns)
+        d->max_wall_ns = s->max_wall_ns;
+    PG_TOTALS_FOLD(d, s);
+}
+
+/* Room ran out: every ended thread's slot is folded into its group's "ended threads" row
+ * (thread 0) and freed. g.mu held. */
+static void totals_fold_locked(void) {
+    uint32_t threads = 0;
+    for (uint32_t i = 0; i < g.tot_used; i++) {
+        struct pgf_totals_slot *s = &g.tot[i];
+        if ((s->flags & (PGF_TOTALS_F_ENDED | PGF_TOTALS_F_FOLDED)) != PGF_TOTALS_F_ENDED)
+            continue;
+        uint32_t gid = s->group;
+        threads += gid == 0;
+        if (gid >= g.ended_cap) {
+            uint32_t nc = g.ended_cap ? g.ended_cap : 1024;
+            while (nc <= gid)
+                nc *= 2;
+            uint32_t *n = rec_map(nc * sizeof *n);
+            if (!n)
+                continue;
+            if (g.ended_row) {
+                memcpy(n, g.ended_row, g.ended_cap * sizeof *n);
+                munmap(g.ended_row, g.ended_cap * sizeof *n);
+            }
+            g.ended_row = n, g.ended_cap = nc;
+        }
+        if (!g.ended_row[gid]) { /* the group's first: this slot becomes the row */
+            TOT_WRITE(s, { s->thread = 0; s->flags = PGF_TOTALS_F_USED | PGF_TOTALS_F_FOLDED; });
+            g.ended_row[gid] = i + 1;
+            continue;
+        }
+        struct pgf_totals_slot *row = &g.tot[g.ended_row[gid] - 1];
+        TOT_WRITE(row, totals_fold(&row->t, &s->t));
+        TOT_WRITE(s, { s->thread = s->group = s->flags = 0; memset(&s->t, 0, sizeof s->t); });
+        g.tot_free[g.tot_nfree++] = i;
+    }
+    __atomic_fetch_add(&g.hdr->threads_folded, threads, __ATOMIC_RELAXED);
+}
+
+/* A slot for thread `thread`, group `gid`: a free one, else a new one (its blocks
+ * allocated a 64 KiB stretch at a time: a full disk is a lost total, never a SIGBUS), else
+ * the ended threads folded first. -1: none. g.mu held. */
+static int64_t totals_take_locked(uint32_t thread, uint32_t gid) {
+    if (!g.tot)
+        return -1;
+    if (!g.tot_nfree && g.tot_used == g.tot_count)
+        totals_fold_locked();
+    uint32_t i;
+    if (g.tot_nfree) {
+        i = g.tot_free[--g.tot_nfree];
+    } else if (g.tot_used < g.tot_count) {
+        i = g.tot_used;
+        uint64_t end = g.hdr->totals_offset + (uint64_t)(i + 1) * sizeof *g.tot;
+        if (end > g.tot_alloc_end) {
+            uint64_t limit = g.hdr->totals_offset + (uint64_t)g.tot_count * sizeof *g.tot;
+            uint64_t to = (end + (64u << 10) - 1) & ~(uint64_t)((64u << 10) - 1);
+            if (to > limit)
+                to = limit;
+            int rc = posix_fallocate(g.fd, (off_t)g.tot_alloc_end, (off_t)(to - g.tot_alloc_end));
+            if (rc != 0 && rc != EOPNOTSUPP && rc != EINVAL)
+                return -1;
+            g.tot_alloc_end = to;
+        }
+        g.tot_used++;
+        __atomic_store_n(&g.hdr->totals_used, g.tot_used, __ATOMIC_RELAXED);
+    } else {
+        return -1;
+    }
+    struct pgf_totals_slot *s = &g.tot[i];
+    TOT_WRITE(s, {
+        memset(&s->t, 0, sizeof s->t);
+        s->thread = thread;
+        s->group = gid;
+        s->flags = PGF_TOTALS_F_USED;
+    });
+    return i;
+}
+
+/* w's slot of group gid in the current file, taken now if it has none. NULL: none (no
+ * file, no room, or the recorder busy on this thread: a signal handler). */
+static struct pgf_totals_slot *totals_slot(struct writer *w, uint32_t gid) {
+    if (w->tot_gen == __atomic_load_n(&g.gen, __ATOMIC_RELAXED) && gid < w->tmap_cap &&
+        w->tmap[gid])
+        return &w->tot_base[w->tmap[gid] - 1];
+    if (lock())
+        return NULL;
+    struct pgf_totals_slot *s = NULL;
+    if (!g.hdr && g.child_pending)
+        child_open_locked();
+    if (!g.hdr || !g.tot)
+        goto out;
+    if (w->tot_gen != g.gen) { /* a new file: no slot yet */
+        if (w->tmap)
+            memset(w->tmap, 0, w->tmap_cap * sizeof *w->tmap);
+        w->tot_gen = g.gen;
+        w->tot_base = g.tot;
+    }
+    if (gid >= w->tmap_cap) {
+        uint32_t nc = w->tmap_cap ? w->tmap_cap : 1024;
+        while (nc <= gid)
+            nc *= 2;
+        uint32_t *n = rec_map(nc * sizeof *n);
+        if (!n)
+            goto out;
+        if (w->tmap) {
+            memcpy(n, w->tmap, w->tmap_cap * sizeof *n);
+            munmap(w->tmap, w->tmap_cap * sizeof *n);
+        }
+        w->tmap = n, w->tmap_cap = nc;
+    }
+    int64_t i = totals_take_locked(w->index, gid);
+    if (i < 0) {
+        __atomic_fetch_add(&g.hdr->totals_lost, 1, __ATOMIC_RELAXED);
+        goto out;
+    }
+    w->tmap[gid] = (uint32_t)i + 1;
+    s = &g.tot[i];
+out:
+    unlock();
+    return s;
+}
+
+void perfgroup__rec_totals(struct perfgroup_rec_thread *hw, uint32_t group_id,
+                           const struct pgf_totals *t) {
+    struct writer *w = (struct writer *)hw;
+    if (!w || w->dead)
+        return;
+    struct pgf_totals_slot *s = totals_slot(w, group_id);
+    if (s)
+        TOT_WRITE(s, memcpy(&s->t, t, sizeof s->t));
+}
+
+/* The thread ended: its slots are final (and may be folded when room runs out). g.mu held. */
+static void totals_end_locked(struct writer *w) {
+    if (!g.tot || w->tot_gen != g.gen)
+        return;
+    for (uint32_t gid = 0; gid < w->tmap_cap; gid++)
+        if (w->tmap[gid]) {
+            struct pgf_totals_slot *s = &g.tot[w->tmap[gid] - 1];
+            TOT_WRITE(s, s->flags |= PGF_TOTALS_F_ENDED);
+        }
 }
 
 /* Replay the definitions log record by record (records are self-delimiting msgpack). */
@@ -1086,10 +1270,38 @@ static int create_unnamed(const char *path, char *tmp, size_t tmpcap) {
     return fd;
 }
 
+/* A recording another live process is writing at path: its header names a pid other than
+ * ours, still RECORDING, and that pid exists. A recording whose writer has died (crash,
+ * SIGKILL) or closed is not held: a new run replaces it, as before. */
+static int held_by_other(const char *path) {
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return 0;
+    struct stat st;
+    struct pgf_file_header h;
+    int held = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+               pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
+               memcmp(h.magic, PGF_MAGIC, PGF_MAGIC_LEN) == 0 &&
+               h.state == PGF_STATE_RECORDING && h.pid != 0 && h.pid != (uint32_t)getpid() &&
+               h.pid <= INT32_MAX && (kill((pid_t)h.pid, 0) == 0 || errno == EPERM);
+    close(fd);
+    return held;
+}
+
+/* The file into place at path. -EBUSY: a live process records there (held_by_other); what
+ * is there otherwise (a file, or a symlink: the link itself goes) is replaced. */
 static int link_into_place(int fd, char *tmp, const char *path) {
     if (tmp[0]) {
-        if (rename(tmp, path) != 0)
-            return -errno;
+        if (held_by_other(path))
+            return -EBUSY;
+        if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) != 0) {
+            if (errno == EEXIST && held_by_other(path))
+                return -EBUSY;
+            if (errno != EEXIST && errno != EINVAL && errno != ENOSYS)
+                return -errno;
+            if (rename(tmp, path) != 0) /* no RENAME_NOREPLACE here, or a stale file */
+                return -errno;
+        }
         tmp[0] = 0;
         return 0;
     }
@@ -1102,7 +1314,8 @@ static int link_into_place(int fd, char *tmp, const char *path) {
             return 0; /* no /proc: needs CAP_DAC_READ_SEARCH */
         if (errno != EEXIST)
             return -errno;
-        /* replace what is there (a file, or a symlink: the link itself goes) */
+        if (held_by_other(path))
+            return -EBUSY;
         if (unlink(path) != 0 && errno != ENOENT)
             return -errno;
     }
@@ -1137,8 +1350,11 @@ static int open_locked(const char *tmpl, unsigned mode, uint64_t buffer, uint32_
     int fd = create_unnamed(path, tmp, sizeof tmp);
     if (fd < 0)
         return fd;
-    size_t size = PGF_HEADER_SIZE + (size_t)count * chunk;
+    uint32_t ntot = g.tot_slots ? g.tot_slots : DEFAULT_TOTALS;
+    size_t tot_off = PGF_HEADER_SIZE + (size_t)count * chunk;
+    size_t size = tot_off + (size_t)ntot * sizeof(struct pgf_totals_slot);
     uint8_t *map = MAP_FAILED;
+    uint32_t *tot_free = NULL;
     uint32_t *free_stack = NULL;
     struct heap_ent *heap = NULL;
     struct writer **owner = NULL;
@@ -1159,7 +1375,8 @@ static int open_locked(const char *tmpl, unsigned mode, uint64_t buffer, uint32_
     heap = malloc(count * sizeof *heap);
     owner = calloc(count, sizeof *owner);
     tdr = calloc(count, sizeof *tdr);
-    if (map == MAP_FAILED || !free_stack || !heap || !owner || !tdr) {
+    tot_free = malloc(ntot * sizeof *tot_free);
+    if (map == MAP_FAILED || !free_stack || !heap || !owner || !tdr || !tot_free) {
         rc = map == MAP_FAILED ? -errno : -ENOMEM;
         goto fail;
     }
@@ -1183,6 +1400,9 @@ static int open_locked(const char *tmpl, unsigned mode, uint64_t buffer, uint32_
     h->tsc_hz = estimate_hz();
     h->next_seq = 1;
     snprintf(h->program, sizeof h->program, "%s", program_invocation_short_name);
+    h->totals_offset = tot_off;
+    h->totals_slot_size = (uint32_t)sizeof(struct pgf_totals_slot);
+    h->totals_count = ntot;
 
     g.fd = fd;
     g.map = map;
@@ -1200,6 +1420,13 @@ static int open_locked(const char *tmpl, unsigned mode, uint64_t buffer, uint32_
     g.tdr = tdr;
     g.ntdefs = 0;
     tdr = NULL;
+    g.tot = (struct pgf_totals_slot *)(map + tot_off);
+    g.tot_count = ntot;
+    g.tot_used = g.tot_nfree = 0;
+    g.tot_free = tot_free;
+    g.tot_alloc_end = tot_off;
+    if (g.ended_row)
+        memset(g.ended_row, 0, g.ended_cap * sizeof *g.ended_row);
     __atomic_fetch_add(&g.gen, 1, __ATOMIC_RELAXED);
     g.defs.is_defs = 1;
     attach(&g.defs);
@@ -1211,9 +1438,27 @@ static int open_locked(const char *tmpl, unsigned mode, uint64_t buffer, uint32_
     for (struct writer *w = g.live; w; w = w->next)
         __atomic_store_n(&w->hot.end, NULL, __ATOMIC_RELAXED); /* re-attach on next write */
     rc = link_into_place(fd, tmp, path);
+    if (rc == -EBUSY) {
+        /* Two processes given one PERFGROUP_OUTPUT without %p (two instances of a program, a
+         * wrapper script): the later one records beside the earlier, never over it. */
+        char taken[PATH_MAX];
+        snprintf(taken, sizeof taken, "%s", path);
+        size_t n = strlen(path);
+        if ((size_t)snprintf(path + n, pathcap - n, ".%d", (int)getpid()) >= pathcap - n) {
+            path[n] = 0;
+            rc = -ENAMETOOLONG;
+        } else {
+            rc = link_into_place(fd, tmp, path);
+            if (rc == 0)
+                fprintf(stderr, "perfgroup: %s is being recorded by another running process; "
+                        "recording this one (pid %d) to %s\n", taken, (int)getpid(), path);
+        }
+    }
     if (rc) {
         g.hdr = NULL;
         g.fd = -1;
+        g.tot = NULL;
+        g.tot_free = NULL;
         goto fail;
     }
     __atomic_store_n(&perfgroup__rec_mode, (int)mode, __ATOMIC_RELAXED);
@@ -1225,6 +1470,7 @@ fail:
     free(heap);
     free(owner);
     free(tdr);
+    free(tot_free);
     close(fd);
     if (tmp[0])
         unlink(tmp);
@@ -1243,6 +1489,10 @@ static void forget_file_locked(void) {
     free(g.heap);
     free(g.owner);
     free(g.tdr);
+    free(g.tot_free);
+    g.tot = NULL;
+    g.tot_free = NULL;
+    g.tot_count = g.tot_used = g.tot_nfree = 0;
     g.free_stack = NULL;
     g.heap = NULL;
     g.owner = NULL;
@@ -1264,10 +1514,20 @@ static void close_locked(void) {
     finish_chunk(&g.tdefs);
     uint64_t lost = g.threads_undefined + g.threads_starved;
     if (lost > g.warned_threads) { /* their records are in header.records_dropped */
+        /* the smallest buffer that holds, for the most threads at once, a current and a next
+         * chunk each, with the definitions' chunks and the open events' one */
+        uint64_t defs = 0;
+        for (uint32_t i = 0; i < g.chunk_count; i++) {
+            const struct pgf_chunk_header *c = chunk_at(i);
+            defs += c->magic == PGF_CHUNK_MAGIC && c->kind != PGF_CHUNK_DATA;
+        }
+        uint64_t need = PGF_HEADER_SIZE + (2ull * g.peak_live + defs + 1) * g.chunk_size;
         fprintf(stderr, "perfgroup: %llu threads found no room in the buffer (%llu for their "
-                "definition, %llu for a chunk): their records were dropped; raise "
-                "PERFGROUP_BUFFER\n", (unsigned long long)lost,
-                (unsigned long long)g.threads_undefined, (unsigned long long)g.threads_starved);
+                "definition, %llu for a chunk): their records were dropped (their whole-run "
+                "totals are kept); PERFGROUP_BUFFER=%lluK would have held a chunk for each of "
+                "the %u threads at once\n", (unsigned long long)lost,
+                (unsigned long long)g.threads_undefined, (unsigned long long)g.threads_starved,
+                (unsigned long long)((need + 1023) / 1024), g.peak_live);
         g.warned_threads = lost;
     }
     uint64_t hz = estimate_hz();
@@ -1400,6 +1660,7 @@ void perfgroup__rec_init(void) {
     const char *m = perfgroup__getenv("PERFGROUP_MODE");
     const char *b = perfgroup__getenv("PERFGROUP_BUFFER");
     const char *c = perfgroup__getenv("PERFGROUP_CHUNK");
+    const char *tn = perfgroup__getenv("PERFGROUP_TOTALS");
     unsigned mode = PGF_MODE_STATS;
     uint64_t buffer = DEFAULT_BUFFER, chunk = DEFAULT_CHUNK;
     char bad[256] = "";
@@ -1413,6 +1674,14 @@ void perfgroup__rec_init(void) {
         snprintf(bad, sizeof bad, "PERFGROUP_BUFFER=%.40s: expected a size like 256M", b);
     if (c && *c && !(chunk = parse_size(c)))
         snprintf(bad, sizeof bad, "PERFGROUP_CHUNK=%.40s: expected a size like 64K", c);
+    if (tn && *tn) {
+        uint64_t n = parse_size(tn);
+        if (n < 16 || n > MAX_TOTALS)
+            snprintf(bad, sizeof bad, "PERFGROUP_TOTALS=%.40s: expected a number of totals "
+                     "slots from 16 to 4M", tn);
+        else
+            g.tot_slots = (uint32_t)n;
+    }
     char path[PATH_MAX];
     int rc = -EINVAL;
     if (!bad[0] && chunk <= MAX_CHUNK)
@@ -1501,6 +1770,8 @@ struct perfgroup_rec_thread *perfgroup__rec_thread_start(uint32_t thread_index, 
     if (g.live)
         g.live->prev = w;
     g.live = w;
+    if (++g.nlive > g.peak_live)
+        g.peak_live = g.nlive;
     if (g.hdr)
         attach(w); /* writes the THREAD definition now */
     unlock();
@@ -1547,6 +1818,8 @@ void perfgroup__rec_thread_end(struct perfgroup_rec_thread *hw, uint64_t tsc) {
             if (g.owner[i] == w)
                 g.owner[i] = NULL;
     }
+    totals_end_locked(w);
+    g.nlive -= g.nlive != 0;
     if (w->prev)
         w->prev->next = w->next;
     else if (g.live == w)
@@ -1568,9 +1841,15 @@ void perfgroup__rec_event(struct perfgroup_rec_thread *hw, uint32_t name_string_
     struct writer *w = (struct writer *)hw;
     if (!w)
         return;
-    if (ngroups > 4096)
-        ngroups = 4096;
-    uint32_t max = CLOCK_MAX + 1 + 1 + 5 + 9 + 9 + 9 + 5 + 5 + ngroups * (1 + 5 + 9 + 9 + 9);
+    /* A record never spans chunks: an event of more groups than a chunk holds lists the
+     * first that fit (in the order they first ran) and says how many it could not
+     * (`groups_more`); the whole-run totals hold them all. */
+    uint32_t fixed = CLOCK_MAX + 1 + 1 + 5 + 9 + 9 + 9 + 5 + 5 + 5, per = 1 + 5 + 9 + 9 + 9;
+    uint32_t room = ((w->chunk_bytes ? w->chunk_bytes : MIN_CHUNK) - PGF_CHUNK_HEADER_SIZE -
+                     96 /* reserve_locked: the chunk's opening records */ - fixed) / per;
+    unsigned more = ngroups > room ? ngroups - room : 0;
+    ngroups -= more;
+    uint32_t max = fixed + ngroups * per;
     if (cold_begin(w, max))
         return;
     struct span s = { w->hot.pos, w->hot.pos + max };
@@ -1581,7 +1860,7 @@ void perfgroup__rec_event(struct perfgroup_rec_thread *hw, uint32_t name_string_
         uint64_t t = pack_clock(w, &pk);
         publish(w, s.p, t);
     }
-    msgpack_pack_array(&pk, 7);
+    msgpack_pack_array(&pk, more ? 8 : 7);
     msgpack_pack_uint8(&pk, PGF_REC_EVENT);
     msgpack_pack_uint32(&pk, name_string_id);
     msgpack_pack_uint64(&pk, begin_tsc);
@@ -1596,6 +1875,8 @@ void perfgroup__rec_event(struct perfgroup_rec_thread *hw, uint32_t name_string_
         msgpack_pack_uint64(&pk, groups[i].cpu_ns);
         msgpack_pack_uint64(&pk, groups[i].activations);
     }
+    if (more)
+        msgpack_pack_uint32(&pk, more);
     publish(w, s.p, end_tsc);
     cold_end(w);
 }

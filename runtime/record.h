@@ -100,6 +100,12 @@ void perfgroup__rec_slots_end(void);
 /* The thread index a writer records under (PGF_REC_THREAD), 0 for none. */
 uint32_t perfgroup__rec_thread_index(const struct perfgroup_rec_thread *w);
 
+/* Whole-run totals (format.h, struct pgf_totals_slot): the thread's cumulative totals of
+ * group group_id, as its snapshot has them, into its slot of the file (taken at the first
+ * call for the group in a file; cold: after each commit, for the groups of the event). */
+void perfgroup__rec_totals(struct perfgroup_rec_thread *w, uint32_t group_id,
+                           const struct pgf_totals *t);
+
 /* The runtime's own cost since the last call (cold). */
 void perfgroup__rec_overhead(struct perfgroup_rec_thread *w, uint64_t commit_ns,
                              uint64_t commits, uint64_t slow_paths, uint64_t resyncs,

@@ -32,8 +32,13 @@
  *   3  PGF_REC_SITE has a 7th field, `module`: the path of the object the function's code is
  *      in, as the loader names it ("" for the program), and a function is one per module
  *      (issue 31: add-ons built alike, every one with its `addon_run` in its `plugin.c`,
- *      were one function before). Readers accept 1, 2 and 3; a SITE without the field
- *      (an older file) has module "".
+ *      were one function before); a SITE without the field (an older file) has module "".
+ *      And whole-run totals (issue 32): a region after the chunks (header offsets 440-463:
+ *      totals_offset, totals_slot_size, totals_count, totals_used, threads_folded,
+ *      totals_lost) of struct pgf_totals_slot, per thread and group the cumulative totals
+ *      the runtime's snapshots report, never recycled; written by each thread at its
+ *      commits as a seqlock per slot (below). Readers accept 1..3; a file without the
+ *      region (totals_offset 0: versions 1 and 2) is summed from its surviving events.
  *
  * Layout (all integers little-endian; every offset is from the start of the file):
  *
@@ -45,6 +50,9 @@
  *   | ...                                              |   chunks_offset + i * chunk_size
  *   | chunk chunk_count-1                              |
  *   +--------------------------------------------------+ chunks_offset + chunk_count*chunk_size
+ *   | version 3: totals_count struct pgf_totals_slot   |   = header.totals_offset
+ *   | (totals_slot_size bytes each), never recycled    |
+ *   +--------------------------------------------------+ totals_offset + count * slot_size
  *
  * Chunks are fixed-size and mapped MAP_SHARED from the file: what is committed is on the
  * page cache at once and survives SIGKILL. A chunk is owned by one writer at a time.
@@ -169,7 +177,18 @@ struct pgf_file_header {
      * (atomic max) with each PGF_REC_OVERHEAD record and at close: 0 in older files */
     uint64_t refused;                /* 424 hook and API calls refused (perfgroup_snapshot_refused) */
     uint64_t clamped;                /* 432 events whose CPU exceeded their wall, clamped */
-    uint8_t  reserved[PGF_HEADER_SIZE - 440]; /* 440 zero; program arguments are a record */
+    /* version 3: the whole-run totals region (struct pgf_totals_slot), after the chunks;
+     * totals_offset 0: none (older writers) */
+    uint64_t totals_offset;          /* 440 == chunks_offset + chunk_count * chunk_size */
+    uint32_t totals_slot_size;       /* 448 bytes per slot (sizeof struct pgf_totals_slot;
+                                      *     a later writer may make it larger) */
+    uint32_t totals_count;           /* 452 slots in the region */
+    uint32_t totals_used;            /* 456 slots ever taken (high-water mark, atomic) */
+    uint32_t threads_folded;         /* 460 ended threads folded into the "ended threads"
+                                      *     rows (thread 0) when the slots ran out */
+    uint64_t totals_lost;            /* 464 commits whose totals found no slot (then the
+                                      *     totals of that thread and group are short) */
+    uint8_t  reserved[PGF_HEADER_SIZE - 472]; /* 472 zero; program arguments are a record */
 };
 
 /* header.cpu_time: how a group's CPU time in an event was found (docs/accounting.md) */
@@ -251,6 +270,52 @@ struct pgf_open_slot {
 #define PGF_OPEN_F_CPU  0x100u /* cpu_ns is known (else only the wall time is) */
 #define PGF_OPEN_F_MORE 0x200u /* the event had more groups than group[] lists */
 
+/*
+ * Whole-run totals (version 3, issue 32): header.totals_count slots of
+ * header.totals_slot_size bytes at header.totals_offset, after the chunks, outside
+ * PERFGROUP_BUFFER (PERFGROUP_TOTALS slots, default 16384: 3 MiB, its blocks allocated as
+ * slots are taken). A slot holds one thread's cumulative totals of one group, the numbers
+ * the runtime's snapshots report (perfgroup_snapshot_take): taken at the thread's first
+ * commit of the group in the file (thread, group set once), rewritten by that thread at each
+ * commit of an event the group ran in. Never recycled: exact at close, and after a SIGKILL
+ * as of each thread's last commit. When no slot is free, the slots of ended threads
+ * (PGF_TOTALS_F_ENDED) are folded into one row per group with thread 0 (the "ended
+ * threads" row, PG_TOTALS_FOLD's rule: sums, max of max, min of min) and reused;
+ * header.threads_folded counts the threads folded, header.totals_lost the commits that found
+ * no slot even then.
+ * Each slot is a seqlock: `seq` odd while it is rewritten; a reader takes a slot whose seq is
+ * even and the same before and after its copy (a live reader retries the others). A slot
+ * with thread 0 and group 0 and flags 0 is free. Fields after `max_wall_ns` up to
+ * totals_slot_size are zero (room for later fields: a reader reads what it knows).
+ * perfgroup_reset() zeroes the snapshot's totals: the slots follow (each group's at its
+ * thread's next commit of it).
+ */
+struct pgf_totals {
+    uint64_t cpu_ns;         /*   0 CPU time while the group's stopwatch ran */
+    uint64_t wall_ns;        /*   8 its stopwatch time */
+    uint64_t blocked_ns;     /*  16 sum over events of wall - cpu */
+    uint64_t cycles;         /*  24 counter ticks */
+    uint64_t activations;    /*  32 stopwatches committed */
+    uint64_t events;         /*  40 events the group ran in */
+    uint64_t max_event_ns;   /*  48 the most CPU in one event */
+    uint64_t min_event_ns;   /*  56 the least CPU in one event */
+    uint64_t jank[10];       /*  64 events whose CPU exceeded 2^i ms (PERFGROUP_JANK_BUCKETS) */
+    uint64_t discarded;      /* 144 measures discarded */
+    uint64_t max_wall_ns;    /* 152 the most stopwatch time in one event */
+};
+struct pgf_totals_slot {
+    uint32_t seq;            /*   0 even when whole, odd while being rewritten */
+    uint32_t thread;         /*   4 thread index (PGF_REC_THREAD); 0: the ended threads' row */
+    uint32_t group;          /*   8 group id (PGF_REC_GROUP) */
+    uint32_t flags;          /*  12 PGF_TOTALS_F_* */
+    struct pgf_totals t;     /*  16 */
+    uint64_t reserved[2];    /* 176 zero */
+};
+#define PGF_TOTALS_F_USED  0x1u /* the slot is taken */
+#define PGF_TOTALS_F_ENDED 0x2u /* its thread ended (its totals are final) */
+#define PGF_TOTALS_F_FOLDED 0x4u /* the ended threads' row (thread 0) */
+#define PGF_TOTALS_SLOT_MIN 176u /* the smallest totals_slot_size a reader accepts */
+
 #define PGF_CSTATE_WRITING 1u
 #define PGF_CSTATE_FULL    2u
 
@@ -283,7 +348,10 @@ struct pgf_open_slot {
  *                    first record of every data chunk, and periodically (before an EVENT
  *                    ending more than a second after the thread's last PGF_REC_CLOCK)
  *   PGF_REC_EVENT    [kind, name_string_id, begin_tsc, end_tsc, cpu_ns, flags,
- *                     [[group_id, cycles, cpu_ns, activations], ...]]
+ *                     [[group_id, cycles, cpu_ns, activations], ...], groups_more]
+ *                    every group that ran, in the order they first ran, as many as fit a
+ *                    chunk; groups_more (version 3, present only when not 0): how many more
+ *                    ran and are not listed (the whole-run totals hold them)
  *                    flags: PGF_EVENT_F_*; the groups' cpu_ns as header.cpu_time
  *                    says (measured, or estimated: then implicit events' cpu_ns too)
  *   PGF_REC_INTERVAL [kind, function_id (u32), group_mask (u8), depth (u8),
@@ -333,6 +401,16 @@ _Static_assert(__builtin_offsetof(struct pgf_file_header, ovh_commit_ns) == 384,
 _Static_assert(__builtin_offsetof(struct pgf_file_header, ovh_dropped) == 416, "ovh_dropped offset");
 _Static_assert(__builtin_offsetof(struct pgf_file_header, refused) == 424, "refused offset");
 _Static_assert(__builtin_offsetof(struct pgf_file_header, clamped) == 432, "clamped offset");
+_Static_assert(__builtin_offsetof(struct pgf_file_header, totals_offset) == 440, "totals_offset offset");
+_Static_assert(__builtin_offsetof(struct pgf_file_header, totals_used) == 456, "totals_used offset");
+_Static_assert(__builtin_offsetof(struct pgf_file_header, totals_lost) == 464, "totals_lost offset");
+_Static_assert(sizeof(struct pgf_totals) == 160, "totals size");
+_Static_assert(__builtin_offsetof(struct pgf_totals, jank) == 64, "totals jank");
+_Static_assert(__builtin_offsetof(struct pgf_totals, max_wall_ns) == 152, "totals max_wall_ns");
+_Static_assert(sizeof(struct pgf_totals_slot) == 192, "totals slot size");
+_Static_assert(__builtin_offsetof(struct pgf_totals_slot, t) == 16, "totals slot body");
+_Static_assert(__builtin_offsetof(struct pgf_totals_slot, t.max_wall_ns) + 8 == PGF_TOTALS_SLOT_MIN,
+               "the fields a reader needs");
 _Static_assert(sizeof(struct pgf_chunk_header) == PGF_CHUNK_HEADER_SIZE, "chunk header size");
 _Static_assert(sizeof(struct pgf_open_slot) == 96, "open slot size");
 _Static_assert(__builtin_offsetof(struct pgf_open_slot, ngroups) == 44, "open slot ngroups");

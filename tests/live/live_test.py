@@ -22,8 +22,11 @@
                               perfgroup_group_cpu_seconds_total{group="spell"} from its HTTP
                               API is within 5 % of perfgroup-convert --summary --json;
                               `promtool check metrics` is clean on /metrics and the textfile
+    live_test.py prometheus_totals  the sidecar started late and restarted mid-run: its
+                              counters are the program's whole-run totals (no gap, no reset),
+                              at the end its snapshot's (tests/recording/prog/totals_prog.c)
 
-Environment: LIVE_CONVERT, LIVE_PERFGROUP (programs), LIVE_CHURN, LIVE_DEMO (instrumented test
+Environment: LIVE_CONVERT, LIVE_PERFGROUP (programs), LIVE_CHURN, LIVE_DEMO, LIVE_TOTALS (instrumented test
 programs), LIVE_WORK (a scratch directory). Exit 77 = skipped (ctest SKIP_RETURN_CODE).
 """
 import json
@@ -42,6 +45,7 @@ CONVERT = os.environ.get("LIVE_CONVERT", "perfgroup-convert")
 PERFGROUP = os.environ.get("LIVE_PERFGROUP", "perfgroup")
 CHURN = os.environ.get("LIVE_CHURN", "")
 DEMO = os.environ.get("LIVE_DEMO", "")
+TOTALS = os.environ.get("LIVE_TOTALS", "")
 WORK = os.environ.get("LIVE_WORK", "/tmp/live-test")
 FAILS = []
 
@@ -350,6 +354,127 @@ def textfile_node_exporter(tdir, want, procs):
         print("node_exporter textfile collector: spell %s s" % m.group(1))
 
 
+def start_prometheus(d, target, procs):
+    """A real Prometheus on 127.0.0.1 (free port, temporary config and storage in d) scraping
+    `target` every second; its base URL, or None (failed)."""
+    port = free_port()
+    cfg = os.path.join(d, "prometheus.yml")
+    with open(cfg, "w") as f:
+        f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                "scrape_configs:\n  - job_name: perfgroup\n"
+                "    static_configs:\n      - targets: ['%s']\n" % target)
+    base = "http://127.0.0.1:%d" % port
+    prom = subprocess.Popen(["prometheus", "--config.file=" + cfg,
+                             "--storage.tsdb.path=" + os.path.join(d, "tsdb"),
+                             "--web.listen-address=127.0.0.1:%d" % port,
+                             "--log.level=warn"],
+                            stdout=subprocess.DEVNULL,
+                            stderr=open(os.path.join(d, "prom.log"), "w"))
+    procs.append(prom)
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        try:
+            http_get(base + "/-/ready", timeout=1)
+            return base
+        except Exception:
+            if prom.poll() is not None:
+                fail("prometheus exited: " + open(os.path.join(d, "prom.log")).read())
+                return None
+            time.sleep(0.2)
+    fail("prometheus not ready in 30 s")
+    return None
+
+
+def stop_all(procs):
+    for p in reversed(procs):
+        if p.poll() is None:
+            p.terminate()
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def sidecar(port, path):
+    """perfgroup metrics serving 127.0.0.1:port for the recording at path."""
+    side = subprocess.Popen([PERFGROUP, "metrics", "--listen", "127.0.0.1:%d" % port, path],
+                            stderr=subprocess.PIPE, text=True)
+    side.stderr.readline()  # "serving http://…": it listens
+    return side
+
+
+def prometheus_totals():
+    """The sidecar started late and restarted mid-run: Prometheus's counters are the
+    program's whole-run totals (the file's, format version 3), with no gap for chunks recycled
+    before the sidecar read them and no reset at the restart; at the end they equal the
+    program's own snapshot."""
+    for tool in ("prometheus", "promtool"):
+        if not shutil.which(tool):
+            skip("%s is not installed (Debian package prometheus; scripts/deps.sh installs "
+                 "it)" % tool)
+    if not TOTALS:
+        skip("no totals program (the GCC plugin is not built)")
+    d = workdir("prometheus_totals")
+    pgm = os.path.join(d, "totals.pgm")
+    procs = []
+    try:
+        prog = subprocess.Popen([TOTALS, "one", "1500000", "hold"], stdout=subprocess.PIPE,
+                                text=True, env=dict(os.environ, PERFGROUP_OUTPUT=pgm,
+                                                    PERFGROUP_BUFFER="1M"))
+        procs.append(prog)
+        wait_for(pgm)
+        time.sleep(1.0)  # late: its first chunks are recycled already
+        port = free_port()
+        procs.append(sidecar(port, pgm))
+        base = start_prometheus(d, "127.0.0.1:%d" % port, procs)
+        if not base:
+            return
+        time.sleep(3.0)
+        procs[1].terminate()  # restarted mid-run
+        procs[1].wait(10)
+        procs[1] = sidecar(port, pgm)
+        out = ""
+        for line in prog.stdout:
+            out += line
+            if line.strip() == "done":
+                break
+        snap = {}
+        for line in out.splitlines():
+            if line.startswith("{"):
+                g = json.loads(line)
+                snap[g["group"]] = g
+        want_events = snap["top"]["events"]
+        want_parse = snap["parse"]["cpu_ns"] / 1e9
+        got = None
+        end = time.monotonic() + 30
+        while time.monotonic() < end:
+            ev = promql(base, 'sum(perfgroup_thread_events_total)')
+            if ev and int(float(ev[0]["value"][1])) == want_events:
+                got = ev
+                break
+            time.sleep(0.5)
+        if got is None:
+            fail("Prometheus never had the program's %d events (last %s)" % (want_events, ev))
+            return
+        res = promql(base, 'perfgroup_group_cpu_seconds_total{group="parse"}')
+        cpu = float(res[0]["value"][1]) if res else -1
+        print("events: Prometheus %s, snapshot %d; parse CPU: Prometheus %.6f s, snapshot %.6f s"
+              % (got[0]["value"][1], want_events, cpu, want_parse))
+        if abs(cpu - want_parse) > 1e-3 * want_parse + 1e-6:
+            fail("parse CPU: Prometheus %.6f s, snapshot %.6f s" % (cpu, want_parse))
+        resets = promql(base, 'resets(perfgroup_thread_events_total[10m])')
+        if not resets or any(float(r["value"][1]) != 0 for r in resets):
+            fail("a counter went back (the sidecar's restart or a late start): %s" % resets)
+        first = promql(base, 'min_over_time(perfgroup_thread_events_total[10m])')
+        print("first scraped events: %s (the program had run for a second before the sidecar)"
+              % (first[0]["value"][1] if first else None))
+        if not first or float(first[0]["value"][1]) <= 0:
+            fail("the late sidecar's first scrape had no events: %s" % first)
+    finally:
+        stop_all(procs)
+
+
 def prometheus():
     for tool in ("prometheus", "promtool"):
         if not shutil.which(tool):
@@ -370,32 +495,8 @@ def prometheus():
             fail("perfgroup metrics did not say where it serves: %r" % line)
             return
         target = "127.0.0.1:" + m.group(1)
-        port = free_port()
-        cfg = os.path.join(d, "prometheus.yml")
-        with open(cfg, "w") as f:
-            f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
-                    "scrape_configs:\n  - job_name: perfgroup\n"
-                    "    static_configs:\n      - targets: ['%s']\n" % target)
-        base = "http://127.0.0.1:%d" % port
-        prom = subprocess.Popen(["prometheus", "--config.file=" + cfg,
-                                 "--storage.tsdb.path=" + os.path.join(d, "tsdb"),
-                                 "--web.listen-address=127.0.0.1:%d" % port,
-                                 "--log.level=warn"],
-                                stdout=subprocess.DEVNULL,
-                                stderr=open(os.path.join(d, "prom.log"), "w"))
-        procs.append(prom)
-        end = time.monotonic() + 30
-        while time.monotonic() < end:
-            try:
-                http_get(base + "/-/ready", timeout=1)
-                break
-            except Exception:
-                if prom.poll() is not None:
-                    fail("prometheus exited: " + open(os.path.join(d, "prom.log")).read())
-                    return
-                time.sleep(0.2)
-        else:
-            fail("prometheus not ready in 30 s")
+        base = start_prometheus(d, target, procs)
+        if not base:
             return
         pgm = os.path.join(rec, "demo.pgm")
         demo = subprocess.run([DEMO, "500"], env=dict(os.environ, PERFGROUP_OUTPUT=pgm),
@@ -438,13 +539,7 @@ def prometheus():
         promtool_check(open(tf).read(), "the textfile")
         textfile_node_exporter(tdir, want, procs)
     finally:
-        for p in reversed(procs):
-            p.terminate()
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop_all(procs)
 
 
 def main(argv):
@@ -460,6 +555,8 @@ def main(argv):
         top_fork()
     elif cmd == "prometheus":
         prometheus()
+    elif cmd == "prometheus_totals":
+        prometheus_totals()
     else:
         print("unknown test " + cmd)
         return 1
