@@ -4,7 +4,8 @@
 # for each LLVM in COMPILERS (from the same sources, through plugin-gcc/gcc-compat.h and
 # plugin-clang/llvm-compat.h), then runs the shared corpus (tests/corpus) at -O0 and -O2 with
 # each compiler against the same expected traces, and tests/reentry's program (the inline
-# re-entry check) at -O0 and -O2. Installs the compilers that are missing.
+# re-entry check) at -O0 and -O2, and tests/mapfile's spellings (one group for one file however
+# a build spells it). Installs the compilers that are missing.
 #
 #   scripts/compilers.sh                  # gcc-11 gcc-12 clang-13 clang-14 clang-15 clang-16 clang-19
 #   COMPILERS="gcc-11 clang-19" scripts/compilers.sh
@@ -99,7 +100,17 @@ for c in $COMPILERS; do
     if [ $rc -ne 0 ]; then fails+=("$c $opt reentry ($log)"); fi
     n=$((n + 1))
   done
-  echo "compilers.sh: $c: $n runs (corpus and reentry)" >&2
+  # A map file's meaning (tests/mapfile): one file spelled as every build system spells it
+  # (from the root, its directory, ../ paths, absolute, through symlinks), one group.
+  case $c in gcc-*) fam=gcc ;; *) fam=clang ;; esac
+  log=$OUT/$c/mapfile.log
+  rc=0
+  python3 tests/mapfile/mapfile_test.py --cc $fam --compiler "$c" --plugin "$plugin" \
+    --runtime "$RUNTIME" --workdir "$OUT/$c/mapfile" spellings >"$log" 2>&1 || rc=$?
+  total=$((total + 1))
+  if [ $rc -ne 0 ]; then fails+=("$c mapfile spellings ($log)"); fi
+  n=$((n + 1))
+  echo "compilers.sh: $c: $n runs (corpus, reentry, mapfile)" >&2
 done
 echo "compilers.sh: $total runs, ${#fails[@]} failed"
 for f in "${fails[@]}"; do echo "FAIL: $f"; done
