@@ -279,8 +279,33 @@ static void between(void)
 static struct perfgroup_snapshot *snap_prev;
 
 /* The diff since the previous call (the caller frees it). */
+/* Time the hypervisor stole from the machine's vCPUs (/proc/stat's steal, every CPU, in ns;
+ * -1: unknown). A stopwatch cannot tell stolen time from its thread's own (no deschedule
+ * happens in the guest), while the thread's CPU clock, with paravirtual steal accounting,
+ * leaves it out: docs/accounting.md ("Error bounds") adds what was stolen during a phase to
+ * its groups' bounds. System-wide, so an upper bound for this thread's share. */
+static double steal_ns(void)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    unsigned long long v[8] = {0};
+    int n = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                       &v[3], &v[4], &v[5], &v[6], &v[7]) : 0;
+    if (f)
+        fclose(f);
+    long hz = sysconf(_SC_CLK_TCK);
+    return n == 8 && hz > 0 ? (double)v[7] * 1e9 / (double)hz : -1;
+}
+
+static double steal_prev, phase_steal; /* ns stolen during the phase just diffed (+ 1 tick) */
+
 static struct perfgroup_snapshot *phase_diff(void)
 {
+    double st = steal_ns();
+    long hz = sysconf(_SC_CLK_TCK);
+    phase_steal = st >= 0 && steal_prev >= 0 && st > steal_prev
+                      ? st - steal_prev + 1e9 / (double)(hz > 0 ? hz : 100) /* its resolution */
+                      : 0;
+    steal_prev = st;
     struct perfgroup_snapshot *now = perfgroup_snapshot_take();
     struct perfgroup_snapshot *d = perfgroup_snapshot_diff(now, snap_prev);
     perfgroup_snapshot_free(snap_prev);
@@ -402,23 +427,27 @@ static void phase_main(void)
                (unsigned long long)g->activations, (unsigned long long)g->events,
                (unsigned long long)g->discarded);
         char what[96];
-        snprintf(what, sizeof what, "main: %s share off by %+.2f points (bound %.1f)", names[i], ms_ - ts, bound);
-        check(fabs(ms_ - ts) <= bound, what); /* measured: holds busy or not */
+        double sb = bound + pct(phase_steal, (double)tru.event.cpu);
+        snprintf(what, sizeof what, "main: %s share off by %+.2f points (bound %.2f)", names[i], ms_ - ts, sb);
+        check(fabs(ms_ - ts) <= sb, what); /* measured: holds busy or not */
         sum.share_err[i] = ms_ - ts;
         sum.design_err[i] = pct(predicted[i], (double)tru.event.cpu) - ts;
         /* Whatever the load, the runtime must charge what its own rule gives from the true
          * clocks: this is the check that fails when the accounting itself breaks. */
         /* A discarded measure (CPU migration) drops at most one event's share of the group. */
-        double dbound = design_bound + 100.0 * (double)g->discarded / nevents;
+        double dbound = design_bound + 100.0 * (double)g->discarded / nevents +
+                        pct(phase_steal, (double)tru.event.cpu);
         snprintf(what, sizeof what, "main: %s share %+.2f points from the design's own (bound %.1f)", names[i],
                  ms_ - pct(predicted[i], (double)tru.event.cpu), dbound);
         check(fabs(ms_ - pct(predicted[i], (double)tru.event.cpu)) <= dbound || busy, what);
         double cerr = pct((double)g->cpu_ns - (double)truth[i]->cpu, (double)truth[i]->cpu);
         sum.cpu_err[i] = cerr;
-        printf("main: %s CPU %.3f ms measured, %.3f ms true: %+.2f %%\n\n", names[i], ms(g->cpu_ns),
-               ms(truth[i]->cpu), cerr);
-        snprintf(what, sizeof what, "main: %s CPU %+.2f %% off its truth (bound %.1f %%)", names[i], cerr, cpu_bound);
-        check(fabs(cerr) <= cpu_bound, what);
+        printf("main: %s CPU %.3f ms measured, %.3f ms true: %+.2f %% (stolen from the vCPUs "
+               "meanwhile, at most: %.1f ms)\n\n", names[i], ms(g->cpu_ns), ms(truth[i]->cpu), cerr,
+               phase_steal / 1e6);
+        double cb = cpu_bound + pct(phase_steal, (double)truth[i]->cpu); /* stolen: above */
+        snprintf(what, sizeof what, "main: %s CPU %+.2f %% off its truth (bound %.2f %%)", names[i], cerr, cb);
+        check(fabs(cerr) <= cb, what);
         sum.discarded += g->discarded;
         sum_meas += g->cpu_ns;
         sum_true += truth[i]->cpu;
@@ -533,8 +562,9 @@ static void phase_sleep(void)
     printf("S charged %+.3f ms per event over its own CPU time (bound 0.5); C %+.2f %% off its truth\n\n",
            extra / 1e6, pct((double)c->cpu_ns - (double)tru.m_c.cpu, (double)tru.m_c.cpu));
     check(extra <= 500000, "mixed: the sleeping group is charged more than 0.5 ms per event of the worker's CPU");
-    check(fabs(pct((double)c->cpu_ns - (double)tru.m_c.cpu, (double)tru.m_c.cpu)) <= cpu_bound,
-          "mixed: the worker's CPU off its truth");
+    check(fabs(pct((double)c->cpu_ns - (double)tru.m_c.cpu, (double)tru.m_c.cpu)) <=
+              cpu_bound + pct(phase_steal, (double)tru.m_c.cpu),
+          "mixed: the worker's CPU off its truth (bound: 2 % + the time stolen meanwhile)");
     perfgroup_snapshot_free(d);
 }
 
@@ -653,6 +683,7 @@ int main(int argc, char **argv)
     struct perfgroup_snapshot *first = perfgroup_snapshot_take();
     uint64_t run_start = WALL();
     calibrate();
+    steal_prev = steal_ns();
     snap_prev = perfgroup_snapshot_take();
     printf("## accuracy: %s, %s, bound ±%.1f points\n\n",
 #if defined(__clang__)
