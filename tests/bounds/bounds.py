@@ -45,12 +45,23 @@ class Config:
                    (int(ms) if ms else 10) * MS)
 
 
+def steal_ns():
+    """Time the hypervisor stole from the machine's vCPUs (/proc/stat, every CPU), ns; 0 if
+    unknown: a stopwatch counts it, the thread's CPU clock does not (bounds.h's pg_steal_ns)."""
+    try:
+        with open("/proc/stat") as f:
+            v = f.readline().split()
+        return int(v[8]) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 class Obs:
     """A process's (or thread's) wall time, CPU time and involuntary context switches, read
     from /proc/<pid>[/task/<tid>]/stat and status (the thread's CPU clock, in clock ticks:
     ns here, at USER_HZ resolution)."""
-    def __init__(self, wall, cpu, nivcsw):
-        self.wall, self.cpu, self.nivcsw = wall, cpu, nivcsw
+    def __init__(self, wall, cpu, nivcsw, steal=0):
+        self.wall, self.cpu, self.nivcsw, self.steal = wall, cpu, nivcsw, steal
 
     @classmethod
     def of(cls, pid="self"):
@@ -64,7 +75,7 @@ class Obs:
             for line in f:
                 if line.startswith("nonvoluntary_ctxt_switches:"):
                     nivcsw = int(line.split()[1])
-        return cls(wall, cpu, nivcsw)
+        return cls(wall, cpu, nivcsw, steal_ns())
 
 
 def off_cpu(a, b):
@@ -74,8 +85,10 @@ def off_cpu(a, b):
 def measured(truth, a, b):
     """Measured CPU time (rseq) of a stretch whose truth is `truth` between a and b."""
     iv = b.nivcsw - a.nivcsw
-    return (int(truth * FREQ) + 2 * HOOK_NS + iv * STEP_NS,
-            f"measured: freq {int(truth * FREQ)} + hooks 2 x {HOOK_NS} + {iv} preemptions x {STEP_NS} ns")
+    st = b.steal - a.steal + 1_000_000_000 // os.sysconf("SC_CLK_TCK") if b.steal > a.steal else 0
+    return (int(truth * FREQ) + 2 * HOOK_NS + iv * STEP_NS + st,
+            f"measured: freq {int(truth * FREQ)} + hooks 2 x {HOOK_NS} + {iv} preemptions x {STEP_NS}"
+            f" + stolen {st} ns")
 
 
 def shared(truth, a, b):

@@ -24,15 +24,17 @@ def main():
             out = os.path.join(d, how + ".pgm")
             env = dict(os.environ, PERFGROUP_OUTPUT=out, PERFGROUP_BUFFER="1M",
                        PERFGROUP_CHUNK="4K")
+            st0 = bounds.steal_ns()
             r = subprocess.run([prog, how[0], str(WORK_MS)], env=env, capture_output=True,
                                text=True, timeout=60)
+            st1 = bounds.steal_ns()
             f = r.stdout.split()
             truth_ns = int(f[1]) if r.stdout.startswith("cpu_ns") and len(f) >= 6 else 0
             truth_ms = truth_ns / 1e6
             cfg = bounds.Config.of(env)
             # the program's own reads around the work: o0 at 0, o1 after it
-            o0, o1 = bounds.Obs(0, 0, 0), bounds.Obs(int(f[3]) if truth_ns else 0, truth_ns,
-                                                    int(f[5]) if truth_ns else 0)
+            o0, o1 = bounds.Obs(0, 0, 0, st0), bounds.Obs(int(f[3]) if truth_ns else 0, truth_ns,
+                                                         int(f[5]) if truth_ns else 0, st1)
             bound_ns, bwhy = (bounds.measured(truth_ns, o0, o1) if cfg.measured
                               else bounds.sampled(cfg, o1.wall))
             s = subprocess.run([conv, out, "--summary", "--json"], capture_output=True,
