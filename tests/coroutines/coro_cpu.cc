@@ -81,6 +81,7 @@ __attribute__((no_instrument_function)) static void *worker(void *arg)
 
 __attribute__((no_instrument_function)) int main(void)
 {
+    int64_t steal0 = pg_steal_ns();
     pg_obs o0 = pg_obs_now();
     task t = crunch(); /* the first run of the body: up to initial_suspend */
     pg_obs o1 = pg_obs_now();
@@ -105,7 +106,11 @@ __attribute__((no_instrument_function)) int main(void)
         return 1;
     }
     double cpu = g->cpu_ns / 1e6, max_ms = g->max_event_ns / 1e6;
-    double bound = bound_ns / 1e6, lbound = longest_bound_ns / 1e6;
+    /* the runs are short against /proc/stat's 10 ms steal ticks: the time stolen from the
+     * vCPUs over the whole test (+ 1 tick) bounds what the runs' own terms missed of it */
+    int64_t stolen = pg_steal_ns() - steal0;
+    double bound = (bound_ns + (stolen > 0 ? stolen + 10000000 : 0)) / 1e6,
+           lbound = longest_bound_ns / 1e6;
     bool ok = g->activations == N + 2 && g->events == N + 2 && cpu >= truth - bound &&
               cpu <= truth + bound && max_ms <= longest_ms + lbound && max_ms < truth / 4;
     std::printf("%s coro: %llu activations, %llu events (want %d each); CPU %.3f ms, truth %.3f "
