@@ -50,6 +50,7 @@
 #include <dlfcn.h>
 
 #include "perfgroup.h"
+#include "../bounds/bounds.h"
 
 #define NOINLINE __attribute__((noinline))
 
@@ -278,31 +279,19 @@ static void between(void)
 /* ---- Reading the snapshots ------------------------------------------------------------- */
 static struct perfgroup_snapshot *snap_prev;
 
-/* The diff since the previous call (the caller frees it). */
-/* Time the hypervisor stole from the machine's vCPUs (/proc/stat's steal, every CPU, in ns;
- * -1: unknown). A stopwatch cannot tell stolen time from its thread's own (no deschedule
- * happens in the guest), while the thread's CPU clock, with paravirtual steal accounting,
+/* Time the hypervisor stole from the machine's vCPUs (pg_steal_ns, tests/bounds/bounds.h).
+ * A stopwatch cannot tell stolen time from its thread's own (no deschedule happens in the
+ * guest), while the thread's CPU clock, with paravirtual steal accounting,
  * leaves it out: docs/accounting.md ("Error bounds") adds what was stolen during a phase to
  * its groups' bounds. System-wide, so an upper bound for this thread's share. */
-static double steal_ns(void)
-{
-    FILE *f = fopen("/proc/stat", "r");
-    unsigned long long v[8] = {0};
-    int n = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
-                       &v[3], &v[4], &v[5], &v[6], &v[7]) : 0;
-    if (f)
-        fclose(f);
-    long hz = sysconf(_SC_CLK_TCK);
-    return n == 8 && hz > 0 ? (double)v[7] * 1e9 / (double)hz : -1;
-}
-
 static double steal_prev, phase_steal; /* ns stolen during the phase just diffed (+ 1 tick) */
 
+/* The diff since the previous call (the caller frees it). */
 static struct perfgroup_snapshot *phase_diff(void)
 {
-    double st = steal_ns();
+    double st = (double)pg_steal_ns(); /* tests/bounds/bounds.h */
     long hz = sysconf(_SC_CLK_TCK);
-    phase_steal = st >= 0 && steal_prev >= 0 && st > steal_prev
+    phase_steal = st > steal_prev
                       ? st - steal_prev + 1e9 / (double)(hz > 0 ? hz : 100) /* its resolution */
                       : 0;
     steal_prev = st;
@@ -683,7 +672,7 @@ int main(int argc, char **argv)
     struct perfgroup_snapshot *first = perfgroup_snapshot_take();
     uint64_t run_start = WALL();
     calibrate();
-    steal_prev = steal_ns();
+    steal_prev = (double)pg_steal_ns();
     snap_prev = perfgroup_snapshot_take();
     printf("## accuracy: %s, %s, bound ±%.1f points\n\n",
 #if defined(__clang__)

@@ -34,6 +34,7 @@
 
 #include "perfgroup.h"
 #include "../runtime/task.h"
+#include "../bounds/bounds.h"
 
 #define NOINLINE __attribute__((noinline))
 #define EVENTS 400
@@ -236,19 +237,6 @@ PERF_GROUP_NONE static void check_run(const char *name, const struct run *r, int
               name, (unsigned long long)(r->estimated[0] + r->estimated[1]));
 }
 
-/* /proc/stat's steal of every CPU, ns; -1: unknown */
-PERF_GROUP_NONE static double steal_ns(void)
-{
-    FILE *f = fopen("/proc/stat", "r");
-    unsigned long long v[8] = {0};
-    int n = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
-                       &v[3], &v[4], &v[5], &v[6], &v[7]) : 0;
-    if (f)
-        fclose(f);
-    long hz = sysconf(_SC_CLK_TCK);
-    return n == 8 && hz > 0 ? (double)v[7] * 1e9 / (double)hz : -1;
-}
-
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--child") == 0)
@@ -262,7 +250,7 @@ int main(int argc, char **argv)
     }
     struct run r[3];
     const char *modes[3] = {"exact", "adaptive", "exact"};
-    double stolen = steal_ns();
+    double stolen = (double)pg_steal_ns(); /* tests/bounds/bounds.h */
     for (int k = 0; k < 3; k++)
         if (run_child(self, modes[k], &r[k]) != 0) {
             printf("FAIL: the %s child failed\n", modes[k]);
@@ -271,7 +259,7 @@ int main(int argc, char **argv)
     /* time the hypervisor stole from the vCPUs meanwhile (every CPU, + 1 tick): a stopwatch
      * counts it, the CPU clock does not, and it falls on whichever run and group it hits
      * (docs/accounting.md, "Error bounds") */
-    double now_stolen = steal_ns();
+    double now_stolen = (double)pg_steal_ns();
     stolen = stolen >= 0 && now_stolen >= stolen ? now_stolen - stolen + 1e7 : 0;
     for (int k = 0; k < 3; k++)
         check_run(k == 1 ? "adaptive" : k ? "exact #2" : "exact #1", &r[k], k == 1);
