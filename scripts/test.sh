@@ -5,14 +5,15 @@
 # their own test suites fully instrumented (tests/real; libuv is left to `ctest -L real`), the
 # compiler matrix (scripts/compilers.sh: the corpus with every GCC and Clang), Lua again with
 # gcc-11 and clang-19 (the matrix's oldest GCC, newest Clang). Ends with the wall time of
-# each phase, then ctest's summary of the main build (its last lines, repeated). Exit status:
-# non-zero if any test failed.
+# each phase, then ctest's summary of the main build (its last lines, repeated). A phase that
+# fails prints its log and the run goes on (one CI run shows every failure, not the first);
+# exit status: non-zero if any phase failed, with their names before the summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 
 # phase NAME: the previous phase ends here, NAME begins; phases_done prints them all.
-phase_names=() phase_secs=() phase_t0=$SECONDS
+phase_names=() phase_secs=() phase_t0=$SECONDS failed=()
 phase() {
   if [ ${#phase_names[@]} -gt 0 ]; then phase_secs+=($((SECONDS - phase_t0))); fi
   phase_names+=("$1") phase_t0=$SECONDS
@@ -36,13 +37,14 @@ for san in "address;undefined" thread; do
   phase "sanitizer build and tests ($san)"
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DPERFGROUP_SANITIZE="$san" \
         -DPERFGROUP_GCC_PLUGIN=OFF -DPERFGROUP_CLANG_PLUGIN=OFF -DPERFGROUP_BENCH=OFF >/dev/null
-  cmake --build "$dir" -j"$jobs" >/dev/null
+  if ! cmake --build "$dir" -j"$jobs" >"$dir.build.log" 2>&1; then
+    cat "$dir.build.log"; failed+=("sanitizer build ($san)"); continue
+  fi
   echo "== sanitizer build ($san): runtime, recording and converter tests"
   if ! ctest --test-dir "$dir" -L "$san_labels" -j"$jobs" --output-on-failure >"$dir/ctest.log" 2>&1; then
-    cat "$dir/ctest.log"
-    exit 1
+    cat "$dir/ctest.log"; failed+=("sanitizer tests ($san)")
   fi
-  grep -E 'tests passed|tests failed' "$dir/ctest.log"
+  grep -E 'tests passed|tests failed' "$dir/ctest.log" || true
 done
 
 phase "main build"
@@ -55,22 +57,19 @@ $SUDO cmake --install build --component gcc-plugin >/dev/null
 phase "real projects: Lua and zlib"
 echo "== real projects: Lua (+ lpeg, cjson suites) and zlib, fully instrumented by both plugins"
 if ! ctest --test-dir build -L real -R '^real\.(lua|zlib)\.' --output-on-failure >build/ctest-real.log 2>&1; then
-  cat build/ctest-real.log
-  exit 1
+  cat build/ctest-real.log; failed+=("real projects: Lua and zlib")
 fi
-grep -E 'tests passed|tests failed' build/ctest-real.log
+grep -E 'tests passed|tests failed' build/ctest-real.log || true
 phase "compiler matrix (scripts/compilers.sh)"
 echo "== compiler matrix: the corpus at -O0/-O2 with gcc-11, gcc-12, clang-13/14/15/16/19"
 if ! scripts/compilers.sh >build/compilers.log 2>&1; then
-  cat build/compilers.log
-  exit 1
+  cat build/compilers.log; failed+=("compiler matrix")
 fi
 tail -1 build/compilers.log
 phase "headers of GCC 13/14, LLVM 17/18"
 echo "== compiler releases bookworm lacks: both plugins compiled against GCC 13/14 and LLVM 17/18 headers"
 if ! scripts/headers.sh >build/headers.log 2>&1; then
-  cat build/headers.log
-  exit 1
+  cat build/headers.log; failed+=("headers of GCC 13/14, LLVM 17/18")
 fi
 grep -c ': ok$' build/headers.log | sed 's/$/ compiles ok (scripts\/headers.sh)/'
 # Lua with the oldest GCC and the newest Clang of the matrix too, through the plugins
@@ -89,10 +88,10 @@ for cc in gcc-11 clang-19; do
        --cache "$PWD/build/real-src" --runtime-dir "$PWD/build/runtime" --include "$PWD/include" \
        --convert "$PWD/build/converter/perfgroup-convert" --pgdump "$PWD/build/reader/pgdump" \
        "${plug[@]}" >"build/real-lua-$cc.log" 2>&1; then
-    cat "build/real-lua-$cc.log"
-    exit 1
+    cat "build/real-lua-$cc.log"; failed+=("real.lua.$cc")
+  else
+    echo "real.lua.$cc: passed"
   fi
-  echo "real.lua.$cc: passed"
 done
 phase "main build: every test (ctest)"
 echo "== main build: every test"
@@ -100,6 +99,11 @@ rc=0
 ctest --test-dir build -j"$jobs" --output-on-failure -LE '^slow$' "$@" 2>&1 | tee build/ctest-main.log ||
   rc=$?
 phases_done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "== phases that failed (their logs above):"
+  printf '  %s\n' "${failed[@]}"
+  [ "$rc" -ne 0 ] || rc=1
+fi
 # ctest's summary last, as the runner's output must end
 sed -n '/tests passed, /,$p' build/ctest-main.log
 exit "$rc"
