@@ -24,7 +24,9 @@
  * GCC with the plugin: __has_attribute(perf_group) is true and the plugin's attribute is
  * used. Clang with the plugin: the plugin defines __PERFGROUP__ and understands
  * annotate("perfgroup:name") — the only spelling clang 14 keeps the argument of in every
- * syntax. Without a plugin the macro expands to nothing, clean under -Wall -Wextra -Werror.
+ * syntax; clang 19 answers __has_attribute for a plugin's attribute, so there the first
+ * branch is taken and the plugin's perf_group attribute used (the same group either way).
+ * Without a plugin the macro expands to nothing, clean under -Wall -Wextra -Werror.
  */
 #if defined(__has_attribute)
 #  if __has_attribute(perf_group)
