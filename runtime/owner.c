@@ -49,9 +49,14 @@ struct pg_mark {
     void (*reg)(uint32_t abi_version, struct perfgroup_site *start, struct perfgroup_site *stop);
 };
 
-static struct pg_mark mark = {PG_MARK_MAGIC, PERFGROUP_ABI_VERSION, MARK_NONE, 0,
-                              perfgroup__enter_own, perfgroup__exit_own,
-                              perfgroup__register_own};
+/* External (hidden) linkage, not static: the other copies read it through the note, which
+ * the compiler does not see (a top-level asm's symbol is no use of it). A static mark whose
+ * address never escaped let clang 19 prove no load of this TU reads its state and delete
+ * the stores to it: every copy then found no owner and each recorded (addons.*.static-shared
+ * with a clang-19-built runtime). */
+PG_HIDDEN struct pg_mark perfgroup__mark = {PG_MARK_MAGIC, PERFGROUP_ABI_VERSION, MARK_NONE, 0,
+                                            perfgroup__enter_own, perfgroup__exit_own,
+                                            perfgroup__register_own};
 PG_HIDDEN const struct pg_mark *perfgroup__owner;
 
 PG_HIDDEN uint64_t perfgroup__forward_enter(struct perfgroup_site *site)
@@ -79,7 +84,7 @@ __asm__(".pushsection .note.perfgroup,\"a\",%note\n"
         ".long 0x31524750\n"
         ".asciz \"perfgroup\"\n"
         ".balign 4\n"
-        ".quad mark - .\n"
+        ".quad perfgroup__mark - .\n"
         ".popsection\n");
 
 struct owner_search {
@@ -111,7 +116,8 @@ static int search_cb(struct dl_phdr_info *info, size_t size, void *arg)
                 int64_t off;
                 memcpy(&off, desc, 8);
                 const struct pg_mark *m = (const struct pg_mark *)(desc + off);
-                if (m != &mark && m->magic == PG_MARK_MAGIC && m->abi == PERFGROUP_ABI_VERSION &&
+                if (m != &perfgroup__mark && m->magic == PG_MARK_MAGIC &&
+                    m->abi == PERFGROUP_ABI_VERSION &&
                     atomic_load(&((struct pg_mark *)m)->state) == MARK_OWNER) {
                     q->found = m;
                     break;
@@ -148,7 +154,7 @@ static const char *own_object(void)
 #ifdef PERFGROUP_RUNTIME_SHARED
     return "";
 #else
-    struct object_search q = {&mark, ""};
+    struct object_search q = {&perfgroup__mark, ""};
     dl_iterate_phdr(object_cb, &q);
     return q.name;
 #endif
@@ -164,10 +170,10 @@ PG_HIDDEN int perfgroup__owner_elect(void)
     dl_iterate_phdr(search_cb, &q);
     if (q.found) {
         perfgroup__owner = q.found;
-        atomic_store(&mark.state, MARK_DEFERRED);
+        atomic_store(&perfgroup__mark.state, MARK_DEFERRED);
         return 1;
     }
-    atomic_store(&mark.state, MARK_OWNER);
+    atomic_store(&perfgroup__mark.state, MARK_OWNER);
     const char *obj = own_object();
     if (obj[0]) {
         /* an add-on's copy owns the process: it must outlive the add-on's dlclose */
