@@ -27,7 +27,7 @@
 
 #include "pgconv.h"
 
-int perfgroup__grid_init(struct pgc_grid *g, uint32_t ngroups, int64_t iv, uint64_t max_rows,
+int pgc_grid_init(struct pgc_grid *g, uint32_t ngroups, int64_t iv, uint64_t max_rows,
                          pgc_grid_emit emit, void *ctx)
 {
     g->iv = iv;
@@ -48,7 +48,7 @@ int perfgroup__grid_init(struct pgc_grid *g, uint32_t ngroups, int64_t iv, uint6
     return 0;
 }
 
-void perfgroup__grid_free(struct pgc_grid *g)
+void pgc_grid_free(struct pgc_grid *g)
 {
     free(g->bucket);
     free(g->cpu);
@@ -129,7 +129,7 @@ static int64_t floor_div(int64_t a, int64_t b)
     return a >= 0 ? a / b : -((-a + b - 1) / b);
 }
 
-void perfgroup__grid_add(struct pgc_grid *g, uint32_t gi, int64_t b, int64_t e, uint64_t cpu)
+void pgc_grid_add(struct pgc_grid *g, uint32_t gi, int64_t b, int64_t e, uint64_t cpu)
 {
     if (gi > g->n)
         return;
@@ -161,7 +161,7 @@ void perfgroup__grid_add(struct pgc_grid *g, uint32_t gi, int64_t b, int64_t e, 
     }
 }
 
-int64_t perfgroup__grid_finish(struct pgc_grid *g)
+int64_t pgc_grid_finish(struct pgc_grid *g)
 {
     int64_t last = INT64_MIN;
     for (uint32_t i = 0; i <= g->n; i++) {

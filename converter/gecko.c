@@ -35,7 +35,6 @@
 #define MAX_COUNTERS 16
 #define MAX_EVENT_GROUPS 256
 #define MAX_PENDING_RUNS (1u << 18)
-#define JANK_MS PGC_JANK_MS
 
 /* ---- Categories (global: the front-end uses the root meta's list) --------------------- */
 /* Function groups (PERFGROUP_KIND_FUNCTION, one per function) share one category: a colour
@@ -53,7 +52,7 @@ struct cats {
     char **names; /* group names, category = CAT_FIRST_GROUP + i */
     uint32_t n;
     int more;     /* groups beyond them: CAT_MORE */
-    struct pgc_map by_name;
+    struct pgc_hash by_name;
 };
 
 static uint32_t cat_of_name(const struct cats *c, const char *name, uint32_t kind)
@@ -61,7 +60,7 @@ static uint32_t cat_of_name(const struct cats *c, const char *name, uint32_t kin
     uint32_t v;
     if (kind == PERFGROUP_KIND_FUNCTION)
         return CAT_FUNCTIONS;
-    if (perfgroup__map_get(&c->by_name, perfgroup__hash_bytes(name, strlen(name)), &v))
+    if (pgc_hash_get(&c->by_name, pgc_hash_bytes(name, strlen(name)), &v))
         return CAT_FIRST_GROUP + v;
     return CAT_MORE;
 }
@@ -88,7 +87,7 @@ static int cats_add(struct cats *c, const struct pgc_file *f)
     const struct pgf_totals_slot *ts;
     size_t nt = f->r ? pgr_totals(f->r, &ts, NULL) : 0;
     for (size_t i = 0; i < nt; i++) {
-        uint32_t gi = perfgroup__group_index(f, ts[i].group);
+        uint32_t gi = pgc_group_index(f, ts[i].group);
         if (gi < f->ngroups)
             w[gi].cpu_ns += ts[i].t.cpu_ns;
     }
@@ -99,9 +98,9 @@ static int cats_add(struct cats *c, const struct pgc_file *f)
         if (f->groups[g].kind == PERFGROUP_KIND_FUNCTION)
             continue;
         const char *name = f->groups[g].name;
-        uint64_t h = perfgroup__hash_bytes(name, strlen(name));
+        uint64_t h = pgc_hash_bytes(name, strlen(name));
         uint32_t v;
-        if (perfgroup__map_get(&c->by_name, h, &v))
+        if (pgc_hash_get(&c->by_name, h, &v))
             continue;
         if (CAT_FIRST_GROUP + c->n >= CAT_MORE) {
             c->more = 1; /* this one and the lighter rest: "Other groups" */
@@ -119,7 +118,7 @@ static int cats_add(struct cats *c, const struct pgc_file *f)
             rc = -ENOMEM;
             break;
         }
-        if (perfgroup__map_put(&c->by_name, h, c->n)) {
+        if (pgc_hash_put(&c->by_name, h, c->n)) {
             free(c->names[c->n]);
             rc = -ENOMEM;
             break;
@@ -155,13 +154,13 @@ struct gthread {
     /* tables */
     char **strings;
     uint32_t nstrings, capstrings;
-    struct pgc_map string_map;
+    struct pgc_hash string_map;
     uint32_t *frame_loc, *frame_cat, *frame_line;
     uint32_t nframes, capframes;
-    struct pgc_map frame_map;
+    struct pgc_hash frame_map;
     uint32_t *stack_prefix, *stack_frame;
     uint32_t nstacks, capstacks;
-    struct pgc_map stack_map;
+    struct pgc_hash stack_map;
     /* samples */
     uint64_t nsamples;
     int capped;              /* hit opt->max_samples: no more samples for this thread */
@@ -176,7 +175,7 @@ struct gthread {
     uint32_t npool, cappool;
     struct level *levels;
     uint32_t nlevels, caplevels;
-    struct pgc_map level_map;
+    struct pgc_hash level_map;
     /* stats-mode accumulators, one per group of the file, + one for "outside groups" */
     uint64_t *acc;
     uint64_t cpu_done;       /* stats: CPU of the thread's events before the current one */
@@ -202,7 +201,7 @@ struct gecko {
     struct cats cats;
     int64_t iv;                 /* sample interval, ns */
     uint64_t max_samples;       /* per thread */
-    uint64_t samples_left;      /* for the whole output (perfgroup__row_budget) */
+    uint64_t samples_left;      /* for the whole output (pgc_row_budget) */
     uint64_t threads_left;      /* threads not begun yet, over every input: each thread may
                                  * take samples_left / threads_left (what a thread leaves
                                  * goes to the next), so no thread is left without samples */
@@ -275,11 +274,11 @@ static int grow(void **p, uint32_t *cap, uint32_t need, size_t elt)
 
 static uint32_t intern_str(struct gthread *t, const char *s, size_t n)
 {
-    uint64_t h = perfgroup__hash_bytes(s, n);
+    uint64_t h = pgc_hash_bytes(s, n);
     uint32_t v;
     /* chain on collision: probe h, h+1, ... until the string matches or is absent */
     for (uint64_t k = h;; k = (k + 0x9e3779b97f4a7c15ull) & ~(1ull << 63)) {
-        if (!perfgroup__map_get(&t->string_map, k, &v)) {
+        if (!pgc_hash_get(&t->string_map, k, &v)) {
             if (grow((void **)&t->strings, &t->capstrings, t->nstrings + 1, sizeof(char *)))
                 return UNKNOWN;
             char *c = malloc(n + 1);
@@ -287,7 +286,7 @@ static uint32_t intern_str(struct gthread *t, const char *s, size_t n)
                 return UNKNOWN;
             memcpy(c, s, n);
             c[n] = '\0';
-            if (perfgroup__map_put(&t->string_map, k, t->nstrings)) {
+            if (pgc_hash_put(&t->string_map, k, t->nstrings)) {
                 free(c);
                 return UNKNOWN;
             }
@@ -307,7 +306,7 @@ static uint32_t intern_frame(struct gthread *t, uint32_t loc, uint32_t cat, uint
     uint32_t v;
     /* key collisions are possible in theory: verify and probe */
     for (;; key = (key * 0x9e3779b97f4a7c15ull + 1) & ~(1ull << 63)) {
-        if (!perfgroup__map_get(&t->frame_map, key, &v))
+        if (!pgc_hash_get(&t->frame_map, key, &v))
             break;
         if (t->frame_loc[v] == loc && t->frame_cat[v] == cat && t->frame_line[v] == line)
             return v;
@@ -320,7 +319,7 @@ static uint32_t intern_frame(struct gthread *t, uint32_t loc, uint32_t cat, uint
         return UNKNOWN;
     if (grow((void **)&t->frame_line, &t->capframes, t->nframes + 1, 4))
         return UNKNOWN;
-    if (perfgroup__map_put(&t->frame_map, key, t->nframes))
+    if (pgc_hash_put(&t->frame_map, key, t->nframes))
         return UNKNOWN;
     t->frame_loc[t->nframes] = loc;
     t->frame_cat[t->nframes] = cat;
@@ -335,14 +334,14 @@ static uint32_t intern_stack(struct gthread *t, uint32_t prefix, uint32_t frame)
         return UNKNOWN;
     uint64_t key = ((uint64_t)(prefix + 1u) << 32) | frame;
     uint32_t v;
-    if (perfgroup__map_get(&t->stack_map, key, &v))
+    if (pgc_hash_get(&t->stack_map, key, &v))
         return v;
     uint32_t cap = t->capstacks;
     if (grow((void **)&t->stack_prefix, &cap, t->nstacks + 1, 4))
         return UNKNOWN;
     if (grow((void **)&t->stack_frame, &t->capstacks, t->nstacks + 1, 4))
         return UNKNOWN;
-    if (perfgroup__map_put(&t->stack_map, key, t->nstacks))
+    if (pgc_hash_put(&t->stack_map, key, t->nstacks))
         return UNKNOWN;
     t->stack_prefix[t->nstacks] = prefix; /* always an earlier row (or none) */
     t->stack_frame[t->nstacks] = frame;
@@ -389,7 +388,7 @@ static uint32_t function_frame(struct gthread *t, uint32_t site, uint32_t cat)
 /* ---- Output helpers ------------------------------------------------------------------ */
 static void out_ms(struct pgc_out *o, int64_t ns)
 {
-    perfgroup__out_fixed(o, ns, 1000000);
+    pgc_out_fixed(o, ns, 1000000);
 }
 
 static void write_sample(struct gthread *t, uint32_t stack, int64_t ns, int64_t cpu_delta_ns)
@@ -407,14 +406,14 @@ static void write_sample(struct gthread *t, uint32_t stack, int64_t ns, int64_t 
     if (stack == UNKNOWN)
         PGC_LIT(o, "null");
     else
-        perfgroup__out_u64(o, stack);
+        pgc_out_u64(o, stack);
     PGC_LIT(o, ",");
     out_ms(o, ns);
     if (cpu_delta_ns < 0) {
         PGC_LIT(o, ",0]"); /* trace mode: no per-sample CPU reading, no threadCPUDelta */
     } else {
         PGC_LIT(o, ",0,");
-        perfgroup__out_i64(o, cpu_delta_ns);
+        pgc_out_i64(o, cpu_delta_ns);
         PGC_LIT(o, "]");
     }
     t->nsamples++;
@@ -428,7 +427,7 @@ static void marker_row(struct gthread *t, uint32_t name, int64_t start, int64_t 
     if (name == UNKNOWN)
         return;
     PGC_SEP(m, t->nmarkers, "\n[");
-    perfgroup__out_u64(m, name);
+    pgc_out_u64(m, name);
     PGC_LIT(m, ",");
     out_ms(m, start);
     PGC_LIT(m, ",");
@@ -437,11 +436,11 @@ static void marker_row(struct gthread *t, uint32_t name, int64_t start, int64_t 
     else
         out_ms(m, end < start ? start : end);
     PGC_LIT(m, ",");
-    perfgroup__out_u64(m, (uint64_t)phase);
+    pgc_out_u64(m, (uint64_t)phase);
     PGC_LIT(m, ",");
-    perfgroup__out_u64(m, cat);
+    pgc_out_u64(m, cat);
     PGC_LIT(m, ",");
-    perfgroup__out_raw(m, payload->buf, payload->len);
+    pgc_out_raw(m, payload->buf, payload->len);
     PGC_LIT(m, "]");
     t->nmarkers++;
 }
@@ -458,7 +457,7 @@ static void pl_begin(struct pgc_out *p, const char *type)
     p->len = 0;
     p->err = 0;
     PGC_LIT(p, "{\"type\":\"");
-    perfgroup__out_str(p, type);
+    pgc_out_str(p, type);
     PGC_LIT(p, "\"");
 }
 
@@ -470,7 +469,7 @@ static int pl_room(struct pgc_out *p, size_t n)
 static void pl_key(struct pgc_out *p, const char *k)
 {
     PGC_LIT(p, ",\"");
-    perfgroup__out_str(p, k);
+    pgc_out_str(p, k);
     PGC_LIT(p, "\":");
 }
 
@@ -481,7 +480,7 @@ static void pl_str(struct pgc_out *p, const char *k, const char *v, size_t n)
     if (!pl_room(p, n * 6 + strlen(k) + 8))
         return;
     pl_key(p, k);
-    perfgroup__out_json_str(p, v, n);
+    pgc_out_json_str(p, v, n);
 }
 
 static void pl_ms(struct pgc_out *p, const char *k, int64_t ns)
@@ -497,7 +496,7 @@ static void pl_u64(struct pgc_out *p, const char *k, uint64_t v)
     if (!pl_room(p, 64))
         return;
     pl_key(p, k);
-    perfgroup__out_u64(p, v);
+    pgc_out_u64(p, v);
 }
 
 static void pl_end(struct pgc_out *p)
@@ -508,7 +507,7 @@ static void pl_end(struct pgc_out *p)
 /* ---- Time ---------------------------------------------------------------------------- */
 static int64_t tns(struct gthread *t, uint64_t tsc)
 {
-    return perfgroup__clock_ns(&t->clk, tsc);
+    return pgc_clock_ns(&t->clk, tsc);
 }
 
 static void seen(struct gthread *t, int64_t ns)
@@ -528,11 +527,11 @@ static uint32_t level_id(struct gthread *t, uint32_t site, uint32_t mask)
 {
     uint64_t key = ((uint64_t)site << 8) | (mask & 0xff);
     uint32_t v;
-    if (perfgroup__map_get(&t->level_map, key, &v))
+    if (pgc_hash_get(&t->level_map, key, &v))
         return v;
     if (grow((void **)&t->levels, &t->caplevels, t->nlevels + 1, sizeof(struct level)))
         return UNKNOWN;
-    if (perfgroup__map_put(&t->level_map, key, t->nlevels))
+    if (pgc_hash_put(&t->level_map, key, t->nlevels))
         return UNKNOWN;
     t->levels[t->nlevels] = (struct level){site, mask & 0xff, UNKNOWN, CAT_OTHER, 0, 0, 0, 0};
     return t->nlevels++;
@@ -701,7 +700,7 @@ static void stats_event(struct gthread *t, const struct pgr_record *r, int64_t b
     uint32_t ev_stack = UNKNOWN; /* interned only when a sample needs it */
     /* the thread's top group is the whole event: the event frame stands for it */
     for (uint32_t i = 0; i < r->u.event.ngroups; i++) {
-        uint32_t gi = perfgroup__group_index(t->f, r->u.event.groups[i].group_id);
+        uint32_t gi = pgc_group_index(t->f, r->u.event.groups[i].group_id);
         if (gi < ng && t->f->groups[gi].kind != 0)
             sum += r->u.event.groups[i].cpu_ns;
     }
@@ -711,7 +710,7 @@ static void stats_event(struct gthread *t, const struct pgr_record *r, int64_t b
     uint32_t idx[MAX_EVENT_GROUPS + 1];
     uint32_t nk = 0;
     for (uint32_t i = 0; i < r->u.event.ngroups && nk < MAX_EVENT_GROUPS; i++) {
-        uint32_t gi = perfgroup__group_index(t->f, r->u.event.groups[i].group_id);
+        uint32_t gi = pgc_group_index(t->f, r->u.event.groups[i].group_id);
         if (gi >= ng || t->f->groups[gi].kind == 0)
             continue;
         t->acc[gi] += to_u64((double)r->u.event.groups[i].cpu_ns * scale);
@@ -803,7 +802,7 @@ static void event_record(struct gthread *t, const struct pgr_record *r)
     if (t->last_ev_name == r->u.event.name_string_id + 1ull && r->u.event.name_string_id) {
         loc = t->last_ev_loc; /* event names repeat: skip the lookups */
     } else {
-        const char *name = perfgroup__string(t->f, r->u.event.name_string_id);
+        const char *name = pgc_string_text(t->f, r->u.event.name_string_id);
         if (!name)
             name = r->u.event.flags & PGF_EVENT_F_IMPLICIT ? "(implicit event)" : "(event)";
         loc = intern_str(t, name, strlen(name));
@@ -826,11 +825,11 @@ static void event_record(struct gthread *t, const struct pgr_record *r)
     uint32_t listed = 0;
     for (uint32_t i = 0; i < r->u.event.ngroups; i++) {
         const struct pgr_event_group *eg = &r->u.event.groups[i];
-        uint32_t gi = perfgroup__group_index(t->f, eg->group_id);
+        uint32_t gi = pgc_group_index(t->f, eg->group_id);
         if (gi >= t->f->ngroups)
             continue;
         t->g->group_cpu[gi] += eg->cpu_ns;
-        perfgroup__grid_add(&t->grid, gi, b, e, eg->cpu_ns);
+        pgc_grid_add(&t->grid, gi, b, e, eg->cpu_ns);
         if (t->f->groups[gi].kind != 0 && eg->cpu_ns >= best) {
             best = eg->cpu_ns;
             best_cat = group_cat(t, gi);
@@ -840,9 +839,9 @@ static void event_record(struct gthread *t, const struct pgr_record *r)
         if (listed < 64 && pl_room(&pl, gnl * 6 + 64)) {
             if (listed++)
                 PGC_LIT(&pl, ", ");
-            perfgroup__out_json_chars(&pl, gn, gnl);
+            pgc_out_json_chars(&pl, gn, gnl);
             PGC_LIT(&pl, " ");
-            perfgroup__out_fixed(&pl, (int64_t)(eg->cpu_ns / 1000 * 1000), 1000000);
+            pgc_out_fixed(&pl, (int64_t)(eg->cpu_ns / 1000 * 1000), 1000000);
             PGC_LIT(&pl, " ms");
         }
     }
@@ -851,11 +850,11 @@ static void event_record(struct gthread *t, const struct pgr_record *r)
     if (unnamed && pl_room(&pl, 64)) {
         if (listed)
             PGC_LIT(&pl, ", and ");
-        perfgroup__out_u64(&pl, unnamed);
+        pgc_out_u64(&pl, unnamed);
         PGC_LIT(&pl, " more groups");
     }
     PGC_LIT(&pl, "\"");
-    int jank = r->u.event.cpu_ns > (uint64_t)JANK_MS * 1000000; /* CPU, as everywhere */
+    int jank = r->u.event.cpu_ns > (uint64_t)PGC_JANK_MS * 1000000; /* CPU, as everywhere */
     pl_str(&pl, "jank", jank ? "yes" : "no", jank ? 3 : 2);
     static const char *const flag_text[8] = {
         "", "implicit", "discarded", "implicit discarded", "nested-loop", "implicit nested-loop",
@@ -871,13 +870,13 @@ static void interval_record(struct gthread *t, const struct pgr_record *r)
     int64_t s = tns(t, r->u.interval.start_tsc);
     /* the end through the same mapping as the start: nested intervals ending together stay
      * nested to the nanosecond (Chrome output, the same ends) */
-    int64_t d = perfgroup__clock_ns(&t->clk, r->u.interval.start_tsc + r->u.interval.duration) - s;
+    int64_t d = pgc_clock_ns(&t->clk, r->u.interval.start_tsc + r->u.interval.duration) - s;
     if (d < 0 || d > t->g->max_span_ns) /* a duration no sample budget covers: damaged input */
         d = t->g->max_span_ns;
     int64_t e = s + d;
     seen(t, s);
     seen(t, e);
-    uint32_t site = perfgroup__site_index(t->f, r->u.interval.function_id);
+    uint32_t site = pgc_site_index(t->f, r->u.interval.function_id);
     uint32_t lid = level_id(t, site, r->u.interval.group_mask);
     if ((lid == UNKNOWN || trace_interval(t, lid, r->u.interval.depth, s, e)) && !t->g->out->err)
         t->g->out->err = ENOMEM;
@@ -924,7 +923,7 @@ static void user_marker(struct gthread *t, const struct pgr_record *r)
     seen(t, s);
     if (e > s)
         seen(t, e);
-    const char *name = perfgroup__string(t->f, r->u.marker.name_string_id);
+    const char *name = pgc_string_text(t->f, r->u.marker.name_string_id);
     if (!name)
         name = "(marker)";
     struct pgc_out pl;
@@ -961,7 +960,7 @@ static void overhead_marker(struct gthread *t, const struct pgr_record *r)
 
 static void clock_record(struct gthread *t, const struct pgr_record *r)
 {
-    perfgroup__clock_update(&t->clk, t->f, r);
+    pgc_clock_update(&t->clk, t->f, r);
 }
 
 static int on_record(void *ctx, const struct pgr_record *r)
@@ -981,7 +980,7 @@ static int on_record(void *ctx, const struct pgr_record *r)
     default: break;
     }
     if ((++g->records_done & 0xffff) == 0)
-        perfgroup__progress(g->opt, g->records_done, g->records_total);
+        pgc_progress(g->opt, g->records_done, g->records_total);
     return g->out->err ? -1 : 0;
 }
 
@@ -991,13 +990,13 @@ static void write_thread_head(struct gecko *g, const char *name, const char *pro
 {
     struct pgc_out *o = g->out;
     PGC_SEP(o, g->nthreads_written, "\n{\"name\":");
-    perfgroup__out_json_str(o, name, strlen(name));
+    pgc_out_json_str(o, name, strlen(name));
     PGC_LIT(o, ",\"processType\":\"default\",\"processName\":");
-    perfgroup__out_json_str(o, process_name, strlen(process_name));
+    pgc_out_json_str(o, process_name, strlen(process_name));
     PGC_LIT(o, ",\"pid\":");
-    perfgroup__out_u64(o, g->f->pid);
+    pgc_out_u64(o, g->f->pid);
     PGC_LIT(o, ",\"tid\":");
-    perfgroup__out_u64(o, tid);
+    pgc_out_u64(o, tid);
     g->nthreads_written++;
 }
 
@@ -1012,9 +1011,9 @@ static const char samples_schema_trace[] =
 static void write_samples_head(struct gecko *g)
 {
     if (g->f->mode == PGF_MODE_TRACE)
-        perfgroup__out_raw(g->out, samples_schema_trace, sizeof(samples_schema_trace) - 1);
+        pgc_out_raw(g->out, samples_schema_trace, sizeof(samples_schema_trace) - 1);
     else
-        perfgroup__out_raw(g->out, samples_schema, sizeof(samples_schema) - 1);
+        pgc_out_raw(g->out, samples_schema, sizeof(samples_schema) - 1);
 }
 static const char markers_schema[] =
     ",\"markers\":{\"schema\":{\"name\":0,\"startTime\":1,\"endTime\":2,\"phase\":3,"
@@ -1038,14 +1037,14 @@ static int begin_thread(void *ctx, uint32_t ti)
     t->quota = g->samples_left / (g->threads_left > 1 ? g->threads_left : 1);
     if (g->threads_left > 1)
         g->threads_left--;
-    perfgroup__clock_init(&t->clk, g->f);
+    pgc_clock_init(&t->clk, g->f);
     t->acc = calloc(g->f->ngroups + 1, sizeof(*t->acc));
-    int grid_rc = perfgroup__grid_init(&t->grid, g->f->ngroups, g->iv, g->max_samples, counter_row, t);
+    int grid_rc = pgc_grid_init(&t->grid, g->f->ngroups, g->iv, g->max_samples, counter_row, t);
     t->grid.budget = &g->rows_left;
     t->spill = tmpfile();
     t->sw = malloc(sizeof(*t->sw));
     if (t->sw)
-        perfgroup__out_init(t->sw, t->spill);
+        pgc_out_init(t->sw, t->spill);
     /* doubling: one more segment per thread was quadratic (5000 threads: 43 s under ASan,
      * whose realloc always copies) */
     int seg_rc = grow((void **)&g->cseg, &g->cap_cseg, g->ncspill + 1, sizeof(*g->cseg));
@@ -1072,7 +1071,7 @@ static int begin_thread(void *ctx, uint32_t ti)
     }
     write_thread_head(g, name, g->pname, t->th->tid);
     t->idle_stack = intern_stack(t, UNKNOWN, label_frame(t, "(outside instrumented functions)", CAT_IDLE));
-    perfgroup__out_raw(g->out, markers_schema, sizeof(markers_schema) - 1);
+    pgc_out_raw(g->out, markers_schema, sizeof(markers_schema) - 1);
     return 0;
 }
 
@@ -1090,11 +1089,11 @@ static void gthread_free(struct gthread *t)
     free(t->pool);
     free(t->levels);
     free(t->acc);
-    perfgroup__grid_free(&t->grid);
-    perfgroup__map_free(&t->string_map);
-    perfgroup__map_free(&t->frame_map);
-    perfgroup__map_free(&t->stack_map);
-    perfgroup__map_free(&t->level_map);
+    pgc_grid_free(&t->grid);
+    pgc_hash_free(&t->string_map);
+    pgc_hash_free(&t->frame_map);
+    pgc_hash_free(&t->stack_map);
+    pgc_hash_free(&t->level_map);
     if (t->spill)
         fclose(t->spill);
     free(t->sw);
@@ -1108,7 +1107,7 @@ static int copy_file(struct pgc_out *o, FILE *f)
     fflush(f);
     rewind(f);
     while ((n = fread(b, 1, sizeof(b), f)) > 0)
-        perfgroup__out_raw(o, b, n);
+        pgc_out_raw(o, b, n);
     return ferror(f) ? -1 : 0;
 }
 
@@ -1119,13 +1118,13 @@ static int copy_file(struct pgc_out *o, FILE *f)
 static void unfinished_marker(struct gthread *t)
 {
     const struct pgc_file *f = t->f;
-    size_t lo = perfgroup__open_find(f, t->th->index);
+    size_t lo = pgc_open_find(f, t->th->index);
     if (lo == f->nopen || (f->open_stale[lo] & 1))
         return;
     const struct pgf_open_slot *s = &f->open[lo];
     int64_t b, e;
     event_span(t, s->begin_tsc, s->now_tsc, &b, &e);
-    const char *name = s->name ? perfgroup__string(f, s->name) : NULL;
+    const char *name = s->name ? pgc_string_text(f, s->name) : NULL;
     if (!name)
         name = (s->flags & PGF_EVENT_F_IMPLICIT) ? "(implicit event)" : "(event)";
     struct pgc_out pl;
@@ -1135,11 +1134,11 @@ static void unfinished_marker(struct gthread *t)
     pl_ms(&pl, "wall", e - b);
     /* its groups so far, no CPU each yet: "a (running), b" */
     char gl[1024];
-    size_t gn = perfgroup__open_groups(f, s, gl, sizeof gl);
+    size_t gn = pgc_open_groups(f, s, gl, sizeof gl);
     if (!gn)
         gn = (size_t)snprintf(gl, sizeof gl, "none yet");
     pl_str(&pl, "groups", gl, gn);
-    pl_str(&pl, "jank", cpu > (uint64_t)JANK_MS * 1000000 ? "yes" : "no", cpu > (uint64_t)JANK_MS * 1000000 ? 3 : 2);
+    pl_str(&pl, "jank", cpu > (uint64_t)PGC_JANK_MS * 1000000 ? "yes" : "no", cpu > (uint64_t)PGC_JANK_MS * 1000000 ? 3 : 2);
     pl_str(&pl, "flags", "unfinished", 10);
     pl_end(&pl);
     marker_row(t, intern_str(t, name, strlen(name)), b, e, 1, CAT_EVENT, &pl);
@@ -1160,7 +1159,7 @@ static int end_thread(void *ctx, uint32_t ti)
     if (t->f->nopen)
         unfinished_marker(t);
     flush_runs(t); /* outermost intervals that never closed (cut recording): write anyway */
-    int64_t last_row = perfgroup__grid_finish(&t->grid);
+    int64_t last_row = pgc_grid_finish(&t->grid);
     g->cseg[g->ncspill - 1].end = ftello(g->cspill);
     if (last_row > t->last_ns)
         t->last_ns = last_row; /* the range holds every counter row */
@@ -1212,7 +1211,7 @@ static int end_thread(void *ctx, uint32_t ti)
         pl_begin(&pl, "PerfgroupTotals");
         pl_ms(&pl, "cpu", (int64_t)(g->f->tot_cpu_ns > INT64_MAX ? INT64_MAX : g->f->tot_cpu_ns));
         pl_u64(&pl, "events", g->f->tot_events);
-        perfgroup__totals_text(gl, sizeof gl, g->f, 20);
+        pgc_totals_text(gl, sizeof gl, g->f, 20);
         const char *groups = strchr(gl, ';');
         groups = groups ? groups + 2 : "";
         pl_str(&pl, "groups", groups, strlen(groups));
@@ -1222,7 +1221,7 @@ static int end_thread(void *ctx, uint32_t ti)
                    CAT_OTHER, &pl);
     }
     struct pgc_overhead ov;
-    perfgroup__overhead(g->f, &ov);
+    pgc_overhead_of(g->f, &ov);
     if (t->is_main && ov.from_header) {
         /* the header's overhead totals, the same way: known before any thread is read */
         struct pgc_out pl;
@@ -1250,7 +1249,7 @@ static int end_thread(void *ctx, uint32_t ti)
     }
     PGC_LIT(o, "]}");
     write_samples_head(g);
-    perfgroup__out_flush(t->sw);
+    pgc_out_flush(t->sw);
     if ((t->sw->err || copy_file(o, t->spill)) && !o->err)
         o->err = t->sw->err ? t->sw->err : EIO;
     if (t->have_time) {
@@ -1271,14 +1270,14 @@ static int end_thread(void *ctx, uint32_t ti)
                "\"data\":[");
     for (uint32_t i = 0; i < t->nframes; i++) {
         PGC_SEP(o, i, "\n[");
-        perfgroup__out_u64(o, t->frame_loc[i]);
+        pgc_out_u64(o, t->frame_loc[i]);
         PGC_LIT(o, ",false,0,null,");
         if (t->frame_line[i])
-            perfgroup__out_u64(o, t->frame_line[i]);
+            pgc_out_u64(o, t->frame_line[i]);
         else
             PGC_LIT(o, "null");
         PGC_LIT(o, ",null,");
-        perfgroup__out_u64(o, t->frame_cat[i]);
+        pgc_out_u64(o, t->frame_cat[i]);
         PGC_LIT(o, ",0]");
     }
     PGC_LIT(o, "]},\n\"stackTable\":{\"schema\":{\"prefix\":0,\"frame\":1},\"data\":[");
@@ -1287,16 +1286,16 @@ static int end_thread(void *ctx, uint32_t ti)
         if (t->stack_prefix[i] == UNKNOWN)
             PGC_LIT(o, "null");
         else
-            perfgroup__out_u64(o, t->stack_prefix[i]);
+            pgc_out_u64(o, t->stack_prefix[i]);
         PGC_LIT(o, ",");
-        perfgroup__out_u64(o, t->stack_frame[i]);
+        pgc_out_u64(o, t->stack_frame[i]);
         PGC_LIT(o, "]");
     }
     PGC_LIT(o, "]},\n\"stringTable\":[");
     for (uint32_t i = 0; i < t->nstrings; i++) {
         if (i)
             PGC_LIT(o, ",\n");
-        perfgroup__out_json_str(o, t->strings[i], strlen(t->strings[i]));
+        pgc_out_json_str(o, t->strings[i], strlen(t->strings[i]));
     }
     PGC_LIT(o, "]}");
     gthread_free(t);
@@ -1311,7 +1310,7 @@ static void empty_thread(struct gecko *g)
     write_thread_head(g, "GeckoMain", g->pname, g->f->pid);
     write_samples_head(g);
     PGC_LIT(o, "]}");
-    perfgroup__out_raw(o, markers_schema, sizeof(markers_schema) - 1);
+    pgc_out_raw(o, markers_schema, sizeof(markers_schema) - 1);
     PGC_LIT(o, "]},\"registerTime\":0,\"unregisterTime\":null,"
                "\"frameTable\":{\"schema\":{\"location\":0,\"relevantForJS\":1,\"innerWindowID\":2,"
                "\"implementation\":3,\"line\":4,\"column\":5,\"category\":6,\"subcategory\":7},"
@@ -1378,11 +1377,11 @@ static void write_counters(struct gecko *g)
         PGC_SEP(o, k, "\n{\"name\":");
         char name[300];
         snprintf(name, sizeof(name), "CPU ns: %s", g->f->groups[gi].name);
-        perfgroup__out_json_str(o, name, strlen(name));
+        pgc_out_json_str(o, name, strlen(name));
         PGC_LIT(o, ",\"category\":\"perfgroup\",\"description\":");
         snprintf(name, sizeof(name), "CPU time of group %s: ns in each sample interval "
                  "(the graph: its share of one CPU)", g->f->groups[gi].name);
-        perfgroup__out_json_str(o, name, strlen(name));
+        pgc_out_json_str(o, name, strlen(name));
         PGC_LIT(o, ",\"samples\":{\"schema\":{\"time\":0,\"count\":1,\"number\":2},\"data\":[");
         /* k-way merge by time over the thread spills, this group only */
         for (uint32_t i = 0; i < nc; i++) {
@@ -1404,7 +1403,7 @@ static void write_counters(struct gecko *g)
                     PGC_SEP(o, n++, "[");
                     out_ms(o, last);
                     PGC_LIT(o, ",");
-                    perfgroup__out_u64(o, sum);
+                    pgc_out_u64(o, sum);
                     PGC_LIT(o, ",1]");
                 }
                 if (m == UNKNOWN)
@@ -1489,9 +1488,9 @@ static void write_categories(struct gecko *g)
                "{\"name\":\"Function groups\",\"color\":\"darkgrey\",\"subcategories\":[\"Other\"]}");
     for (uint32_t i = 0; i < g->cats.n; i++) {
         PGC_LIT(o, ",\n{\"name\":");
-        perfgroup__out_json_str(o, g->cats.names[i], strlen(g->cats.names[i]));
+        pgc_out_json_str(o, g->cats.names[i], strlen(g->cats.names[i]));
         PGC_LIT(o, ",\"color\":\"");
-        perfgroup__out_str(o, group_colors[i % (sizeof(group_colors) / sizeof(*group_colors))]);
+        pgc_out_str(o, group_colors[i % (sizeof(group_colors) / sizeof(*group_colors))]);
         PGC_LIT(o, "\",\"subcategories\":[\"Other\"]}");
     }
     if (g->cats.more) /* CAT_MORE: the groups beyond the front-end's 256 categories */
@@ -1506,15 +1505,15 @@ static void write_meta(struct gecko *g, struct pgc_file *f, int root, int64_t lo
 {
     struct pgc_out *o = g->out;
     PGC_LIT(o, "\"meta\":{\"version\":36,\"startTime\":");
-    perfgroup__out_fixed(o, f->start_realtime_ns, 1000000);
+    pgc_out_fixed(o, f->start_realtime_ns, 1000000);
     PGC_LIT(o, ",\"profilingStartTime\":");
     out_ms(o, lo);
     PGC_LIT(o, ",\"profilingEndTime\":");
     out_ms(o, hi);
     PGC_LIT(o, ",\"shutdownTime\":null,\"interval\":");
-    perfgroup__out_fixed(o, g->iv, 1000000);
+    pgc_out_fixed(o, g->iv, 1000000);
     PGC_LIT(o, ",\"processType\":0,\"product\":");
-    perfgroup__out_json_str(o, f->program, strlen(f->program));
+    pgc_out_json_str(o, f->program, strlen(f->program));
     PGC_LIT(o, ",\"stackwalk\":0,\"debug\":0,\"gcpoison\":0,\"asyncstack\":0,"
                "\"presymbolicated\":true,\"platform\":\"Linux\",\"oscpu\":\"Linux\","
                "\"abi\":\"perfgroup\",\"misc\":");
@@ -1527,26 +1526,26 @@ static void write_meta(struct gecko *g, struct pgc_file *f, int root, int64_t lo
     if (f->counts.chunks_corrupt && mn > 0 && (size_t)mn < sizeof(misc)) /* what the reader skipped */
         mn += snprintf(misc + mn, sizeof(misc) - (size_t)mn, ", %" PRIu64 " chunks failed their "
                        "CRC-32C (skipped)", f->counts.chunks_corrupt);
-    if (f->counts.clipped && mn > 0 && (size_t)mn < sizeof(misc)) /* perfgroup__file_stream */
+    if (f->counts.clipped && mn > 0 && (size_t)mn < sizeof(misc)) /* pgc_file_stream */
         mn += snprintf(misc + mn, sizeof(misc) - (size_t)mn, ", %" PRIu64 " record times beyond "
                        "the file's clocks clipped (first at byte %" PRIu64 ")", f->counts.clipped,
                        f->counts.clipped_offset);
     if (f->has_totals && mn > 0 && (size_t)mn < sizeof(misc)) { /* format.h: never recycled */
         char t[400];
-        perfgroup__totals_text(t, sizeof t, f, 5);
+        pgc_totals_text(t, sizeof t, f, 5);
         mn += snprintf(misc + mn, sizeof(misc) - (size_t)mn, ", whole run: %s", t);
     }
     struct pgc_overhead ov;
-    perfgroup__overhead(f, &ov);
+    pgc_overhead_of(f, &ov);
     if (ov.any && mn > 0 && (size_t)mn < sizeof(misc)) { /* the runtime's own cost */
         char t[320];
-        perfgroup__overhead_text(t, sizeof(t), &ov);
+        pgc_overhead_text(t, sizeof(t), &ov);
         snprintf(misc + mn, sizeof(misc) - (size_t)mn, ", runtime overhead: %s", t);
     }
-    perfgroup__out_json_str(o, misc, strlen(misc));
+    pgc_out_json_str(o, misc, strlen(misc));
     PGC_LIT(o, ",\"sampleUnits\":{\"time\":\"ms\",\"eventDelay\":\"ms\",\"threadCPUDelta\":\"ns\"},"
                "\"startTimeAsClockMonotonicNanosecondsSinceBoot\":");
-    perfgroup__out_i64(o, f->start_monotonic_ns);
+    pgc_out_i64(o, f->start_monotonic_ns);
     PGC_LIT(o, ",\n");
     write_categories(g);
     PGC_LIT(o, ",\n");
@@ -1611,7 +1610,7 @@ static void collect_lazy(struct gecko *g, struct pgc_file *f)
     while (r && !pgr_error(r) && pgr_next(r, &rec) > 0) {
         if (rec.thread < PGF_THREAD_INDEX_LAZY || rec.thread == PGF_THREAD_DEFS)
             continue;
-        uint32_t ti = perfgroup__thread_slot(f, rec.thread);
+        uint32_t ti = pgc_thread_slot(f, rec.thread);
         if (ti >= g->nmerged_into || g->merged_into[ti] == UNKNOWN)
             continue;
         if (rec.kind != PGF_REC_MARKER) {
@@ -1658,7 +1657,7 @@ static void collect_lazy(struct gecko *g, struct pgc_file *f)
  * the pid beside the name themselves); an image that an exec() started in a process recorded
  * before it (the same pid, an earlier start) says so, so the two recordings of one pid read
  * as one process over time. */
-void perfgroup__process_name(char *buf, size_t n, const struct pgc_file *files, size_t nfiles,
+void pgc_process_name(char *buf, size_t n, const struct pgc_file *files, size_t nfiles,
                              const struct pgc_file *f)
 {
     const struct pgc_file *before = NULL;
@@ -1675,10 +1674,10 @@ void perfgroup__process_name(char *buf, size_t n, const struct pgc_file *files, 
 
 static int write_process(struct gecko *g, struct pgc_file *f, int root)
 {
-    perfgroup__process_name(g->pname, sizeof(g->pname), g->files, g->nfiles, f);
+    pgc_process_name(g->pname, sizeof(g->pname), g->files, g->nfiles, f);
     static const struct pgc_stream_cb cb = {begin_thread, on_record, end_thread};
     g->f = f;
-    if (perfgroup__file_unpark(f, g->err))
+    if (pgc_file_unpark(f, g->err))
         return -1;
     if (cats_add(&g->cats, f))
         return fail_oom(g);
@@ -1712,11 +1711,11 @@ static int write_process(struct gecko *g, struct pgc_file *f, int root)
     collect_lazy(g, f);
     /* the process's range: its start, its clean end, and what its threads cover */
     struct pgc_clock clk;
-    perfgroup__clock_init(&clk, f);
+    pgc_clock_init(&clk, f);
     g->plo = 0;
-    g->phi = f->hdr.end_tsc ? perfgroup__clock_ns(&clk, f->hdr.end_tsc) : 0;
+    g->phi = f->hdr.end_tsc ? pgc_clock_ns(&clk, f->hdr.end_tsc) : 0;
     PGC_LIT(g->out, "{\"libs\":[],\"pages\":[],\"threads\":[");
-    int rc = perfgroup__file_stream(f, &cb, g, g->err);
+    int rc = pgc_file_stream(f, &cb, g, g->err);
     if (rc) {
         if (g->t) {
             gthread_free(g->t);
@@ -1743,7 +1742,7 @@ static int write_process(struct gecko *g, struct pgc_file *f, int root)
     g->group_cpu = NULL;
     free_lazy(g);
     g->skip = 0;
-    perfgroup__file_repark(f);
+    pgc_file_repark(f);
     return rc ? -1 : 0;
 }
 
@@ -1765,7 +1764,7 @@ static size_t pick_root(struct pgc_file *files, size_t n)
     return best;
 }
 
-int perfgroup__gecko_write(struct pgc_file *files, size_t nfiles, const struct pgc_options *opt,
+int pgc_gecko_write(struct pgc_file *files, size_t nfiles, const struct pgc_options *opt,
                            struct pgc_out *out, struct pgc_error *err)
 {
     struct gecko g;
@@ -1776,7 +1775,7 @@ int perfgroup__gecko_write(struct pgc_file *files, size_t nfiles, const struct p
     g.iv = opt->interval_ns > 0 ? opt->interval_ns : 1000000;
     g.max_samples = opt->max_samples ? opt->max_samples : 100000000;
     g.max_span_ns = (int64_t)g.max_samples * g.iv;
-    g.samples_left = g.rows_left = perfgroup__row_budget(files, nfiles, opt);
+    g.samples_left = g.rows_left = pgc_row_budget(files, nfiles, opt);
     for (size_t i = 0; i < nfiles; i++)
         g.threads_left += files[i].threads_total;
     for (size_t i = 0; i < nfiles; i++)
@@ -1817,13 +1816,13 @@ int perfgroup__gecko_write(struct pgc_file *files, size_t nfiles, const struct p
     PGC_LIT(out, "],\n");
     write_meta(&g, &files[root], 1, g.glo, g.ghi);
     PGC_LIT(out, "}\n");
-    perfgroup__progress(opt, g.records_total, g.records_total);
-    perfgroup__map_free(&g.cats.by_name);
+    pgc_progress(opt, g.records_total, g.records_total);
+    pgc_hash_free(&g.cats.by_name);
     for (uint32_t i = 0; i < g.cats.n; i++)
         free(g.cats.names[i]);
     free(g.cats.names);
     if (rc)
         return -1;
-    perfgroup__out_flush(out);
+    pgc_out_flush(out);
     return out->err ? -out->err : 0;
 }

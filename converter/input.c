@@ -12,7 +12,7 @@
 
 #include "pgconv.h"
 
-const char *perfgroup__stdin_path;
+const char *pgc_stdin_path;
 
 static char *dup_str(struct pgr_str s)
 {
@@ -73,7 +73,7 @@ static void demangle_group(struct pgc_group *g)
     int parens = n > 2 && strcmp(g->name + n - 2, "()") == 0;
     if (parens)
         g->name[n - 2] = '\0';
-    char *d = perfgroup__demangle(g->name);
+    char *d = pgc_demangle(g->name);
     if (parens)
         g->name[n - 2] = '(';
     if (d) {
@@ -119,7 +119,7 @@ static int add_def(struct pgc_file *f, const struct pgr_record *r, struct pgc_er
         return 0;
     }
     case PGF_REC_GROUP: {
-        if (perfgroup__map_get(&f->group_ids, r->u.group.group_id, &idx)) {
+        if (pgc_hash_get(&f->group_ids, r->u.group.group_id, &idx)) {
             set_err(err, f->path, r->offset, "group: duplicate group_id");
             return -1;
         }
@@ -131,13 +131,13 @@ static int add_def(struct pgc_file *f, const struct pgr_record *r, struct pgc_er
         if (!(g->name = dup_str(r->u.group.name)))
             return oom(f, err);
         demangle_group(g);
-        if (perfgroup__map_put(&f->group_ids, g->id, f->ngroups))
+        if (pgc_hash_put(&f->group_ids, g->id, f->ngroups))
             return oom(f, err);
         f->ngroups++;
         return 0;
     }
     case PGF_REC_SITE: {
-        if (perfgroup__map_get(&f->site_ids, r->u.site.function_id, &idx)) {
+        if (pgc_hash_get(&f->site_ids, r->u.site.function_id, &idx)) {
             /* the same function from another TU: the contract merges them; keep the first */
             return 0;
         }
@@ -149,7 +149,7 @@ static int add_def(struct pgc_file *f, const struct pgr_record *r, struct pgc_er
         if (!(s->function = dup_str(r->u.site.function)) || !(s->file = dup_str(r->u.site.file)) ||
             !(s->module = dup_str(r->u.site.module)))
             return oom(f, err);
-        s->display = perfgroup__demangle(s->function);
+        s->display = pgc_demangle(s->function);
         if (!s->display)
             s->display = s->function;
         if (r->u.site.ngroups) {
@@ -159,14 +159,14 @@ static int add_def(struct pgc_file *f, const struct pgr_record *r, struct pgc_er
         }
         for (uint32_t i = 0; i < r->u.site.ngroups; i++) {
             uint32_t gi;
-            if (!perfgroup__map_get(&f->group_ids, r->u.site.group_ids[i], &gi)) {
+            if (!pgc_hash_get(&f->group_ids, r->u.site.group_ids[i], &gi)) {
                 set_err(err, f->path, r->offset, "site: undefined group_id");
                 f->nsites++; /* owned memory is freed at close */
                 return -1;
             }
             s->groups[s->ngroups++] = gi;
         }
-        if (perfgroup__map_put(&f->site_ids, s->id, f->nsites))
+        if (pgc_hash_put(&f->site_ids, s->id, f->nsites))
             return oom(f, err);
         f->nsites++;
         return 0;
@@ -181,7 +181,7 @@ static int add_def(struct pgc_file *f, const struct pgr_record *r, struct pgc_er
         char *name = dup_str(ns);
         if (!name)
             return oom(f, err);
-        if (perfgroup__map_get(&f->thread_ids, r->u.thread.thread_index, &idx)) {
+        if (pgc_hash_get(&f->thread_ids, r->u.thread.thread_index, &idx)) {
             /* renamed: the latest name is the one the program chose last */
             free(f->threads[idx].name);
             f->threads[idx].name = name;
@@ -190,19 +190,19 @@ static int add_def(struct pgc_file *f, const struct pgr_record *r, struct pgc_er
         }
         GROW(f->threads, f->nthreads, struct pgc_thread);
         f->threads[f->nthreads] = (struct pgc_thread){r->u.thread.thread_index, r->u.thread.tid, name};
-        if (perfgroup__map_put(&f->thread_ids, r->u.thread.thread_index, f->nthreads))
+        if (pgc_hash_put(&f->thread_ids, r->u.thread.thread_index, f->nthreads))
             return oom(f, err);
         f->nthreads++;
         return 0;
     }
     case PGF_REC_STRING: {
-        if (perfgroup__map_get(&f->string_ids, r->u.string.string_id, &idx))
+        if (pgc_hash_get(&f->string_ids, r->u.string.string_id, &idx))
             return 0;
         GROW(f->strings, f->nstrings, struct pgc_string);
         f->strings[f->nstrings].id = r->u.string.string_id;
         if (!(f->strings[f->nstrings].text = dup_str(r->u.string.text)))
             return oom(f, err);
-        if (perfgroup__map_put(&f->string_ids, r->u.string.string_id, f->nstrings))
+        if (pgc_hash_put(&f->string_ids, r->u.string.string_id, f->nstrings))
             return oom(f, err);
         f->nstrings++;
         return 0;
@@ -217,7 +217,7 @@ static int add_def(struct pgc_file *f, const struct pgr_record *r, struct pgc_er
 static int ensure_thread(struct pgc_file *f, uint32_t index, struct pgc_error *err)
 {
     uint32_t idx;
-    if (perfgroup__map_get(&f->thread_ids, index, &idx))
+    if (pgc_hash_get(&f->thread_ids, index, &idx))
         return (int)idx;
     GROW(f->threads, f->nthreads, struct pgc_thread);
     char buf[32];
@@ -226,7 +226,7 @@ static int ensure_thread(struct pgc_file *f, uint32_t index, struct pgc_error *e
     if (!name)
         return oom(f, err);
     f->threads[f->nthreads] = (struct pgc_thread){index, 0, name};
-    if (perfgroup__map_put(&f->thread_ids, index, f->nthreads))
+    if (pgc_hash_put(&f->thread_ids, index, f->nthreads))
         return oom(f, err);
     return (int)f->nthreads++;
 }
@@ -388,7 +388,7 @@ static void clip_record(struct pgc_file *f, struct pgr_record *r)
             if (off < 0)
                 off = -off;
             if (off > 1e9 + 0.05 * since) {
-                r->u.clock.monotonic_ns = 0; /* perfgroup__clock_update ignores it */
+                r->u.clock.monotonic_ns = 0; /* pgc_clock_update ignores it */
                 clip_count(f, r);
             }
         }
@@ -419,7 +419,7 @@ static int group_totals(struct pgc_file *f)
     if (!gt)
         return -1;
     for (size_t i = 0; i < nt; i++) {
-        uint32_t gi = perfgroup__group_index(f, ts[i].group);
+        uint32_t gi = pgc_group_index(f, ts[i].group);
         if (gi == UINT32_MAX)
             continue;
         const struct pgf_totals *s = &ts[i].t;
@@ -468,7 +468,7 @@ static void gtot_free(struct pgc_gtotal *gt, uint32_t n)
     free(gt);
 }
 
-void perfgroup__totals_text(char *b, size_t n, const struct pgc_file *f, unsigned top)
+void pgc_totals_text(char *b, size_t n, const struct pgc_file *f, unsigned top)
 {
     int k = snprintf(b, n, "CPU %.3f ms in %" PRIu64 " events", (double)f->tot_cpu_ns / 1e6,
                      f->tot_events);
@@ -479,23 +479,23 @@ void perfgroup__totals_text(char *b, size_t n, const struct pgc_file *f, unsigne
         snprintf(b + k, n - (size_t)k, " and %u more groups", f->ngtot - top);
 }
 
-int perfgroup__file_open(struct pgc_file *f, const char *path, struct pgc_error *err)
+int pgc_file_open(struct pgc_file *f, const char *path, struct pgc_error *err)
 {
-    return perfgroup__file_follow(f, path, NULL, NULL, err);
+    return pgc_file_follow(f, path, NULL, NULL, err);
 }
 
-int perfgroup__file_follow(struct pgc_file *f, const char *path, pgr_resume_fn resume,
+int pgc_file_follow(struct pgc_file *f, const char *path, pgr_resume_fn resume,
                            void *resume_ctx, struct pgc_error *err)
 {
-    return perfgroup__file_follow_fd(f, path, -1, resume, resume_ctx, err);
+    return pgc_file_follow_fd(f, path, -1, resume, resume_ctx, err);
 }
 
-int perfgroup__file_follow_fd(struct pgc_file *f, const char *path, int fd,
+int pgc_file_follow_fd(struct pgc_file *f, const char *path, int fd,
                               pgr_resume_fn resume, void *resume_ctx, struct pgc_error *err)
 {
     memset(f, 0, sizeof(*f));
     f->path = path;
-    f->open_path = strcmp(path, "-") || !perfgroup__stdin_path ? path : perfgroup__stdin_path;
+    f->open_path = strcmp(path, "-") || !pgc_stdin_path ? path : pgc_stdin_path;
     /* the size of the file read, not of whatever the path names now */
     struct stat st;
     int have_st = fd >= 0 ? fstat(fd, &st) == 0 : stat(f->open_path, &st) == 0;
@@ -583,7 +583,7 @@ int perfgroup__file_follow_fd(struct pgc_file *f, const char *path, int fd,
         return oom(f, err);
     for (uint32_t i = 0; i < PGC_DIRECT_IDS; i++) {
         uint32_t v;
-        f->group_direct[i] = perfgroup__map_get(&f->group_ids, i, &v) ? v : UINT32_MAX;
+        f->group_direct[i] = pgc_hash_get(&f->group_ids, i, &v) ? v : UINT32_MAX;
     }
     if (group_totals(f))
         return oom(f, err);
@@ -662,20 +662,20 @@ static void sites_libs(struct pgc_file *f)
     }
 #undef FIND_MOD
     /* two functions of one name in one lib, from two files (static functions) */
-    struct pgc_map seen = {0};
+    struct pgc_hash seen = {0};
     for (uint32_t i = 0; i < f->nsites; i++) {
         struct pgc_site *s = &f->sites[i];
-        uint64_t key = perfgroup__hash_bytes(s->display, strlen(s->display)) * 1000003u ^
-                       perfgroup__hash_bytes(s->lib, strlen(s->lib));
+        uint64_t key = pgc_hash_bytes(s->display, strlen(s->display)) * 1000003u ^
+                       pgc_hash_bytes(s->lib, strlen(s->lib));
         uint32_t j;
-        if (!perfgroup__map_get(&seen, key, &j)) {
-            if (perfgroup__map_put(&seen, key, i))
+        if (!pgc_hash_get(&seen, key, &j)) {
+            if (pgc_hash_put(&seen, key, i))
                 break; /* no memory: names as they are */
         } else if (strcmp(f->sites[j].file, s->file) != 0) {
             s->name_shared = f->sites[j].name_shared = 1;
         }
     }
-    perfgroup__map_free(&seen);
+    pgc_hash_free(&seen);
 }
 
 static void warnings_to(const struct pgc_file *f, FILE *out)
@@ -706,7 +706,7 @@ static void warnings_to(const struct pgc_file *f, FILE *out)
 
 /* Warnings go to stderr, after a successful conversion only (bad input gets one line):
  * "perfgroup-convert: warning: <file>: byte N: <what>". */
-void perfgroup__file_warnings(const struct pgc_file *f)
+void pgc_file_warnings(const struct pgc_file *f)
 {
     if (f->warn)
         fputs(f->warn, stderr);
@@ -721,7 +721,7 @@ void perfgroup__file_warnings(const struct pgc_file *f)
 
 /* An EVENT record: the open-event slot of its thread with its begin is stale (the event
  * ended after the slot's last refresh). Slots come in thread order, one per thread. */
-size_t perfgroup__open_find(const struct pgc_file *f, uint32_t thread)
+size_t pgc_open_find(const struct pgc_file *f, uint32_t thread)
 {
     size_t lo = 0, hi = f->nopen;
     while (lo < hi) {
@@ -734,13 +734,13 @@ size_t perfgroup__open_find(const struct pgc_file *f, uint32_t thread)
     return lo < f->nopen && f->open[lo].thread == thread ? lo : f->nopen;
 }
 
-size_t perfgroup__open_groups(const struct pgc_file *f, const struct pgf_open_slot *s, char *b,
+size_t pgc_open_groups(const struct pgc_file *f, const struct pgf_open_slot *s, char *b,
                               size_t n)
 {
     size_t len = 0;
     b[0] = 0;
     for (unsigned i = 0; i < s->ngroups && i < PGF_OPEN_GROUPS; i++) {
-        uint32_t gi = perfgroup__group_index(f, s->group[i]);
+        uint32_t gi = pgc_group_index(f, s->group[i]);
         char unk[32];
         snprintf(unk, sizeof unk, "group %u", s->group[i]);
         int w = snprintf(b + len, n - len, "%s%s%s", i ? ", " : "",
@@ -760,7 +760,7 @@ size_t perfgroup__open_groups(const struct pgc_file *f, const struct pgf_open_sl
 
 static void open_ended(struct pgc_file *f, const struct pgr_record *r)
 {
-    size_t i = perfgroup__open_find(f, r->thread);
+    size_t i = pgc_open_find(f, r->thread);
     if (i < f->nopen && f->open[i].begin_tsc == r->u.event.begin_tsc)
         f->open_stale[i] |= 1;
 }
@@ -781,11 +781,11 @@ static int unfinished_list(struct pgc_file *f)
         u->thread = s->thread;
         u->tid = s->tid; /* the slot's: the file may have no definition of the thread */
         uint32_t idx;
-        if (perfgroup__map_get(&f->thread_ids, s->thread, &idx) && f->threads[idx].tid == s->tid)
+        if (pgc_hash_get(&f->thread_ids, s->thread, &idx) && f->threads[idx].tid == s->tid)
             snprintf(u->thread_name, sizeof u->thread_name, "%s", f->threads[idx].name);
         else
             snprintf(u->thread_name, sizeof u->thread_name, "thread %u", s->tid);
-        if (s->name && perfgroup__map_get(&f->string_ids, s->name, &idx))
+        if (s->name && pgc_hash_get(&f->string_ids, s->name, &idx))
             snprintf(u->event, sizeof u->event, "%s", f->strings[idx].text);
         else
             snprintf(u->event, sizeof u->event, "%s",
@@ -800,7 +800,7 @@ static int unfinished_list(struct pgc_file *f)
     return 0;
 }
 
-int perfgroup__file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, void *ctx,
+int pgc_file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, void *ctx,
                            struct pgc_error *err)
 {
     struct pgr_record rec;
@@ -825,7 +825,7 @@ int perfgroup__file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, v
         if ((int64_t)rec.thread != cur) {
             uint32_t idx;
             if (cur >= 0) {
-                perfgroup__map_get(&f->thread_ids, (uint32_t)cur, &idx);
+                pgc_hash_get(&f->thread_ids, (uint32_t)cur, &idx);
                 if ((rc = cb->end_thread(ctx, idx)))
                     return rc;
             }
@@ -833,7 +833,7 @@ int perfgroup__file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, v
             if (t < 0)
                 return -1;
             cur = rec.thread;
-            size_t o = f->nopen ? perfgroup__open_find(f, rec.thread) : 0;
+            size_t o = f->nopen ? pgc_open_find(f, rec.thread) : 0;
             if (o < f->nopen)
                 f->open_stale[o] |= 2; /* streamed: its outputs show the slot at its end */
             if ((rc = cb->begin_thread(ctx, (uint32_t)t)))
@@ -859,7 +859,7 @@ int perfgroup__file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, v
         return oom(f, err);
     if (cur >= 0) {
         uint32_t idx;
-        perfgroup__map_get(&f->thread_ids, (uint32_t)cur, &idx);
+        pgc_hash_get(&f->thread_ids, (uint32_t)cur, &idx);
         if ((rc = cb->end_thread(ctx, idx)))
             return rc;
     }
@@ -887,7 +887,7 @@ static int c_any(const struct pgc_file *f)
     return f->counts.ovh_records != 0;
 }
 
-void perfgroup__overhead(const struct pgc_file *f, struct pgc_overhead *o)
+void pgc_overhead_of(const struct pgc_file *f, struct pgc_overhead *o)
 {
     const struct pgf_file_header *h = &f->hdr;
     o->from_header = (h->ovh_commit_ns | h->ovh_commits | h->ovh_slow_paths | h->ovh_resyncs |
@@ -906,7 +906,7 @@ void perfgroup__overhead(const struct pgc_file *f, struct pgc_overhead *o)
     o->any = o->from_header || c_any(f) || o->refused || o->clamped;
 }
 
-void perfgroup__overhead_text(char *buf, size_t n, const struct pgc_overhead *o)
+void pgc_overhead_text(char *buf, size_t n, const struct pgc_overhead *o)
 {
     snprintf(buf, n, "%" PRIu64 " commits in %.3f ms, %" PRIu64 " slow paths, %" PRIu64
              " resyncs, %" PRIu64 " pairs not counted, %" PRIu64 " calls refused, %" PRIu64
@@ -914,26 +914,26 @@ void perfgroup__overhead_text(char *buf, size_t n, const struct pgc_overhead *o)
              o->resyncs, o->dropped, o->refused, o->clamped);
 }
 
-void perfgroup__out_overhead_json(struct pgc_out *out, const struct pgc_overhead *o)
+void pgc_out_overhead_json(struct pgc_out *out, const struct pgc_overhead *o)
 {
     PGC_LIT(out, "{\"commit_ms\":");
-    perfgroup__out_fixed(out, (int64_t)(o->commit_ns > INT64_MAX ? INT64_MAX : o->commit_ns), 1000000);
+    pgc_out_fixed(out, (int64_t)(o->commit_ns > INT64_MAX ? INT64_MAX : o->commit_ns), 1000000);
     PGC_LIT(out, ",\"commits\":");
-    perfgroup__out_u64(out, o->commits);
+    pgc_out_u64(out, o->commits);
     PGC_LIT(out, ",\"slow_paths\":");
-    perfgroup__out_u64(out, o->slow_paths);
+    pgc_out_u64(out, o->slow_paths);
     PGC_LIT(out, ",\"resyncs\":");
-    perfgroup__out_u64(out, o->resyncs);
+    pgc_out_u64(out, o->resyncs);
     PGC_LIT(out, ",\"pairs_not_counted\":");
-    perfgroup__out_u64(out, o->dropped);
+    pgc_out_u64(out, o->dropped);
     PGC_LIT(out, ",\"calls_refused\":");
-    perfgroup__out_u64(out, o->refused);
+    pgc_out_u64(out, o->refused);
     PGC_LIT(out, ",\"events_clamped\":");
-    perfgroup__out_u64(out, o->clamped);
+    pgc_out_u64(out, o->clamped);
     PGC_LIT(out, "}");
 }
 
-uint64_t perfgroup__row_budget(const struct pgc_file *files, size_t nfiles,
+uint64_t pgc_row_budget(const struct pgc_file *files, size_t nfiles,
                                const struct pgc_options *opt)
 {
     if (opt->max_samples)
@@ -946,33 +946,33 @@ uint64_t perfgroup__row_budget(const struct pgc_file *files, size_t nfiles,
     return PGC_ROWS_BASE + PGC_ROWS_PER_BYTE * n;
 }
 
-uint32_t perfgroup__group_index(const struct pgc_file *f, uint32_t id)
+uint32_t pgc_group_index(const struct pgc_file *f, uint32_t id)
 {
     uint32_t v;
     if (id < PGC_DIRECT_IDS && f->group_direct)
         return f->group_direct[id];
-    return perfgroup__map_get(&f->group_ids, id, &v) ? v : UINT32_MAX;
+    return pgc_hash_get(&f->group_ids, id, &v) ? v : UINT32_MAX;
 }
 
-uint32_t perfgroup__thread_slot(const struct pgc_file *f, uint32_t thread_index)
+uint32_t pgc_thread_slot(const struct pgc_file *f, uint32_t thread_index)
 {
     uint32_t v;
-    return perfgroup__map_get(&f->thread_ids, thread_index, &v) ? v : UINT32_MAX;
+    return pgc_hash_get(&f->thread_ids, thread_index, &v) ? v : UINT32_MAX;
 }
 
-uint32_t perfgroup__site_index(const struct pgc_file *f, uint32_t id)
+uint32_t pgc_site_index(const struct pgc_file *f, uint32_t id)
 {
     uint32_t v;
-    return perfgroup__map_get(&f->site_ids, id, &v) ? v : UINT32_MAX;
+    return pgc_hash_get(&f->site_ids, id, &v) ? v : UINT32_MAX;
 }
 
-const char *perfgroup__string(const struct pgc_file *f, uint32_t id)
+const char *pgc_string_text(const struct pgc_file *f, uint32_t id)
 {
     uint32_t v;
-    return id && perfgroup__map_get(&f->string_ids, id, &v) ? f->strings[v].text : NULL;
+    return id && pgc_hash_get(&f->string_ids, id, &v) ? f->strings[v].text : NULL;
 }
 
-int perfgroup__file_park(struct pgc_file *f)
+int pgc_file_park(struct pgc_file *f)
 {
     if (f->parked)
         return 0;
@@ -1019,7 +1019,7 @@ int perfgroup__file_park(struct pgc_file *f)
     return 0;
 }
 
-int perfgroup__file_unpark(struct pgc_file *f, struct pgc_error *err)
+int pgc_file_unpark(struct pgc_file *f, struct pgc_error *err)
 {
     if (!f->parked)
         return 0;
@@ -1027,7 +1027,7 @@ int perfgroup__file_unpark(struct pgc_file *f, struct pgc_error *err)
     struct pgc_unfinished *unf = f->unfinished;
     size_t nunf = f->nunfinished;
     gtot_free(f->gtot, f->ngtot); /* read again with the file */
-    int rc = perfgroup__file_open(f, f->path, err);
+    int rc = pgc_file_open(f, f->path, err);
     free(program);
     f->warn = warn;
     if (unf) { /* found by an earlier stream: kept */
@@ -1038,13 +1038,13 @@ int perfgroup__file_unpark(struct pgc_file *f, struct pgc_error *err)
     return rc;
 }
 
-void perfgroup__file_repark(struct pgc_file *f)
+void pgc_file_repark(struct pgc_file *f)
 {
     if (f->reopened && !f->parked)
-        perfgroup__file_park(f); /* no memory for the warnings' text: stays open */
+        pgc_file_park(f); /* no memory for the warnings' text: stays open */
 }
 
-void perfgroup__file_close(struct pgc_file *f)
+void pgc_file_close(struct pgc_file *f)
 {
     free_defs(f);
     free(f->unfinished);
@@ -1083,9 +1083,9 @@ static void free_defs(struct pgc_file *f)
     free(f->sites);
     free(f->threads);
     free(f->strings);
-    perfgroup__map_free(&f->group_ids);
+    pgc_hash_free(&f->group_ids);
     free(f->group_direct);
-    perfgroup__map_free(&f->site_ids);
-    perfgroup__map_free(&f->thread_ids);
-    perfgroup__map_free(&f->string_ids);
+    pgc_hash_free(&f->site_ids);
+    pgc_hash_free(&f->thread_ids);
+    pgc_hash_free(&f->string_ids);
 }

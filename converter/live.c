@@ -62,7 +62,7 @@ static char *program_of(const struct pgf_file_header *h)
     char prog[sizeof(h->program) + 1];
     memcpy(prog, h->program, sizeof(h->program));
     prog[sizeof(h->program)] = '\0';
-    return perfgroup__utf8_dup(prog[0] ? prog : "program", 0);
+    return pgc_utf8_dup(prog[0] ? prog : "program", 0);
 }
 
 static int add_file(struct pgl_set *s, const char *path, const struct pgf_file_header *h,
@@ -203,9 +203,9 @@ static void tell_skip(struct pgl_set *s, size_t di, const char *name, uint64_t k
 {
     if (why > SKIP_RETRY) {
         uint32_t told;
-        if (perfgroup__map_get(&s->told, key, &told) && told == (uint32_t)why)
+        if (pgc_hash_get(&s->told, key, &told) && told == (uint32_t)why)
             return;
-        perfgroup__map_put(&s->told, key, (uint32_t)why);
+        pgc_hash_put(&s->told, key, (uint32_t)why);
     }
     char dir[512], file[768], msg[1600], reason[400];
     if (why == SKIP_OPEN)
@@ -214,8 +214,8 @@ static void tell_skip(struct pgl_set *s, size_t di, const char *name, uint64_t k
         snprintf(reason, sizeof(reason), skip_why[why], a, b);
     else
         snprintf(reason, sizeof(reason), "%s", skip_why[why]);
-    snprintf(msg, sizeof(msg), "%s/%s: %s", perfgroup__text_safe(dir, sizeof(dir), s->dirs[di].path),
-             perfgroup__text_safe(file, sizeof(file), name), reason);
+    snprintf(msg, sizeof(msg), "%s/%s: %s", pgc_text_safe(dir, sizeof(dir), s->dirs[di].path),
+             pgc_text_safe(file, sizeof(file), name), reason);
     s->skipped++;
     if (s->on_skip)
         s->on_skip(s->skip_ctx, msg);
@@ -282,7 +282,7 @@ static void scan_dir(struct pgl_set *s, size_t di)
             continue;
         uint64_t key = inode_key(di, e->d_ino);
         uint32_t v;
-        if (perfgroup__map_get(&s->not_ours, key, &v))
+        if (pgc_hash_get(&s->not_ours, key, &v))
             continue;
         struct stat st;
         if (fstatat(s->dirs[di].fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
@@ -295,17 +295,17 @@ static void scan_dir(struct pgl_set *s, size_t di)
         if (why == SKIP_NONE && !S_ISREG(st.st_mode))
             why = SKIP_DEVICE;
         if (why != SKIP_NONE) {
-            perfgroup__map_put(&s->not_ours, key, 1);
+            pgc_hash_put(&s->not_ours, key, 1);
             if (all)
                 tell_skip(s, di, name, key, why, 0, 0, NULL);
             continue;
         }
         uint32_t stamp = change_stamp(&st);
-        if (perfgroup__map_get(&s->retry, key, &v) && v == stamp)
+        if (pgc_hash_get(&s->retry, key, &v) && v == stamp)
             continue; /* skipped before, and not changed since */
         uid_t me = geteuid();
         if (me != 0 && st.st_uid != me) { /* not even opened */
-            perfgroup__map_put(&s->retry, key, stamp);
+            pgc_hash_put(&s->retry, key, stamp);
             if (all)
                 tell_skip(s, di, name, key, SKIP_OTHER_USER, (unsigned)st.st_uid, (unsigned)me,
                           NULL);
@@ -316,10 +316,10 @@ static void scan_dir(struct pgl_set *s, size_t di)
         if (fd < 0) {
             int err = errno;
             if (err == ELOOP) { /* a symlink now: put there since the fstatat */
-                perfgroup__map_put(&s->not_ours, key, 1);
+                pgc_hash_put(&s->not_ours, key, 1);
                 why = SKIP_SYMLINK;
             } else {
-                perfgroup__map_put(&s->retry, key, stamp);
+                pgc_hash_put(&s->retry, key, stamp);
                 why = err == EACCES || err == EPERM ? SKIP_PERMISSION : SKIP_OPEN;
             }
             if (all)
@@ -332,14 +332,14 @@ static void scan_dir(struct pgl_set *s, size_t di)
         if (rc == 0 && (fst.st_dev != st.st_dev || fst.st_ino != st.st_ino))
             rc = 1; /* another file since the fstatat: looked at again next time */
         if (rc == 3) {
-            perfgroup__map_put(&s->not_ours, key, 1);
+            pgc_hash_put(&s->not_ours, key, 1);
             if (all)
                 tell_skip(s, di, name, key, SKIP_NOT_RECORDING, 0, 0, NULL);
             continue;
         }
         if (rc) {
             if (rc == 2) {
-                perfgroup__map_put(&s->retry, key, stamp);
+                pgc_hash_put(&s->retry, key, stamp);
                 if (all)
                     tell_skip(s, di, name, key, SKIP_SHORT, 0, 0, NULL);
             }
@@ -350,7 +350,7 @@ static void scan_dir(struct pgl_set *s, size_t di)
         if (!all && !followed_pid(s, h.ppid) && !followed_exec(s, name, h.pid))
             continue;
         if ((why = owner_rule(s, &fst, &h)) != SKIP_NONE) {
-            perfgroup__map_put(&s->retry, key, stamp);
+            pgc_hash_put(&s->retry, key, stamp);
             tell_skip(s, di, name, key, why, (unsigned)fst.st_uid,
                       why == SKIP_OTHER_USER ? (unsigned)geteuid() : h.pid, NULL);
             continue;
@@ -509,7 +509,7 @@ static int add_pid(struct pgl_set *s, long pid, char *msg, size_t msglen)
     return 0;
 }
 
-int perfgroup__live_add(struct pgl_set *s, const char *arg, char *msg, size_t msglen)
+int pgl_set_add(struct pgl_set *s, const char *arg, char *msg, size_t msglen)
 {
     struct stat st;
     if (stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -555,15 +555,15 @@ static uint32_t resume_at(void *ctx, const struct pgr_chunk_info *c)
 {
     struct pgl_file *lf = ctx;
     uint32_t before = 0;
-    perfgroup__map_get(&lf->seen, c->seq, &before);
-    perfgroup__map_put(&lf->seen_next, c->seq, c->committed);
+    pgc_hash_get(&lf->seen, c->seq, &before);
+    pgc_hash_put(&lf->seen_next, c->seq, c->committed);
     return before;
 }
 
 /* A name read from the file, kept as valid UTF-8 (old if it did not change). */
 static char *dup_or_keep(char *old, const char *s)
 {
-    char *n = perfgroup__utf8_dup(s, 0);
+    char *n = pgc_utf8_dup(s, 0);
     if (!n || (old && !strcmp(old, n))) {
         free(n);
         return old;
@@ -607,7 +607,7 @@ static int begin_thread(void *ctx, uint32_t slot)
     if (grow_rows(t, t->rows ? lf->ngroups : 0, F->f->ngroups))
         return -1;
     struct pgc_clock fresh;
-    perfgroup__clock_init(&fresh, F->f);
+    pgc_clock_init(&fresh, F->f);
     if (!t->clk_set)
         t->clk = fresh;
     t->clk.ns_per_tick = fresh.ns_per_tick; /* tsc_hz: the writer's best estimate, updated */
@@ -621,11 +621,11 @@ static int on_record(void *ctx, const struct pgr_record *r)
     struct follow *F = ctx;
     struct pgl_thread *t = F->th;
     if (r->kind == PGF_REC_CLOCK) {
-        perfgroup__clock_update(&t->clk, F->f, r);
+        pgc_clock_update(&t->clk, F->f, r);
     } else if (r->kind == PGF_REC_EVENT) {
         t->cpu_ns += r->u.event.cpu_ns;
         t->events++;
-        perfgroup__rows_add_event(t->rows, F->f, &t->clk, r);
+        pgc_rows_add_event(t->rows, F->f, &t->clk, r);
     }
     return 0;
 }
@@ -665,10 +665,10 @@ static void apply_totals(struct pgl_file *lf, const struct pgc_file *f)
             t->index = sl->thread;
             uint32_t idx;
             const char *name = sl->thread == 0 ? "ended threads"
-                             : perfgroup__map_get(&f->thread_ids, sl->thread, &idx)
+                             : pgc_hash_get(&f->thread_ids, sl->thread, &idx)
                                  ? f->threads[idx].name : "thread";
-            t->name = perfgroup__utf8_dup(name, 0);
-            if (sl->thread && perfgroup__map_get(&f->thread_ids, sl->thread, &idx))
+            t->name = pgc_utf8_dup(name, 0);
+            if (sl->thread && pgc_hash_get(&f->thread_ids, sl->thread, &idx))
                 t->tid = f->threads[idx].tid;
         }
         if (grow_rows(t, t->rows ? lf->ngroups : 0, lf->ngroups))
@@ -678,7 +678,7 @@ static void apply_totals(struct pgl_file *lf, const struct pgc_file *f)
             t->from_totals = 1;
             t->cpu_ns = t->events = 0;
         }
-        uint32_t gi = perfgroup__group_index(f, sl->group);
+        uint32_t gi = pgc_group_index(f, sl->group);
         if (gi >= lf->ngroups)
             continue;
         const struct pgf_totals *x = &sl->t;
@@ -687,7 +687,7 @@ static void apply_totals(struct pgl_file *lf, const struct pgc_file *f)
             t->events = x->events;
             continue;
         }
-        perfgroup__row_from_totals(&t->rows[gi], x);
+        pgc_row_from_totals(&t->rows[gi], x);
     }
     for (uint32_t i = 0; i < lf->nthreads; i++) {
         struct pgl_thread *t = &lf->threads[i];
@@ -735,7 +735,7 @@ static void refresh_file(const struct pgl_set *s, struct pgl_file *lf)
     int alive = pid_alive(lf); /* before the read: dead then, and not closed = killed */
     struct pgc_file f;
     struct pgc_error err = {0};
-    perfgroup__map_free(&lf->seen_next);
+    pgc_hash_free(&lf->seen_next);
     char why[200];
     int fd = reopen(s, lf, why, sizeof(why));
     int rc = -1;
@@ -744,7 +744,7 @@ static void refresh_file(const struct pgl_set *s, struct pgl_file *lf)
         err.set = 1;
         snprintf(err.msg, sizeof(err.msg), "%s: %s", lf->path, why);
     } else {
-        rc = perfgroup__file_follow_fd(&f, lf->path, fd, resume_at, lf, &err);
+        rc = pgc_file_follow_fd(&f, lf->path, fd, resume_at, lf, &err);
     }
     if (rc == 0) {
         /* group names by index: definitions only append, so indexes stay */
@@ -753,7 +753,7 @@ static void refresh_file(const struct pgl_set *s, struct pgl_file *lf)
             if (ng) {
                 lf->groups = ng;
                 for (uint32_t i = lf->ngroups; i < f.ngroups; i++)
-                    ng[i] = perfgroup__utf8_dup(f.groups[i].name, 0);
+                    ng[i] = pgc_utf8_dup(f.groups[i].name, 0);
                 uint32_t old = lf->ngroups;
                 lf->ngroups = f.ngroups;
                 for (uint32_t i = 0; i < lf->nthreads; i++)
@@ -763,7 +763,7 @@ static void refresh_file(const struct pgl_set *s, struct pgl_file *lf)
         }
         struct follow F = {lf, &f, NULL};
         if (f.ngroups <= lf->ngroups)
-            rc = perfgroup__file_stream(&f, &cb, &F, &err);
+            rc = pgc_file_stream(&f, &cb, &F, &err);
         else
             rc = -1;
     }
@@ -772,10 +772,10 @@ static void refresh_file(const struct pgl_set *s, struct pgl_file *lf)
     for (size_t i = 0; rc != 0 && i < lf->seen.cap; i++) {
         uint32_t v;
         uint64_t k = lf->seen.keys[i];
-        if (k != UINT64_MAX && !perfgroup__map_get(&lf->seen_next, k, &v))
-            perfgroup__map_put(&lf->seen_next, k, lf->seen.vals[i]);
+        if (k != UINT64_MAX && !pgc_hash_get(&lf->seen_next, k, &v))
+            pgc_hash_put(&lf->seen_next, k, lf->seen.vals[i]);
     }
-    struct pgc_map swap = lf->seen;
+    struct pgc_hash swap = lf->seen;
     lf->seen = lf->seen_next;
     lf->seen_next = swap;
     if (rc == 0) {
@@ -802,10 +802,10 @@ static void refresh_file(const struct pgl_set *s, struct pgl_file *lf)
         if (!alive)
             lf->final = 1;
     }
-    perfgroup__file_close(&f);
+    pgc_file_close(&f);
 }
 
-void perfgroup__live_refresh(struct pgl_set *s)
+void pgl_set_refresh(struct pgl_set *s)
 {
     /* followed directories whole; the others (of followed files) for the children of live
      * processes */
@@ -819,7 +819,7 @@ void perfgroup__live_refresh(struct pgl_set *s)
         refresh_file(s, &s->files[i]);
 }
 
-void perfgroup__live_file_totals(const struct pgl_file *f, struct pgc_row *rows,
+void pgl_file_totals(const struct pgl_file *f, struct pgc_row *rows,
                                  uint64_t *cpu_ns, uint64_t *events)
 {
     *cpu_ns = *events = 0;
@@ -830,11 +830,11 @@ void perfgroup__live_file_totals(const struct pgl_file *f, struct pgc_row *rows,
         *cpu_ns += t->cpu_ns;
         *events += t->events;
         for (uint32_t g = 0; g < f->ngroups && t->rows; g++)
-            perfgroup__row_add(&rows[g], &t->rows[g]);
+            pgc_row_add(&rows[g], &t->rows[g]);
     }
 }
 
-const char *perfgroup__live_state_name(enum pgl_state s)
+const char *pgl_state_name(enum pgl_state s)
 {
     switch (s) {
     case PGL_LIVE: return "running";
@@ -845,7 +845,7 @@ const char *perfgroup__live_state_name(enum pgl_state s)
     return "?";
 }
 
-void perfgroup__live_free(struct pgl_set *s)
+void pgl_set_free(struct pgl_set *s)
 {
     for (size_t i = 0; i < s->nfiles; i++) {
         struct pgl_file *f = &s->files[i];
@@ -857,8 +857,8 @@ void perfgroup__live_free(struct pgl_set *s)
             free(f->threads[t].rows);
         }
         free(f->threads);
-        perfgroup__map_free(&f->seen);
-        perfgroup__map_free(&f->seen_next);
+        pgc_hash_free(&f->seen);
+        pgc_hash_free(&f->seen_next);
         free(f->path);
         free(f->name);
         free(f->program);
@@ -869,8 +869,8 @@ void perfgroup__live_free(struct pgl_set *s)
         close(s->dirs[i].fd);
     }
     free(s->dirs);
-    perfgroup__map_free(&s->not_ours);
-    perfgroup__map_free(&s->retry);
-    perfgroup__map_free(&s->told);
+    pgc_hash_free(&s->not_ours);
+    pgc_hash_free(&s->retry);
+    pgc_hash_free(&s->told);
     memset(s, 0, sizeof(*s));
 }

@@ -57,7 +57,7 @@ static void label_value(FILE *o, const char *s)
     size_t n = strlen(s);
     for (size_t i = 0; i < n;) {
         const unsigned char *u = (const unsigned char *)s + i;
-        size_t l = perfgroup__utf8_len(u, n - i);
+        size_t l = pgc_utf8_len(u, n - i);
         if (u[0] == '\\' || u[0] == '"')
             fprintf(o, "\\%c", u[0]);
         else if (u[0] == '\n')
@@ -143,7 +143,7 @@ static uint32_t by_name(const struct pgl_file *f, const uint32_t *canon, struct 
         out[k].cpu_ns += t->cpu_ns;
         out[k].events += t->events;
         for (uint32_t g = 0; g < f->ngroups && t->rows; g++)
-            perfgroup__row_add(&out[k].rows[canon[g]], &t->rows[g]);
+            pgc_row_add(&out[k].rows[canon[g]], &t->rows[g]);
     }
     return n;
 }
@@ -171,7 +171,7 @@ static void group_series(FILE *o, const struct pgl_file *f, const struct named *
     if (!(r->events || r->activations || r->cpu_ns))
         return;
     if (k == F_JANK) {
-        for (int j = 0; j < PGC_JANK; j++) {
+        for (int j = 0; j < PGC_JANK_BUCKETS; j++) {
             fputs(group_family[k].name, o);
             labels(o, f, t->name, group_name(f, g));
             fprintf(o, ",over_ms=\"%d\"} %" PRIu64 "\n", 1 << j, r->jank[j]);
@@ -542,7 +542,7 @@ static void answer_ready(struct server *sv, const unsigned char *ready)
             continue;
         if (!rendered) {
             rendered = 1;
-            perfgroup__live_refresh(sv->set);
+            pgl_set_refresh(sv->set);
             pg = calloc(1, sizeof(*pg));
             if (pg && !(pg->buf = render_mem(sv->set, &pg->len))) {
                 free(pg);
@@ -726,7 +726,7 @@ static void skipped(void *ctx, const char *what)
     fprintf(stderr, "perfgroup metrics: skipped %s\n", what);
 }
 
-int perfgroup__metrics_main(int argc, char **argv)
+int pgl_metrics_main(int argc, char **argv)
 {
     const char *listen_spec = NULL, *textfile = NULL;
     double every = 15;
@@ -739,7 +739,7 @@ int perfgroup__metrics_main(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--listen") || !strcmp(a, "--textfile") || !strcmp(a, "--every")) {
             if (++i >= argc)
-                return perfgroup__tool_usage(usage, "%s needs a value", a);
+                return pgl_usage(usage, "%s needs a value", a);
             if (a[2] == 'l') {
                 listen_spec = argv[i];
             } else if (a[2] == 't') {
@@ -748,46 +748,46 @@ int perfgroup__metrics_main(int argc, char **argv)
                 char *end;
                 every = strtod(argv[i], &end);
                 if (*end || !(every >= 0.1 && every <= 3600))
-                    return perfgroup__tool_usage(usage, "--every: seconds from 0.1 to 3600");
+                    return pgl_usage(usage, "--every: seconds from 0.1 to 3600");
             }
         } else if (!strcmp(a, "--once")) {
             once = 1;
         } else if (a[0] == '-' && a[1]) {
-            return perfgroup__tool_usage(usage, "unknown option %s", a);
+            return pgl_usage(usage, "unknown option %s", a);
         } else {
             char msg[700];
-            if (perfgroup__live_add(&s, a, msg, sizeof(msg))) {
+            if (pgl_set_add(&s, a, msg, sizeof(msg))) {
                 fprintf(stderr, "perfgroup metrics: %s\n", msg);
-                perfgroup__live_free(&s);
+                pgl_set_free(&s);
                 return PGC_EXIT_USAGE;
             }
             nargs++;
         }
     }
     if (!nargs)
-        return perfgroup__tool_usage(usage, "no recording, pid or directory");
+        return pgl_usage(usage, "no recording, pid or directory");
     if (!listen_spec && !textfile) {
-        perfgroup__live_refresh(&s);
+        pgl_set_refresh(&s);
         render(stdout, &s);
-        perfgroup__live_free(&s);
+        pgl_set_free(&s);
         return fflush(stdout) ? PGC_EXIT_USAGE : 0;
     }
     if (textfile && once) {
-        perfgroup__live_refresh(&s);
+        pgl_set_refresh(&s);
         int rc = write_textfile(textfile, &s);
-        perfgroup__live_free(&s);
+        pgl_set_free(&s);
         return rc ? PGC_EXIT_USAGE : 0;
     }
     struct server sv = {.lfd = -1, .set = &s};
     if (listen_spec) {
         sv.lfd = listen_on(listen_spec);
         if (sv.lfd == -1) {
-            perfgroup__live_free(&s);
-            return perfgroup__tool_usage(usage, "--listen: [HOST:]PORT or [IPV6]:PORT, numeric "
+            pgl_set_free(&s);
+            return pgl_usage(usage, "--listen: [HOST:]PORT or [IPV6]:PORT, numeric "
                                          "(%s)", listen_spec);
         }
         if (sv.lfd < 0) {
-            perfgroup__live_free(&s);
+            pgl_set_free(&s);
             return PGC_EXIT_USAGE;
         }
     }
@@ -799,7 +799,7 @@ int perfgroup__metrics_main(int argc, char **argv)
     int64_t next = now_ms();
     while (!stop) {
         if (textfile && now_ms() >= next) {
-            perfgroup__live_refresh(&s);
+            pgl_set_refresh(&s);
             write_textfile(textfile, &s);
             next += (int64_t)(every * 1000);
             if (next < now_ms())
@@ -818,6 +818,6 @@ int perfgroup__metrics_main(int argc, char **argv)
     int lfd = sv.lfd;
     if (lfd >= 0)
         close(lfd);
-    perfgroup__live_free(&s);
+    pgl_set_free(&s);
     return 0;
 }

@@ -35,17 +35,17 @@ struct pgc_error {
 };
 
 /* ---- Hash map: u64 key -> u32 value (open addressing, grows) -------------------------- */
-struct pgc_map {
+struct pgc_hash {
     uint64_t *keys;
     uint32_t *vals;
     size_t cap, len;
 };
-void perfgroup__map_free(struct pgc_map *m);
+void pgc_hash_free(struct pgc_hash *m);
 /* Returns 1 and *val if found. */
-int perfgroup__map_get(const struct pgc_map *m, uint64_t key, uint32_t *val);
+int pgc_hash_get(const struct pgc_hash *m, uint64_t key, uint32_t *val);
 /* Returns 0 or -ENOMEM. */
-int perfgroup__map_put(struct pgc_map *m, uint64_t key, uint32_t val);
-uint64_t perfgroup__hash_bytes(const void *p, size_t n);
+int pgc_hash_put(struct pgc_hash *m, uint64_t key, uint32_t val);
+uint64_t pgc_hash_bytes(const void *p, size_t n);
 
 /* ---- Buffered writer with JSON helpers ------------------------------------------------ */
 struct pgc_out {
@@ -54,41 +54,41 @@ struct pgc_out {
     size_t len;
     int err; /* sticky errno */
 };
-void perfgroup__out_init(struct pgc_out *o, FILE *f);
-void perfgroup__out_flush(struct pgc_out *o);
-void perfgroup__out_raw_slow(struct pgc_out *o, const char *s, size_t n);
-static inline void perfgroup__out_raw(struct pgc_out *o, const char *s, size_t n)
+void pgc_out_init(struct pgc_out *o, FILE *f);
+void pgc_out_flush(struct pgc_out *o);
+void pgc_out_raw_slow(struct pgc_out *o, const char *s, size_t n);
+static inline void pgc_out_raw(struct pgc_out *o, const char *s, size_t n)
 {
     if (o->len + n <= sizeof(o->buf)) { /* the common case: room in the buffer */
         __builtin_memcpy(o->buf + o->len, s, n);
         o->len += n;
     } else {
-        perfgroup__out_raw_slow(o, s, n);
+        pgc_out_raw_slow(o, s, n);
     }
 }
-void perfgroup__out_str(struct pgc_out *o, const char *s); /* raw C string */
-void perfgroup__out_json_str(struct pgc_out *o, const char *s, size_t n); /* quoted, escaped */
-void perfgroup__out_json_chars(struct pgc_out *o, const char *s, size_t n); /* escaped only */
+void pgc_out_str(struct pgc_out *o, const char *s); /* raw C string */
+void pgc_out_json_str(struct pgc_out *o, const char *s, size_t n); /* quoted, escaped */
+void pgc_out_json_chars(struct pgc_out *o, const char *s, size_t n); /* escaped only */
 /* Length of the valid UTF-8 sequence at s (1..4), 0 if s[0] does not start one. */
-size_t perfgroup__utf8_len(const unsigned char *s, size_t n);
+size_t pgc_utf8_len(const unsigned char *s, size_t n);
 /* s for a terminal: valid UTF-8 kept, control characters (C0, DEL, C1), invalid bytes and
  * backslashes written \xNN / \\ into dst (cap >= 6; cut to fit). Returns dst. */
-const char *perfgroup__text_safe(char *dst, size_t cap, const char *s);
+const char *pgc_text_safe(char *dst, size_t cap, const char *s);
 /* s as valid UTF-8 (malloc'd): every byte that does not start a valid sequence becomes
  * U+FFFD; with `controls`, so does every control character (C0, DEL, C1: a terminal's
  * escape sequences, a newline in a table). NULL when out of memory. */
-char *perfgroup__utf8_dup(const char *s, int controls);
-void perfgroup__out_u64(struct pgc_out *o, uint64_t v);
-void perfgroup__out_i64(struct pgc_out *o, int64_t v);
+char *pgc_utf8_dup(const char *s, int controls);
+void pgc_out_u64(struct pgc_out *o, uint64_t v);
+void pgc_out_i64(struct pgc_out *o, int64_t v);
 /* ns as a decimal number of milliseconds (or micro when div is 1000) with up to 6 decimals */
-void perfgroup__out_fixed(struct pgc_out *o, int64_t v, int64_t div);
-void perfgroup__out_double(struct pgc_out *o, double v);
-#define PGC_LIT(o, s) perfgroup__out_raw((o), "" s, sizeof("" s) - 1) /* literals only */
+void pgc_out_fixed(struct pgc_out *o, int64_t v, int64_t div);
+void pgc_out_double(struct pgc_out *o, double v);
+#define PGC_LIT(o, s) pgc_out_raw((o), "" s, sizeof("" s) - 1) /* literals only */
 /* a comma when `cond` (evaluated once), then the literal */
 #define PGC_SEP(o, cond, s)                                                                   \
     do {                                                                                      \
         if (cond)                                                                             \
-            perfgroup__out_raw((o), ",", 1);                                                  \
+            pgc_out_raw((o), ",", 1);                                                  \
         PGC_LIT(o, s);                                                                        \
     } while (0)
 
@@ -127,7 +127,7 @@ struct pgc_unfinished {
     uint64_t begin_ns;               /* from the file's start */
     uint64_t wall_ns, cpu_ns;        /* up to the last refresh; cpu_known: cpu_ns measured */
     int cpu_known;
-    struct pgf_open_slot slot;       /* as read: its groups so far (perfgroup__open_groups) */
+    struct pgf_open_slot slot;       /* as read: its groups so far (pgc_open_groups) */
 };
 
 struct pgc_thread {
@@ -141,7 +141,7 @@ struct pgc_string {
     char *text;
 };
 
-/* What reading a file cost or found, known once it is streamed (perfgroup__file_stream), for
+/* What reading a file cost or found, known once it is streamed (pgc_file_stream), for
  * every output's metadata. */
 struct pgc_file_counts {
     uint64_t chunks_corrupt;   /* sealed chunks skipped for a CRC-32C mismatch */
@@ -160,17 +160,17 @@ struct pgc_overhead {
     int from_header, any;
 };
 struct pgc_file;
-void perfgroup__overhead(const struct pgc_file *f, struct pgc_overhead *o);
+void pgc_overhead_of(const struct pgc_file *f, struct pgc_overhead *o);
 /* "N commits in X ms, S slow paths, R resyncs, D pairs not counted, F calls refused,
  * C events clamped" into buf */
-void perfgroup__overhead_text(char *buf, size_t n, const struct pgc_overhead *o);
+void pgc_overhead_text(char *buf, size_t n, const struct pgc_overhead *o);
 struct pgc_out;
 /* {"commit_ms":…,"commits":…,"slow_paths":…,"resyncs":…,"pairs_not_counted":…,
  *  "calls_refused":…,"events_clamped":…} */
-void perfgroup__out_overhead_json(struct pgc_out *out, const struct pgc_overhead *o);
+void pgc_out_overhead_json(struct pgc_out *out, const struct pgc_overhead *o);
 
 /* Input '-': the path the reader opens instead (main.c copies stdin there); messages say '-'. */
-extern const char *perfgroup__stdin_path;
+extern const char *pgc_stdin_path;
 
 /* A group's whole-run totals over a file's threads (format.h, pgr_totals). */
 struct pgc_gtotal {
@@ -181,7 +181,7 @@ struct pgc_gtotal {
 
 struct pgc_file {
     const char *path;          /* as given (messages); '-' for stdin */
-    const char *open_path;     /* what is opened: path, or perfgroup__stdin_path for '-' */
+    const char *open_path;     /* what is opened: path, or pgc_stdin_path for '-' */
     uint64_t size;             /* bytes, as opened (the output bound's N) */
     pgr_reader *r;
     struct pgf_file_header hdr;
@@ -194,15 +194,15 @@ struct pgc_file {
     uint64_t start_tsc, tsc_hz;
     uint32_t mode;
     /* definitions by index; the maps go from id to index */
-    struct pgc_group *groups;   uint32_t ngroups;  struct pgc_map group_ids;
+    struct pgc_group *groups;   uint32_t ngroups;  struct pgc_hash group_ids;
     uint32_t *group_direct;     /* index by id for ids < PGC_DIRECT_IDS */
-    struct pgc_site *sites;     uint32_t nsites;   struct pgc_map site_ids;
-    struct pgc_thread *threads; uint32_t nthreads; struct pgc_map thread_ids;
-    struct pgc_string *strings; uint32_t nstrings; struct pgc_map string_ids;
+    struct pgc_site *sites;     uint32_t nsites;   struct pgc_hash site_ids;
+    struct pgc_thread *threads; uint32_t nthreads; struct pgc_hash thread_ids;
+    struct pgc_string *strings; uint32_t nstrings; struct pgc_hash string_ids;
     /* facts from the chunk index */
     uint64_t records_total;    /* records in data chunks */
     uint32_t threads_total;    /* thread definitions (kept when parked) */
-    /* plausibility against the file's own clocks (perfgroup__file_stream): every record time
+    /* plausibility against the file's own clocks (pgc_file_stream): every record time
      * lies in [clip_lo, the ceiling of its chunk]; a time beyond its ceiling is clipped to it
      * (a duration no clock of the file covers), a PGF_REC_CLOCK that contradicts the header's
      * clock is ignored, an event's CPU is at most its wall time: each counted here, the first
@@ -222,7 +222,7 @@ struct pgc_file {
     struct pgf_open_slot *open;
     uint8_t *open_stale;
     size_t nopen;
-    /* parked (perfgroup__file_park): only the fields above the definitions are kept */
+    /* parked (pgc_file_park): only the fields above the definitions are kept */
     int parked, reopened;
     char *warn;                /* the warnings' text, kept while parked */
     struct pgc_unfinished *unfinished; /* once streamed: events the file has open (kept) */
@@ -239,39 +239,39 @@ struct pgc_file {
 
 /* "CPU X ms in N events; a X ms, b Y ms, … and K more groups" of f's whole-run totals, the
  * `top` heaviest groups named, into b[n] (names as the file has them: the caller escapes). */
-void perfgroup__totals_text(char *b, size_t n, const struct pgc_file *f, unsigned top);
+void pgc_totals_text(char *b, size_t n, const struct pgc_file *f, unsigned top);
 
 /* The index in f->open of thread `thread`'s open-event slot, or f->nopen (slots come in
  * thread order, one per thread). */
-size_t perfgroup__open_find(const struct pgc_file *f, uint32_t thread);
+size_t pgc_open_find(const struct pgc_file *f, uint32_t thread);
 /* An open event's groups so far as text, "a (running), b, c and more", into b[n] (always
  * terminated, cut at n; bytes as the file has them: the caller escapes). Returns its length. */
-size_t perfgroup__open_groups(const struct pgc_file *f, const struct pgf_open_slot *s, char *b,
+size_t pgc_open_groups(const struct pgc_file *f, const struct pgf_open_slot *s, char *b,
                               size_t n);
 
 /* Opens and validates a recording and reads all its definitions. Returns 0, or -1 with err
  * set to "<path>: byte <off>: <what>" (bad input: exit 2). */
-int perfgroup__file_open(struct pgc_file *f, const char *path, struct pgc_error *err);
+int pgc_file_open(struct pgc_file *f, const char *path, struct pgc_error *err);
 /* The same for a live file read again and again (live.c): resume says how much of each data
  * chunk was read before (pgr_set_resume). */
-int perfgroup__file_follow(struct pgc_file *f, const char *path, pgr_resume_fn resume,
+int pgc_file_follow(struct pgc_file *f, const char *path, pgr_resume_fn resume,
                            void *resume_ctx, struct pgc_error *err);
 /* The same over fd, opened by the caller (owned by the reader from then on; path names it
  * in messages): perfgroup metrics opens a directory's files with openat and O_NOFOLLOW. */
-int perfgroup__file_follow_fd(struct pgc_file *f, const char *path, int fd,
+int pgc_file_follow_fd(struct pgc_file *f, const char *path, int fd,
                               pgr_resume_fn resume, void *resume_ctx, struct pgc_error *err);
-void perfgroup__file_close(struct pgc_file *f);
+void pgc_file_close(struct pgc_file *f);
 /* Many inputs: between its validation and its turn a file keeps only its header facts
  * (path, pid, ppid, program, start times, mode, counts) and its warnings' text; the reader
  * and the definitions are freed (park) and read again when the file's turn comes (unpark,
  * which re-validates). So memory does not grow with the number of inputs beyond that. A
- * writer unparks each file for its turn and calls perfgroup__file_repark after it: that
+ * writer unparks each file for its turn and calls pgc_file_repark after it: that
  * parks it again only if unpark had to reopen it. Return 0, or -1 (err set). */
-int perfgroup__file_park(struct pgc_file *f);
-int perfgroup__file_unpark(struct pgc_file *f, struct pgc_error *err);
-void perfgroup__file_repark(struct pgc_file *f);
+int pgc_file_park(struct pgc_file *f);
+int pgc_file_unpark(struct pgc_file *f, struct pgc_error *err);
+void pgc_file_repark(struct pgc_file *f);
 /* Prints the reader's warnings and what a cut recording lost (call after success). */
-void perfgroup__file_warnings(const struct pgc_file *f);
+void pgc_file_warnings(const struct pgc_file *f);
 
 /* Streams the data records, thread by thread (ascending index), oldest first. begin/end
  * bracket each thread (index into f->threads); rec gets every record. Callbacks return 0 to
@@ -281,19 +281,19 @@ struct pgc_stream_cb {
     int (*record)(void *ctx, const struct pgr_record *r);
     int (*end_thread)(void *ctx, uint32_t thread);
 };
-int perfgroup__file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, void *ctx,
+int pgc_file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, void *ctx,
                            struct pgc_error *err);
 
 /* Index of a definition by id, UINT32_MAX if undefined. */
-uint32_t perfgroup__group_index(const struct pgc_file *f, uint32_t id);
-uint32_t perfgroup__site_index(const struct pgc_file *f, uint32_t id);
+uint32_t pgc_group_index(const struct pgc_file *f, uint32_t id);
+uint32_t pgc_site_index(const struct pgc_file *f, uint32_t id);
 /* Index into f->threads of a recorded thread index, UINT32_MAX if undefined. */
-uint32_t perfgroup__thread_slot(const struct pgc_file *f, uint32_t thread_index);
+uint32_t pgc_thread_slot(const struct pgc_file *f, uint32_t thread_index);
 /* Text of a string id, NULL if undefined (id 0 = no name). */
-const char *perfgroup__string(const struct pgc_file *f, uint32_t id);
+const char *pgc_string_text(const struct pgc_file *f, uint32_t id);
 
 /* Demangles a C++ name; returns a malloc'd string or NULL if not mangled. */
-char *perfgroup__demangle(const char *name);
+char *pgc_demangle(const char *name);
 
 /* ---- Conversion ---------------------------------------------------------------------- */
 /* The output bound (docs/converter.md, "Bounds"): whatever an input claims, the rows that
@@ -304,7 +304,7 @@ char *perfgroup__demangle(const char *name);
 #define PGC_ROWS_BASE (1u << 20)
 #define PGC_ROWS_PER_BYTE 8u
 struct pgc_options;
-uint64_t perfgroup__row_budget(const struct pgc_file *files, size_t nfiles,
+uint64_t pgc_row_budget(const struct pgc_file *files, size_t nfiles,
                                const struct pgc_options *opt);
 
 struct pgc_options {
@@ -317,28 +317,28 @@ struct pgc_options {
 
 /* One group's totals in the about:performance table (summary.c): CPU, wall, blocked (wall -
  * CPU), activations, events, the longest event (by CPU, by wall), and the jank histogram:
- * events in which the group's CPU time exceeded 2^k ms (k = 0 … PGC_JANK-1: > 1, 2 … 512). */
-#define PGC_JANK 10
+ * events in which the group's CPU time exceeded 2^k ms (k = 0 … PGC_JANK_BUCKETS-1: > 1, 2 … 512). */
+#define PGC_JANK_BUCKETS 10
 struct pgc_row {
     const char *name;
     uint64_t cpu_ns, wall_ns, blocked_ns, activations, events, longest_ns, longest_wall_ns;
-    uint64_t jank[PGC_JANK];
+    uint64_t jank[PGC_JANK_BUCKETS];
 };
 struct pgc_clock;
-void perfgroup__row_add(struct pgc_row *d, const struct pgc_row *s); /* d += s */
+void pgc_row_add(struct pgc_row *d, const struct pgc_row *s); /* d += s */
 /* d = a whole-run totals slot's body (format.h; longest: max_event_ns, max_wall_ns) */
-void perfgroup__row_from_totals(struct pgc_row *d, const struct pgf_totals *t);
+void pgc_row_from_totals(struct pgc_row *d, const struct pgf_totals *t);
 /* Adds the groups of one PGF_REC_EVENT r of file f to rows (one per group of f, by index). */
-void perfgroup__rows_add_event(struct pgc_row *rows, const struct pgc_file *f,
+void pgc_rows_add_event(struct pgc_row *rows, const struct pgc_file *f,
                                const struct pgc_clock *clk, const struct pgr_record *r);
 
 /* Each writes the whole output for the files to out (already open). They return 0, -1 with
  * err set for bad input, or -errno for an output failure. */
-int perfgroup__gecko_write(struct pgc_file *files, size_t nfiles, const struct pgc_options *opt,
+int pgc_gecko_write(struct pgc_file *files, size_t nfiles, const struct pgc_options *opt,
                            struct pgc_out *out, struct pgc_error *err);
-int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct pgc_options *opt,
+int pgc_summary_write(struct pgc_file *files, size_t nfiles, const struct pgc_options *opt,
                              struct pgc_out *out, struct pgc_error *err);
-int perfgroup__chrome_write(struct pgc_file *files, size_t nfiles, const struct pgc_options *opt,
+int pgc_chrome_write(struct pgc_file *files, size_t nfiles, const struct pgc_options *opt,
                             struct pgc_out *out, struct pgc_error *err);
 
 /* Time helpers shared by the sinks: a per-thread tsc -> ns-since-process-start mapping that
@@ -348,16 +348,16 @@ struct pgc_clock {
     int64_t ref_ns;   /* ns since the process's start_monotonic at ref_tsc */
     double ns_per_tick;
 };
-void perfgroup__clock_init(struct pgc_clock *c, const struct pgc_file *f);
-void perfgroup__clock_update(struct pgc_clock *c, const struct pgc_file *f,
+void pgc_clock_init(struct pgc_clock *c, const struct pgc_file *f);
+void pgc_clock_update(struct pgc_clock *c, const struct pgc_file *f,
                              const struct pgr_record *r);
-int64_t perfgroup__clock_ns(const struct pgc_clock *c, uint64_t tsc);
-int64_t perfgroup__ticks_ns(const struct pgc_clock *c, uint64_t ticks);
+int64_t pgc_clock_ns(const struct pgc_clock *c, uint64_t tsc);
+int64_t pgc_ticks_ns(const struct pgc_clock *c, uint64_t ticks);
 
 /* "program", or "program (exec'd by previous)" for an image exec()ed in a process with a
  * recording that started before it (gecko.c; the Chrome output too). The viewers show the
  * pid beside it. */
-void perfgroup__process_name(char *buf, size_t n, const struct pgc_file *files, size_t nfiles,
+void pgc_process_name(char *buf, size_t n, const struct pgc_file *files, size_t nfiles,
                              const struct pgc_file *f);
 
 /* Per-group CPU on the sample grid (cpugrid.c): the Gecko counters and the Chrome "C"
@@ -380,15 +380,15 @@ struct pgc_grid {
 };
 /* Groups 0..ngroups (one more for callers' own use), at most max_rows rows per group (0: the
  * default, 100 M). Returns 0 or -1 (no memory). */
-int perfgroup__grid_init(struct pgc_grid *g, uint32_t ngroups, int64_t iv, uint64_t max_rows,
+int pgc_grid_init(struct pgc_grid *g, uint32_t ngroups, int64_t iv, uint64_t max_rows,
                          pgc_grid_emit emit, void *ctx);
 /* A group used `cpu` ns over [b, e) (ns): spread over the ticks it covers. */
-void perfgroup__grid_add(struct pgc_grid *g, uint32_t group, int64_t b, int64_t e, uint64_t cpu);
+void pgc_grid_add(struct pgc_grid *g, uint32_t group, int64_t b, int64_t e, uint64_t cpu);
 /* The thread's end: writes what is open; returns the latest row's time (INT64_MIN: none). */
-int64_t perfgroup__grid_finish(struct pgc_grid *g);
-void perfgroup__grid_free(struct pgc_grid *g);
+int64_t pgc_grid_finish(struct pgc_grid *g);
+void pgc_grid_free(struct pgc_grid *g);
 
 /* Progress reporting (stderr, only when enabled). */
-void perfgroup__progress(const struct pgc_options *opt, uint64_t done, uint64_t total);
+void pgc_progress(const struct pgc_options *opt, uint64_t done, uint64_t total);
 
 #endif /* PGCONV_H */
