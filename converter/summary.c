@@ -19,18 +19,17 @@
 #include "pgconv.h"
 
 #define ROWS_SHOWN 40 /* groups per table in the text; the lighter rest one line, counted */
-#define row pgc_row /* shared with the live view (live.c): pgconv.h */
 
 struct summary {
     const struct pgc_options *opt;
     struct pgc_out *out;
     struct pgc_file *f;
     struct pgc_clock clk;
-    struct row *rows;      /* current thread, one per group of f */
-    struct row *proc;      /* current process, one per group of f */
+    struct pgc_row *rows;      /* current thread, one per group of f */
+    struct pgc_row *proc;      /* current process, one per group of f */
     uint64_t proc_cpu, proc_events;
     uint64_t thread_cpu, thread_events;
-    struct row *all;       /* overall, by group name */
+    struct pgc_row *all;       /* overall, by group name */
     uint32_t nall, cap_all;
     struct pgc_hash all_map;
     uint64_t all_cpu, all_events;
@@ -44,34 +43,6 @@ struct summary {
     uint64_t tot_torn;
     uint64_t kept_events;  /* events read from the file (the detail) */
 };
-
-void pgc_row_add(struct pgc_row *d, const struct pgc_row *s)
-{
-    d->cpu_ns += s->cpu_ns;
-    d->wall_ns += s->wall_ns;
-    d->blocked_ns += s->blocked_ns;
-    d->activations += s->activations;
-    d->events += s->events;
-    if (s->longest_ns > d->longest_ns)
-        d->longest_ns = s->longest_ns;
-    if (s->longest_wall_ns > d->longest_wall_ns)
-        d->longest_wall_ns = s->longest_wall_ns;
-    for (int k = 0; k < PGC_JANK_BUCKETS; k++)
-        d->jank[k] += s->jank[k];
-}
-
-void pgc_row_from_totals(struct pgc_row *d, const struct pgf_totals *t)
-{
-    d->cpu_ns = t->cpu_ns;
-    d->wall_ns = t->wall_ns;
-    d->blocked_ns = t->blocked_ns;
-    d->activations = t->activations;
-    d->events = t->events;
-    d->longest_ns = t->max_event_ns;
-    d->longest_wall_ns = t->max_wall_ns;
-    for (int k = 0; k < PGC_JANK_BUCKETS; k++)
-        d->jank[k] = t->jank[k];
-}
 
 /* What the recording's header says of how CPU time was found (perfgroup/format.h). */
 static const char *cpu_time_word(const struct pgc_file *f)
@@ -111,7 +82,7 @@ static const char *tsc_scope_text(const struct pgc_file *f)
 
 static int by_cpu(const void *a, const void *b)
 {
-    const struct row *x = a, *y = b;
+    const struct pgc_row *x = a, *y = b;
     if (x->cpu_ns != y->cpu_ns)
         return x->cpu_ns < y->cpu_ns ? 1 : -1;
     return strcmp(x->name, y->name);
@@ -123,9 +94,9 @@ static double ms(uint64_t ns)
 }
 
 /* Rows with no activity are left out; the rest sorted by CPU. Returns how many. */
-static uint32_t sorted(struct row *rows, uint32_t n, struct row **out)
+static uint32_t sorted(struct pgc_row *rows, uint32_t n, struct pgc_row **out)
 {
-    struct row *s = malloc((n ? n : 1) * sizeof(*s));
+    struct pgc_row *s = malloc((n ? n : 1) * sizeof(*s));
     uint32_t k = 0;
     if (!s)
         return UINT32_MAX;
@@ -137,12 +108,12 @@ static uint32_t sorted(struct row *rows, uint32_t n, struct row **out)
     return k;
 }
 
-static void text_table(struct summary *S, const char *title, struct row *rows, uint32_t n,
+static void text_table(struct summary *S, const char *title, struct pgc_row *rows, uint32_t n,
                        uint64_t total_cpu, uint64_t events)
 {
     struct pgc_out *o = S->out;
     char b[512];
-    struct row *s;
+    struct pgc_row *s;
     uint32_t k = sorted(rows, n, &s);
     if (k == UINT32_MAX)
         return;
@@ -160,7 +131,7 @@ static void text_table(struct summary *S, const char *title, struct row *rows, u
     PGC_LIT(o, " ms\n");
     uint32_t shown = k > ROWS_SHOWN + 1 ? ROWS_SHOWN : k;
     for (uint32_t i = 0; i < shown; i++) {
-        const struct row *r = &s[i];
+        const struct pgc_row *r = &s[i];
         double pct = total_cpu ? 100.0 * (double)r->cpu_ns / (double)total_cpu : 0;
         char name[128];
         int n0 = snprintf(b, sizeof(b), "%-24.24s %11.3f %6.1f %11.3f %11.3f %9" PRIu64 " %8" PRIu64
@@ -189,7 +160,7 @@ static void text_table(struct summary *S, const char *title, struct row *rows, u
 }
 
 /* "cpu_ms":…,"events":…,"groups":[…] of a thread, a process or the whole file. */
-static void json_totals(struct summary *S, struct row *rows, uint32_t n, uint64_t total_cpu,
+static void json_totals(struct summary *S, struct pgc_row *rows, uint32_t n, uint64_t total_cpu,
                         uint64_t events)
 {
     struct pgc_out *o = S->out;
@@ -198,13 +169,13 @@ static void json_totals(struct summary *S, struct row *rows, uint32_t n, uint64_
     PGC_LIT(o, ",\"events\":");
     pgc_out_u64(o, events);
     PGC_LIT(o, ",");
-    struct row *s;
+    struct pgc_row *s;
     uint32_t k = sorted(rows, n, &s);
     if (k == UINT32_MAX)
         return;
     PGC_LIT(o, "\"groups\":[");
     for (uint32_t i = 0; i < k; i++) {
-        const struct row *r = &s[i];
+        const struct pgc_row *r = &s[i];
         PGC_SEP(o, i, "\n{\"group\":");
         pgc_out_json_str(o, r->name, strlen(r->name));
         PGC_LIT(o, ",\"cpu_ms\":");
@@ -264,32 +235,6 @@ static int on_record(void *ctx, const struct pgr_record *r)
     return 0;
 }
 
-/* One event's groups into rows (one per group of f): shared with the live view (live.c). */
-void pgc_rows_add_event(struct pgc_row *rows, const struct pgc_file *f,
-                               const struct pgc_clock *clk, const struct pgr_record *r)
-{
-    for (uint32_t i = 0; i < r->u.event.ngroups; i++) {
-        const struct pgr_event_group *eg = &r->u.event.groups[i];
-        uint32_t gi = pgc_group_index(f, eg->group_id);
-        if (gi == UINT32_MAX)
-            continue;
-        struct row *w = &rows[gi];
-        uint64_t wall = (uint64_t)pgc_ticks_ns(clk, eg->cycles);
-        w->cpu_ns += eg->cpu_ns;
-        w->wall_ns += wall;
-        w->blocked_ns += wall > eg->cpu_ns ? wall - eg->cpu_ns : 0;
-        w->activations += eg->activations;
-        w->events++;
-        if (eg->cpu_ns > w->longest_ns)
-            w->longest_ns = eg->cpu_ns;
-        if (wall > w->longest_wall_ns)
-            w->longest_wall_ns = wall;
-        for (int k = 0; k < PGC_JANK_BUCKETS; k++)
-            if (eg->cpu_ns > (1000000ull << k))
-                w->jank[k]++;
-    }
-}
-
 /* The thread in S->rows (thread_cpu, thread_events) into the process's and the overall
  * rows, and its table out. */
 static int emit_thread(struct summary *S, uint32_t tid, const char *tname)
@@ -303,7 +248,7 @@ static int emit_thread(struct summary *S, uint32_t tid, const char *tname)
         if (!pgc_hash_get(&S->all_map, h, &v) || strcmp(S->all[v].name, name) != 0) {
             if (S->nall == S->cap_all) { /* doubling: a row at a time was quadratic */
                 uint32_t nc = S->cap_all ? S->cap_all * 2 : 64;
-                struct row *na = realloc(S->all, (size_t)nc * sizeof(*na));
+                struct pgc_row *na = realloc(S->all, (size_t)nc * sizeof(*na));
                 if (!na)
                     return -1;
                 S->all = na;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_numbers.c — the converter's number writers (converter/util.c) against printf: every
+ * test_numbers.c — the converter's number writers (shared/util.c) against printf: every
  * time, duration and CPU figure in the Gecko, Chrome and summary outputs goes through them.
  */
 #include <inttypes.h>

@@ -1,15 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * util.c — the small shared pieces of perfgroup-convert: a u64 hash map, a buffered writer
- * with JSON number/string formatting, the tsc -> time mapping, C++ demangling and the
- * progress line.
+ * util.c — the small pieces both programs share: a u64 hash map, a buffered writer with JSON
+ * number/string formatting and UTF-8 text for terminals, and C++ demangling.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pgconv.h"
+#include "pgshared.h"
 
 /* ---- Hash map ------------------------------------------------------------------------ */
 #define EMPTY UINT64_MAX
@@ -377,53 +376,6 @@ void pgc_out_double(struct pgc_out *o, double v)
     pgc_out_raw(o, b, (size_t)n);
 }
 
-/* Times are kept within +-2^61 ns (73 years) and durations within 2^61 ns, so any sum or
- * difference of two of them fits in int64_t: a damaged timestamp gives a wrong time, never
- * undefined arithmetic. */
-#define NS_LIMIT ((double)(1ll << 61))
-
-static int64_t clamp_ns(double v)
-{
-    if (v != v)
-        return 0;
-    if (v > NS_LIMIT)
-        return 1ll << 61;
-    if (v < -NS_LIMIT)
-        return -(1ll << 61);
-    return (int64_t)v;
-}
-
-/* ---- Clock --------------------------------------------------------------------------- */
-void pgc_clock_init(struct pgc_clock *c, const struct pgc_file *f)
-{
-    c->ref_tsc = f->start_tsc;
-    c->ref_ns = 0;
-    if (f->hdr.clock == PGF_CLOCK_MONOTONIC || f->tsc_hz == 0)
-        c->ns_per_tick = 1.0;
-    else
-        c->ns_per_tick = 1e9 / (double)f->tsc_hz;
-}
-
-void pgc_clock_update(struct pgc_clock *c, const struct pgc_file *f,
-                             const struct pgr_record *r)
-{
-    if (r->kind != PGF_REC_CLOCK || r->u.clock.monotonic_ns == 0 || f->hdr.clock == PGF_CLOCK_MONOTONIC)
-        return;
-    c->ref_tsc = r->u.clock.tsc;
-    c->ref_ns = clamp_ns((double)r->u.clock.monotonic_ns - (double)f->start_monotonic_ns);
-}
-
-int64_t pgc_clock_ns(const struct pgc_clock *c, uint64_t tsc)
-{
-    double d = (double)(int64_t)(tsc - c->ref_tsc) * c->ns_per_tick;
-    return clamp_ns((double)c->ref_ns + d);
-}
-
-int64_t pgc_ticks_ns(const struct pgc_clock *c, uint64_t ticks)
-{
-    return clamp_ns((double)ticks * c->ns_per_tick);
-}
-
 /* ---- Demangling ---------------------------------------------------------------------- */
 /*
  * GCC's own demangler (libiberty's cp-demangle.c, as shipped in libstdc++ under the
@@ -444,18 +396,4 @@ char *pgc_demangle(const char *name)
         return NULL;
     }
     return d;
-}
-
-/* ---- Progress ------------------------------------------------------------------------ */
-void pgc_progress(const struct pgc_options *opt, uint64_t done, uint64_t total)
-{
-    static unsigned last = 1000;
-    if (!opt->progress || total == 0)
-        return;
-    unsigned pct = (unsigned)(done * 100 / total);
-    if (pct == last)
-        return;
-    last = pct;
-    fprintf(stderr, "\rperfgroup-convert: %3u%% (%" PRIu64 " of %" PRIu64 " records)%s", pct,
-            done, total, done >= total ? "\n" : "");
 }

@@ -10,7 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "pgconv.h"
+#include "clip.h"
+#include "pgshared.h"
 
 const char *pgc_stdin_path;
 
@@ -231,173 +232,6 @@ static int ensure_thread(struct pgc_file *f, uint32_t index, struct pgc_error *e
     return (int)f->nthreads++;
 }
 
-/* ---- Plausibility against the file's own clocks --------------------------------------
- *
- * A record's times come from the clock the header names; the file itself says when that
- * clock could have been read: not before the recording started (header start_tsc), and not
- * after its chunk was sealed (a FULL chunk's last_tsc: sealing settles it from its records,
- * format version 2) or, for a chunk still being written, after the latest clock the file
- * holds anywhere (header end_tsc at a clean close, every chunk's first and last clock). A
- * time beyond its chunk's ceiling (+ 10 ms of slack) is clipped to the ceiling and counted:
- * one flipped bit in a duration, or a crafted 2^62-tick interval, then spans at most what the
- * recording spans, and the outputs that grow with time (samples, counter rows) stay bounded
- * by the file's clocks. A time before the start is moved to the start without being counted:
- * a fork child's frames and events inherited from its parent began before its recording did.
- * A PGF_REC_CLOCK whose monotonic time contradicts the header's clock by more than 1 s + 5 %
- * is ignored (it would remap every later time) and an event's CPU is at most its wall time;
- * both counted with the clipped times. A file not closed may be read while it grows (perfgroup
- * top, metrics, a conversion of a running program): only sealed chunks have a ceiling there
- * (a crashed writer's last chunks have no checksum to trust either; the output bound holds). */
-static uint64_t clip_hz(const struct pgc_file *f)
-{
-    uint64_t hz = f->hdr.clock == PGF_CLOCK_MONOTONIC || !f->tsc_hz ? 1000000000u : f->tsc_hz;
-    return hz < 1000000u ? 1000000u : hz > 1000000000000u ? 1000000000000u : hz;
-}
-
-static void clip_init(struct pgc_file *f, int following)
-{
-    uint64_t hi = f->hdr.end_tsc > f->start_tsc ? f->hdr.end_tsc : f->start_tsc;
-    int clocks = f->hdr.end_tsc != 0;
-    for (size_t i = 0; i < pgr_chunk_count(f->r); i++) {
-        const struct pgr_chunk_info *c = pgr_chunk(f->r, i);
-        clocks |= c->first_tsc || c->last_tsc;
-        if (c->first_tsc > hi)
-            hi = c->first_tsc;
-        if (c->last_tsc > hi)
-            hi = c->last_tsc;
-    }
-    f->clip_lo = f->start_tsc;
-    f->clip_slack = clip_hz(f) / 100;
-    /* a file with no clock in its header or chunk headers (a hand-made one) has no ceiling:
-     * the outputs' own budget (docs/converter.md, "Bounds") is what limits it */
-    f->clip_hi = !clocks || hi > UINT64_MAX - f->clip_slack ? UINT64_MAX : hi + f->clip_slack;
-    f->following = following;
-    f->clip_cursor = 0;
-    f->clip_seq = 0;
-    f->clip_ceiling = f->clip_hi;
-}
-
-/* The ceiling of the chunk holding r: the reader streams chunks in pgr_chunk order. */
-static uint64_t clip_ceiling(struct pgc_file *f, const struct pgr_record *r)
-{
-    if (r->chunk_seq == f->clip_seq && f->clip_seq)
-        return f->clip_ceiling;
-    size_t n = pgr_chunk_count(f->r);
-    while (f->clip_cursor < n && pgr_chunk(f->r, f->clip_cursor)->seq != r->chunk_seq)
-        f->clip_cursor++;
-    if (f->clip_cursor == n) { /* not in order (cannot happen): search from the start */
-        for (f->clip_cursor = 0; f->clip_cursor < n; f->clip_cursor++)
-            if (pgr_chunk(f->r, f->clip_cursor)->seq == r->chunk_seq)
-                break;
-    }
-    uint64_t ceil = f->following ? UINT64_MAX : f->clip_hi;
-    if (f->clip_cursor < n) {
-        const struct pgr_chunk_info *c = pgr_chunk(f->r, f->clip_cursor);
-        if (c->state == PGF_CSTATE_FULL && f->hdr.version >= 2 && c->last_tsc &&
-            c->last_tsc >= f->clip_lo)
-            ceil = c->last_tsc > UINT64_MAX - f->clip_slack ? UINT64_MAX : c->last_tsc + f->clip_slack;
-        if (!f->following && ceil > f->clip_hi)
-            ceil = f->clip_hi;
-    }
-    f->clip_seq = r->chunk_seq;
-    f->clip_ceiling = ceil;
-    return ceil;
-}
-
-static void clip_count(struct pgc_file *f, const struct pgr_record *r)
-{
-    if (!f->counts.clipped++)
-        f->counts.clipped_offset = r->offset;
-}
-
-/* [*b, *e] into [lo, ceil]: 1 if the end had to come down (damage), 0 otherwise */
-static int clip_span(const struct pgc_file *f, uint64_t ceil, uint64_t *b, uint64_t *e)
-{
-    int hurt = 0;
-    if (*e < *b)
-        *e = *b;
-    if (*b < f->clip_lo)
-        *b = f->clip_lo;
-    if (*e < f->clip_lo)
-        *e = f->clip_lo;
-    if (*e > ceil) {
-        *e = ceil;
-        hurt = 1;
-    }
-    if (*b > *e)
-        *b = *e;
-    return hurt;
-}
-
-static void clip_record(struct pgc_file *f, struct pgr_record *r)
-{
-    uint64_t ceil, b, e;
-    switch (r->kind) {
-    case PGF_REC_INTERVAL:
-        ceil = clip_ceiling(f, r);
-        b = r->u.interval.start_tsc;
-        e = r->u.interval.duration > UINT64_MAX - b ? UINT64_MAX : b + r->u.interval.duration;
-        if (clip_span(f, ceil, &b, &e))
-            clip_count(f, r);
-        r->u.interval.start_tsc = b;
-        r->u.interval.duration = e - b;
-        break;
-    case PGF_REC_EVENT: {
-        ceil = clip_ceiling(f, r);
-        b = r->u.event.begin_tsc, e = r->u.event.end_tsc;
-        int hurt = clip_span(f, ceil, &b, &e);
-        r->u.event.begin_tsc = b, r->u.event.end_tsc = e;
-        /* CPU within wall: 1 % + 100 us of rounding allowed, then clamped and counted */
-        uint64_t hz = clip_hz(f);
-        double wall = (double)(e - b) * 1e9 / (double)hz;
-        if ((double)r->u.event.cpu_ns > wall) {
-            if ((double)r->u.event.cpu_ns > wall * 1.01 + 100000.0)
-                hurt = 1;
-            r->u.event.cpu_ns = wall > 0 ? (uint64_t)wall : 0;
-        }
-        if (hurt)
-            clip_count(f, r);
-        break;
-    }
-    case PGF_REC_MARKER:
-        ceil = clip_ceiling(f, r);
-        b = r->u.marker.start_tsc, e = r->u.marker.end_tsc;
-        if (clip_span(f, ceil, &b, &e))
-            clip_count(f, r);
-        r->u.marker.start_tsc = b, r->u.marker.end_tsc = e;
-        break;
-    case PGF_REC_THREAD_END:
-        ceil = clip_ceiling(f, r);
-        b = e = r->u.thread_end.end_tsc;
-        if (clip_span(f, ceil, &b, &e))
-            clip_count(f, r);
-        r->u.thread_end.end_tsc = e;
-        break;
-    case PGF_REC_CLOCK:
-        ceil = clip_ceiling(f, r);
-        b = e = r->u.clock.tsc;
-        if (clip_span(f, ceil, &b, &e))
-            clip_count(f, r);
-        if (e != r->u.clock.tsc) /* outside the file's clocks: no mapping from it */
-            r->u.clock.monotonic_ns = 0;
-        r->u.clock.tsc = e;
-        if (f->hdr.clock != PGF_CLOCK_MONOTONIC && f->tsc_hz && r->u.clock.monotonic_ns) {
-            double since = (double)(e - f->clip_lo) * 1e9 / (double)f->tsc_hz;
-            double want = (double)f->start_monotonic_ns + since;
-            double off = (double)r->u.clock.monotonic_ns - want;
-            if (off < 0)
-                off = -off;
-            if (off > 1e9 + 0.05 * since) {
-                r->u.clock.monotonic_ns = 0; /* pgc_clock_update ignores it */
-                clip_count(f, r);
-            }
-        }
-        break;
-    default:
-        break;
-    }
-}
-
 static int by_gtotal_cpu(const void *a, const void *b)
 {
     const struct pgc_gtotal *x = a, *y = b;
@@ -468,17 +302,6 @@ static void gtot_free(struct pgc_gtotal *gt, uint32_t n)
     free(gt);
 }
 
-void pgc_totals_text(char *b, size_t n, const struct pgc_file *f, unsigned top)
-{
-    int k = snprintf(b, n, "CPU %.3f ms in %" PRIu64 " events", (double)f->tot_cpu_ns / 1e6,
-                     f->tot_events);
-    for (uint32_t i = 0; i < f->ngtot && i < top && k > 0 && (size_t)k < n; i++)
-        k += snprintf(b + k, n - (size_t)k, "%s%s %.3f ms", i ? ", " : "; ", f->gtot[i].name,
-                      (double)f->gtot[i].t.cpu_ns / 1e6);
-    if (f->ngtot > top && k > 0 && (size_t)k < n)
-        snprintf(b + k, n - (size_t)k, " and %u more groups", f->ngtot - top);
-}
-
 int pgc_file_open(struct pgc_file *f, const char *path, struct pgc_error *err)
 {
     return pgc_file_follow(f, path, NULL, NULL, err);
@@ -537,7 +360,7 @@ int pgc_file_follow_fd(struct pgc_file *f, const char *path, int fd,
     }
     /* a recording not closed may still be written: its chunks being written get records
      * after the clocks read here (a plain conversion of a running program reads for seconds) */
-    clip_init(f, resume != NULL || f->not_closed);
+    pgc_clip_init(f, resume != NULL || f->not_closed);
     /* A file shorter than its header says: a clean (closed) file must be whole, and the
      * definitions must be whole in any file; a cut data chunk of an unclosed recording is
      * what a crash leaves, and converts with a warning. */
@@ -772,7 +595,7 @@ static int unfinished_list(struct pgc_file *f)
     f->unfinished = calloc(f->nopen, sizeof *f->unfinished);
     if (!f->unfinished)
         return -1;
-    uint64_t hz = clip_hz(f);
+    uint64_t hz = pgc_clip_hz(f);
     for (size_t i = 0; i < f->nopen; i++) {
         const struct pgf_open_slot *s = &f->open[i];
         if (f->open_stale[i] & 1)
@@ -841,7 +664,7 @@ int pgc_file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, void *ct
         }
         if (rec.kind == PGF_REC_EVENT && f->nopen)
             open_ended(f, &rec);
-        clip_record(f, &rec);
+        pgc_clip_record(f, &rec);
         if (rec.kind == PGF_REC_OVERHEAD) {
             f->counts.ovh_commit_ns += rec.u.overhead.commit_ns;
             f->counts.ovh_commits += rec.u.overhead.commits;
@@ -904,46 +727,6 @@ void pgc_overhead_of(const struct pgc_file *f, struct pgc_overhead *o)
     }
     o->refused = h->refused, o->clamped = h->clamped;
     o->any = o->from_header || c_any(f) || o->refused || o->clamped;
-}
-
-void pgc_overhead_text(char *buf, size_t n, const struct pgc_overhead *o)
-{
-    snprintf(buf, n, "%" PRIu64 " commits in %.3f ms, %" PRIu64 " slow paths, %" PRIu64
-             " resyncs, %" PRIu64 " pairs not counted, %" PRIu64 " calls refused, %" PRIu64
-             " events clamped", o->commits, (double)o->commit_ns / 1e6, o->slow_paths,
-             o->resyncs, o->dropped, o->refused, o->clamped);
-}
-
-void pgc_out_overhead_json(struct pgc_out *out, const struct pgc_overhead *o)
-{
-    PGC_LIT(out, "{\"commit_ms\":");
-    pgc_out_fixed(out, (int64_t)(o->commit_ns > INT64_MAX ? INT64_MAX : o->commit_ns), 1000000);
-    PGC_LIT(out, ",\"commits\":");
-    pgc_out_u64(out, o->commits);
-    PGC_LIT(out, ",\"slow_paths\":");
-    pgc_out_u64(out, o->slow_paths);
-    PGC_LIT(out, ",\"resyncs\":");
-    pgc_out_u64(out, o->resyncs);
-    PGC_LIT(out, ",\"pairs_not_counted\":");
-    pgc_out_u64(out, o->dropped);
-    PGC_LIT(out, ",\"calls_refused\":");
-    pgc_out_u64(out, o->refused);
-    PGC_LIT(out, ",\"events_clamped\":");
-    pgc_out_u64(out, o->clamped);
-    PGC_LIT(out, "}");
-}
-
-uint64_t pgc_row_budget(const struct pgc_file *files, size_t nfiles,
-                               const struct pgc_options *opt)
-{
-    if (opt->max_samples)
-        return UINT64_MAX; /* asked for: the per-thread limit only */
-    uint64_t n = 0;
-    for (size_t i = 0; i < nfiles; i++)
-        n += files[i].size;
-    if (n > (UINT64_MAX - PGC_ROWS_BASE) / PGC_ROWS_PER_BYTE)
-        return UINT64_MAX;
-    return PGC_ROWS_BASE + PGC_ROWS_PER_BYTE * n;
 }
 
 uint32_t pgc_group_index(const struct pgc_file *f, uint32_t id)

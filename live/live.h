@@ -45,7 +45,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "pgconv.h"
+#include "pgshared.h"
 
 enum pgl_state { PGL_LIVE, PGL_EXITED, PGL_GONE, PGL_ERROR };
 

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "pgconv.h"
+#include "pgshared.h"
 #include "tool.h"
 
 static const char usage[] =

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "../common/pathmap.h"
-#include "pgconv.h"
+#include "pgshared.h"
 #include "tool.h"
 
 static const char usage[] =
