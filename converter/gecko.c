@@ -147,7 +147,7 @@ struct level {      /* one interval kind: the site and the groups it acquired */
 };
 
 struct gthread {
-    struct gecko *g;
+    struct gecko *prof;
     struct pgc_file *f;
     struct pgc_thread *th;
     struct pgc_clock clk;
@@ -248,11 +248,11 @@ struct lazy_marker {
 #define MAX_LAZY_MARKERS 65536
 
 /* ---- Tables -------------------------------------------------------------------------- */
-static int fail_oom(struct gecko *g)
+static int fail_oom(struct gecko *prof)
 {
-    if (!g->err->set) {
-        g->err->set = 1;
-        snprintf(g->err->msg, sizeof(g->err->msg), "%s: byte 0: out of memory", g->f->path);
+    if (!prof->err->set) {
+        prof->err->set = 1;
+        snprintf(prof->err->msg, sizeof(prof->err->msg), "%s: byte 0: out of memory", prof->f->path);
     }
     return -1;
 }
@@ -356,7 +356,7 @@ static uint32_t label_frame(struct gthread *t, const char *label, uint32_t cat)
 static uint32_t group_cat(struct gthread *t, uint32_t gidx)
 {
     return gidx < t->f->ngroups
-               ? cat_of_name(&t->g->cats, t->f->groups[gidx].name, t->f->groups[gidx].kind)
+               ? cat_of_name(&t->prof->cats, t->f->groups[gidx].name, t->f->groups[gidx].kind)
                : CAT_OTHER;
 }
 
@@ -394,11 +394,11 @@ static void out_ms(struct pgc_out *o, int64_t ns)
 static void write_sample(struct gthread *t, uint32_t stack, int64_t ns, int64_t cpu_delta_ns)
 {
     struct pgc_out *o = t->sw;
-    if (t->nsamples >= t->g->max_samples || t->nsamples >= t->quota) {
+    if (t->nsamples >= t->prof->max_samples || t->nsamples >= t->quota) {
         t->capped = 1;
         return;
     }
-    t->g->samples_left--;
+    t->prof->samples_left--;
     if (ns < t->last_sample_ns)
         ns = t->last_sample_ns; /* sample times never go back */
     t->last_sample_ns = ns;
@@ -423,7 +423,7 @@ static void write_sample(struct gthread *t, uint32_t stack, int64_t ns, int64_t 
 static void marker_row(struct gthread *t, uint32_t name, int64_t start, int64_t end, int phase,
                        uint32_t cat, const struct pgc_out *payload)
 {
-    struct pgc_out *m = t->g->out;
+    struct pgc_out *m = t->prof->out;
     if (name == UNKNOWN)
         return;
     PGC_SEP(m, t->nmarkers, "\n[");
@@ -575,7 +575,7 @@ static void idle_until(struct gthread *t, int64_t until)
         t->next_tick = until;
         t->ticks_started = 1;
     }
-    for (; t->next_tick < until && !t->capped; t->next_tick += t->g->iv)
+    for (; t->next_tick < until && !t->capped; t->next_tick += t->prof->iv)
         write_sample(t, t->idle_stack, t->next_tick, -1);
     if (t->capped)
         t->next_tick = until;
@@ -588,8 +588,8 @@ static void flush_runs(struct gthread *t)
         idle_until(t, r->t0);
         uint32_t st = levels_stack(t, t->pool + r->off, r->nlev);
         for (uint32_t k = 0; k < r->n && !t->capped; k++)
-            write_sample(t, st, r->t0 + (int64_t)k * t->g->iv, -1);
-        t->next_tick = r->t0 + (int64_t)r->n * t->g->iv;
+            write_sample(t, st, r->t0 + (int64_t)k * t->prof->iv, -1);
+        t->next_tick = r->t0 + (int64_t)r->n * t->prof->iv;
     }
     t->nruns = 0;
     t->npool = 0;
@@ -600,7 +600,7 @@ static int push_run(struct gthread *t, struct run **tmp, uint32_t *ntmp, uint32_
 {
     if (*ntmp) {
         struct run *p = &(*tmp)[*ntmp - 1];
-        if (p->t0 + (int64_t)p->n * t->g->iv == t0 && p->nlev == nlev &&
+        if (p->t0 + (int64_t)p->n * t->prof->iv == t0 && p->nlev == nlev &&
             memcmp(t->pool + p->off, t->pool + off, nlev * 4) == 0) {
             p->n += n;
             return 0;
@@ -614,7 +614,7 @@ static int push_run(struct gthread *t, struct run **tmp, uint32_t *ntmp, uint32_
 
 static int trace_interval(struct gthread *t, uint32_t lid, uint32_t depth, int64_t s, int64_t e)
 {
-    int64_t iv = t->g->iv;
+    int64_t iv = t->prof->iv;
     if (depth > MAX_DEPTH)
         depth = MAX_DEPTH;
     int64_t a = s > 0 ? (s + iv - 1) / iv * iv : s / iv * iv;
@@ -694,7 +694,7 @@ static int64_t stats_cpu_delta(struct gthread *t, uint64_t cpu, int64_t b, int64
 static void stats_event(struct gthread *t, const struct pgr_record *r, int64_t b, int64_t e,
                         uint32_t name_frame_loc)
 {
-    int64_t iv = t->g->iv;
+    int64_t iv = t->prof->iv;
     uint32_t ng = t->f->ngroups;
     uint64_t sum = 0, cpu = r->u.event.cpu_ns;
     uint32_t ev_stack = UNKNOWN; /* interned only when a sample needs it */
@@ -768,10 +768,10 @@ struct cseg {
 
 static void counter_spill(struct gthread *t, int64_t ns, uint32_t group, uint64_t count)
 {
-    FILE *s = t->g->cspill;
+    FILE *s = t->prof->cspill;
     struct crec rec = {ns, group, 0, count};
-    if (s && fwrite(&rec, sizeof(rec), 1, s) != 1 && !t->g->out->err)
-        t->g->out->err = errno ? errno : EIO;
+    if (s && fwrite(&rec, sizeof(rec), 1, s) != 1 && !t->prof->out->err)
+        t->prof->out->err = errno ? errno : EIO;
 }
 
 /* Per-group CPU counters: the rows of cpugrid.c, per thread to a spill file merged by time
@@ -787,8 +787,8 @@ static void event_span(struct gthread *t, uint64_t btsc, uint64_t etsc, int64_t 
     int64_t b = tns(t, btsc), e = tns(t, etsc);
     if (e < b)
         e = b;
-    if (e - b > t->g->max_span_ns)
-        e = b + t->g->max_span_ns;
+    if (e - b > t->prof->max_span_ns)
+        e = b + t->prof->max_span_ns;
     seen(t, b);
     seen(t, e);
     *bp = b, *ep = e;
@@ -828,7 +828,7 @@ static void event_record(struct gthread *t, const struct pgr_record *r)
         uint32_t gi = pgc_group_index(t->f, eg->group_id);
         if (gi >= t->f->ngroups)
             continue;
-        t->g->group_cpu[gi] += eg->cpu_ns;
+        t->prof->group_cpu[gi] += eg->cpu_ns;
         pgc_grid_add(&t->grid, gi, b, e, eg->cpu_ns);
         if (t->f->groups[gi].kind != 0 && eg->cpu_ns >= best) {
             best = eg->cpu_ns;
@@ -871,16 +871,16 @@ static void interval_record(struct gthread *t, const struct pgr_record *r)
     /* the end through the same mapping as the start: nested intervals ending together stay
      * nested to the nanosecond (Chrome output, the same ends) */
     int64_t d = pgc_clock_ns(&t->clk, r->u.interval.start_tsc + r->u.interval.duration) - s;
-    if (d < 0 || d > t->g->max_span_ns) /* a duration no sample budget covers: damaged input */
-        d = t->g->max_span_ns;
+    if (d < 0 || d > t->prof->max_span_ns) /* a duration no sample budget covers: damaged input */
+        d = t->prof->max_span_ns;
     int64_t e = s + d;
     seen(t, s);
     seen(t, e);
     uint32_t site = pgc_site_index(t->f, r->u.interval.function_id);
     uint32_t lid = level_id(t, site, r->u.interval.group_mask);
-    if ((lid == UNKNOWN || trace_interval(t, lid, r->u.interval.depth, s, e)) && !t->g->out->err)
-        t->g->out->err = ENOMEM;
-    if (!r->u.interval.group_mask || site == UNKNOWN || lid == UNKNOWN || t->g->opt->no_interval_markers)
+    if ((lid == UNKNOWN || trace_interval(t, lid, r->u.interval.depth, s, e)) && !t->prof->out->err)
+        t->prof->out->err = ENOMEM;
+    if (!r->u.interval.group_mask || site == UNKNOWN || lid == UNKNOWN || t->prof->opt->no_interval_markers)
         return;
     /* a group interval: one marker named after the group(s) the pair acquired */
     struct level *l = &t->levels[lid];
@@ -965,9 +965,9 @@ static void clock_record(struct gthread *t, const struct pgr_record *r)
 
 static int on_record(void *ctx, const struct pgr_record *r)
 {
-    struct gecko *g = ctx;
-    struct gthread *t = g->t;
-    if (g->skip)
+    struct gecko *prof = ctx;
+    struct gthread *t = prof->t;
+    if (prof->skip)
         return 0;
     switch (r->kind) {
     case PGF_REC_CLOCK: clock_record(t, r); break;
@@ -979,25 +979,25 @@ static int on_record(void *ctx, const struct pgr_record *r)
     case PGF_REC_THREAD_END: seen(t, tns(t, r->u.thread_end.end_tsc)); break;
     default: break;
     }
-    if ((++g->records_done & 0xffff) == 0)
-        pgc_progress(g->opt, g->records_done, g->records_total);
-    return g->out->err ? -1 : 0;
+    if ((++prof->records_done & 0xffff) == 0)
+        pgc_progress(prof->opt, prof->records_done, prof->records_total);
+    return prof->out->err ? -1 : 0;
 }
 
 /* ---- Threads ------------------------------------------------------------------------- */
-static void write_thread_head(struct gecko *g, const char *name, const char *process_name,
+static void write_thread_head(struct gecko *prof, const char *name, const char *process_name,
                               uint32_t tid)
 {
-    struct pgc_out *o = g->out;
-    PGC_SEP(o, g->nthreads_written, "\n{\"name\":");
+    struct pgc_out *o = prof->out;
+    PGC_SEP(o, prof->nthreads_written, "\n{\"name\":");
     pgc_out_json_str(o, name, strlen(name));
     PGC_LIT(o, ",\"processType\":\"default\",\"processName\":");
     pgc_out_json_str(o, process_name, strlen(process_name));
     PGC_LIT(o, ",\"pid\":");
-    pgc_out_u64(o, g->f->pid);
+    pgc_out_u64(o, prof->f->pid);
     PGC_LIT(o, ",\"tid\":");
     pgc_out_u64(o, tid);
-    g->nthreads_written++;
+    prof->nthreads_written++;
 }
 
 /* threadCPUDelta only in stats mode, where samples stand for the events' measured CPU; a
@@ -1008,12 +1008,12 @@ static const char samples_schema[] =
 static const char samples_schema_trace[] =
     ",\"samples\":{\"schema\":{\"stack\":0,\"time\":1,\"eventDelay\":2},\"data\":[";
 
-static void write_samples_head(struct gecko *g)
+static void write_samples_head(struct gecko *prof)
 {
-    if (g->f->mode == PGF_MODE_TRACE)
-        pgc_out_raw(g->out, samples_schema_trace, sizeof(samples_schema_trace) - 1);
+    if (prof->f->mode == PGF_MODE_TRACE)
+        pgc_out_raw(prof->out, samples_schema_trace, sizeof(samples_schema_trace) - 1);
     else
-        pgc_out_raw(g->out, samples_schema, sizeof(samples_schema) - 1);
+        pgc_out_raw(prof->out, samples_schema, sizeof(samples_schema) - 1);
 }
 static const char markers_schema[] =
     ",\"markers\":{\"schema\":{\"name\":0,\"startTime\":1,\"endTime\":2,\"phase\":3,"
@@ -1021,57 +1021,57 @@ static const char markers_schema[] =
 
 static int begin_thread(void *ctx, uint32_t ti)
 {
-    struct gecko *g = ctx;
-    if (ti < g->nmerged_into && g->merged_into[ti] != UNKNOWN) {
-        g->skip = 1; /* its markers went to the thread with its tid */
+    struct gecko *prof = ctx;
+    if (ti < prof->nmerged_into && prof->merged_into[ti] != UNKNOWN) {
+        prof->skip = 1; /* its markers went to the thread with its tid */
         return 0;
     }
     struct gthread *t = calloc(1, sizeof(*t));
     if (!t)
-        return fail_oom(g);
-    g->t = t;
-    t->g = g;
-    t->f = g->f;
-    t->th = &g->f->threads[ti];
+        return fail_oom(prof);
+    prof->t = t;
+    t->prof = prof;
+    t->f = prof->f;
+    t->th = &prof->f->threads[ti];
     t->last_sample_ns = INT64_MIN;
-    t->quota = g->samples_left / (g->threads_left > 1 ? g->threads_left : 1);
-    if (g->threads_left > 1)
-        g->threads_left--;
-    pgc_clock_init(&t->clk, g->f);
-    t->acc = calloc(g->f->ngroups + 1, sizeof(*t->acc));
-    int grid_rc = pgc_grid_init(&t->grid, g->f->ngroups, g->iv, g->max_samples, counter_row, t);
-    t->grid.budget = &g->rows_left;
+    t->quota = prof->samples_left / (prof->threads_left > 1 ? prof->threads_left : 1);
+    if (prof->threads_left > 1)
+        prof->threads_left--;
+    pgc_clock_init(&t->clk, prof->f);
+    t->acc = calloc(prof->f->ngroups + 1, sizeof(*t->acc));
+    int grid_rc = pgc_grid_init(&t->grid, prof->f->ngroups, prof->iv, prof->max_samples, counter_row, t);
+    t->grid.budget = &prof->rows_left;
     t->spill = tmpfile();
     t->sw = malloc(sizeof(*t->sw));
     if (t->sw)
         pgc_out_init(t->sw, t->spill);
     /* doubling: one more segment per thread was quadratic (5000 threads: 43 s under ASan,
      * whose realloc always copies) */
-    int seg_rc = grow((void **)&g->cseg, &g->cap_cseg, g->ncspill + 1, sizeof(*g->cseg));
+    int seg_rc = grow((void **)&prof->cseg, &prof->cap_cseg, prof->ncspill + 1, sizeof(*prof->cseg));
     if (!t->acc || grid_rc || !t->spill || !t->sw || seg_rc)
-        return fail_oom(g);
-    if (!g->cspill && !(g->cspill = tmpfile()))
-        return fail_oom(g);
-    struct cseg *seg = &g->cseg[g->ncspill++];
-    seg->start = seg->end = ftello(g->cspill); /* end: at the thread's end */
-    int is_main = !g->main_written && (ti == g->main_thread || g->main_thread == UNKNOWN);
+        return fail_oom(prof);
+    if (!prof->cspill && !(prof->cspill = tmpfile()))
+        return fail_oom(prof);
+    struct cseg *seg = &prof->cseg[prof->ncspill++];
+    seg->start = seg->end = ftello(prof->cspill); /* end: at the thread's end */
+    int is_main = !prof->main_written && (ti == prof->main_thread || prof->main_thread == UNKNOWN);
     if (is_main)
-        g->main_written = 1;
+        prof->main_written = 1;
     t->is_main = is_main;
     /* The main thread is named GeckoMain (the front-end attaches counters only to it) and
      * shows under processName: the process's name (process_name()). */
     const char *name = is_main ? "GeckoMain" : t->th->name;
-    if (is_main && g->exec_follows) {
+    if (is_main && prof->exec_follows) {
         /* The front-end shows one process track per pid, with the last GeckoMain of that pid:
          * a GeckoMain before an exec would be hidden. So this one is a thread of the pid's
          * track, named for what it is; an empty GeckoMain (end of the process) holds the
          * counters, which the importer attaches only to a process's GeckoMain. */
-        snprintf(g->until_exec, sizeof(g->until_exec), "%s (until exec)", g->pname);
-        name = g->until_exec;
+        snprintf(prof->until_exec, sizeof(prof->until_exec), "%s (until exec)", prof->pname);
+        name = prof->until_exec;
     }
-    write_thread_head(g, name, g->pname, t->th->tid);
+    write_thread_head(prof, name, prof->pname, t->th->tid);
     t->idle_stack = intern_stack(t, UNKNOWN, label_frame(t, "(outside instrumented functions)", CAT_IDLE));
-    pgc_out_raw(g->out, markers_schema, sizeof(markers_schema) - 1);
+    pgc_out_raw(prof->out, markers_schema, sizeof(markers_schema) - 1);
     return 0;
 }
 
@@ -1146,27 +1146,27 @@ static void unfinished_marker(struct gthread *t)
 
 static int end_thread(void *ctx, uint32_t ti)
 {
-    struct gecko *g = ctx;
-    struct gthread *t = g->t;
-    struct pgc_out *o = g->out;
-    if (g->skip) {
-        g->skip = 0;
+    struct gecko *prof = ctx;
+    struct gthread *t = prof->t;
+    struct pgc_out *o = prof->out;
+    if (prof->skip) {
+        prof->skip = 0;
         return 0;
     }
-    for (uint32_t i = 0; i < g->nlazy; i++)
-        if (g->lazy[i].target == ti)
-            user_marker(t, &g->lazy[i].rec);
+    for (uint32_t i = 0; i < prof->nlazy; i++)
+        if (prof->lazy[i].target == ti)
+            user_marker(t, &prof->lazy[i].rec);
     if (t->f->nopen)
         unfinished_marker(t);
     flush_runs(t); /* outermost intervals that never closed (cut recording): write anyway */
     int64_t last_row = pgc_grid_finish(&t->grid);
-    g->cseg[g->ncspill - 1].end = ftello(g->cspill);
+    prof->cseg[prof->ncspill - 1].end = ftello(prof->cspill);
     if (last_row > t->last_ns)
         t->last_ns = last_row; /* the range holds every counter row */
     if (t->grid.dropped) {
         fprintf(stderr, "perfgroup-convert: warning: %s: thread %s: CPU counters stopped at "
                 "%" PRIu64 " rows per group (--max-samples) or at the output's bound; %" PRIu64
-                " ns of CPU not shown in them\n", g->f->path, t->th->name, t->grid.max_rows,
+                " ns of CPU not shown in them\n", prof->f->path, t->th->name, t->grid.max_rows,
                 t->grid.dropped);
         struct pgc_out pl;
         pl_begin(&pl, "PerfgroupCut");
@@ -1181,8 +1181,8 @@ static int end_thread(void *ctx, uint32_t ti)
         fprintf(stderr, "perfgroup-convert: warning: %s: thread %s: samples stopped at %" PRIu64
                 " (--max-samples %" PRIu64 " per thread, or the output's bound: 2^20 + 8 per "
                 "input byte in all; --max-samples N lifts the bound, --interval a coarser grid "
-                "needs fewer); markers are complete\n", g->f->path, t->th->name, t->nsamples,
-                g->max_samples);
+                "needs fewer); markers are complete\n", prof->f->path, t->th->name, t->nsamples,
+                prof->max_samples);
         struct pgc_out pl;
         pl_begin(&pl, "PerfgroupCut");
         const char *why = "sample limit reached (--max-samples, or the output's bound of 2^20 + "
@@ -1191,37 +1191,37 @@ static int end_thread(void *ctx, uint32_t ti)
         pl_end(&pl);
         marker_row(t, intern_str(t, "Samples capped", 14), t->last_sample_ns, 0, 0, CAT_OTHER, &pl);
     }
-    if (t->is_main && g->f->hdr.records_dropped) {
+    if (t->is_main && prof->f->hdr.records_dropped) {
         /* the header's totals as a process-level marker: the Records dropped markers that
          * carried the losses may have been recycled themselves */
         struct pgc_out pl;
         pl_begin(&pl, "PerfgroupDropped");
-        pl_u64(&pl, "records", g->f->hdr.records_dropped);
+        pl_u64(&pl, "records", prof->f->hdr.records_dropped);
         pl_u64(&pl, "bytes", 0);
-        pl_u64(&pl, "chunks", g->f->hdr.chunks_recycled);
+        pl_u64(&pl, "chunks", prof->f->hdr.chunks_recycled);
         pl_end(&pl);
         marker_row(t, intern_str(t, "Records dropped (process total)", 31), t->last_ns, 0, 0,
                    CAT_OTHER, &pl);
     }
-    if (t->is_main && g->f->has_totals) {
+    if (t->is_main && prof->f->has_totals) {
         /* the whole-run totals (format.h): what the process did, whatever the buffer kept of
          * its events; the per-group counter tracks stay those of the events kept */
         struct pgc_out pl;
         char gl[1200];
         pl_begin(&pl, "PerfgroupTotals");
-        pl_ms(&pl, "cpu", (int64_t)(g->f->tot_cpu_ns > INT64_MAX ? INT64_MAX : g->f->tot_cpu_ns));
-        pl_u64(&pl, "events", g->f->tot_events);
-        pgc_totals_text(gl, sizeof gl, g->f, 20);
+        pl_ms(&pl, "cpu", (int64_t)(prof->f->tot_cpu_ns > INT64_MAX ? INT64_MAX : prof->f->tot_cpu_ns));
+        pl_u64(&pl, "events", prof->f->tot_events);
+        pgc_totals_text(gl, sizeof gl, prof->f, 20);
         const char *groups = strchr(gl, ';');
         groups = groups ? groups + 2 : "";
         pl_str(&pl, "groups", groups, strlen(groups));
-        pl_u64(&pl, "ngroups", g->f->ngtot);
+        pl_u64(&pl, "ngroups", prof->f->ngtot);
         pl_end(&pl);
         marker_row(t, intern_str(t, "Whole-run totals (process)", 26), t->last_ns, 0, 0,
                    CAT_OTHER, &pl);
     }
     struct pgc_overhead ov;
-    pgc_overhead_of(g->f, &ov);
+    pgc_overhead_of(prof->f, &ov);
     if (t->is_main && ov.from_header) {
         /* the header's overhead totals, the same way: known before any thread is read */
         struct pgc_out pl;
@@ -1237,7 +1237,7 @@ static int end_thread(void *ctx, uint32_t ti)
         marker_row(t, intern_str(t, "Runtime overhead (process total)", 32), t->last_ns, 0, 0,
                    CAT_OTHER, &pl);
     }
-    if (g->f->not_closed) {
+    if (prof->f->not_closed) {
         struct pgc_out pl;
         pl_begin(&pl, "PerfgroupCut");
         const char *why = "the program did not close the recording (crash, kill or still "
@@ -1248,20 +1248,20 @@ static int end_thread(void *ctx, uint32_t ti)
         marker_row(t, intern_str(t, "Recording cut", 13), t->last_ns, 0, 0, CAT_OTHER, &pl);
     }
     PGC_LIT(o, "]}");
-    write_samples_head(g);
+    write_samples_head(prof);
     pgc_out_flush(t->sw);
     if ((t->sw->err || copy_file(o, t->spill)) && !o->err)
         o->err = t->sw->err ? t->sw->err : EIO;
     if (t->have_time) {
-        if (t->first_ns < g->plo)
-            g->plo = t->first_ns;
-        if (t->last_ns > g->phi)
-            g->phi = t->last_ns;
+        if (t->first_ns < prof->plo)
+            prof->plo = t->first_ns;
+        if (t->last_ns > prof->phi)
+            prof->phi = t->last_ns;
     }
     PGC_LIT(o, "]},\"registerTime\":");
     out_ms(o, t->have_time ? t->first_ns : 0);
     PGC_LIT(o, ",\"unregisterTime\":");
-    if (g->f->not_closed || !t->have_time)
+    if (prof->f->not_closed || !t->have_time)
         PGC_LIT(o, "null");
     else
         out_ms(o, t->last_ns);
@@ -1299,16 +1299,16 @@ static int end_thread(void *ctx, uint32_t ti)
     }
     PGC_LIT(o, "]}");
     gthread_free(t);
-    g->t = NULL;
+    prof->t = NULL;
     return o->err ? -1 : 0;
 }
 
 /* A process whose recording has no thread data still needs a thread to be shown. */
-static void empty_thread(struct gecko *g)
+static void empty_thread(struct gecko *prof)
 {
-    struct pgc_out *o = g->out;
-    write_thread_head(g, "GeckoMain", g->pname, g->f->pid);
-    write_samples_head(g);
+    struct pgc_out *o = prof->out;
+    write_thread_head(prof, "GeckoMain", prof->pname, prof->f->pid);
+    write_samples_head(prof);
     PGC_LIT(o, "]}");
     pgc_out_raw(o, markers_schema, sizeof(markers_schema) - 1);
     PGC_LIT(o, "]},\"registerTime\":0,\"unregisterTime\":null,"
@@ -1321,7 +1321,7 @@ static void empty_thread(struct gecko *g)
 /* ---- Counters ------------------------------------------------------------------------ */
 
 /* The segment's next row of group gi: 1, or 0 at its end (or a read error, kept in out). */
-static int cseg_next(struct gecko *g, struct cseg *s, uint32_t gi, struct crec *r)
+static int cseg_next(struct gecko *prof, struct cseg *s, uint32_t gi, struct crec *r)
 {
     for (;;) {
         if (s->i == s->n) {
@@ -1332,10 +1332,10 @@ static int cseg_next(struct gecko *g, struct cseg *s, uint32_t gi, struct crec *
             want -= want % sizeof(struct crec);
             if (want == 0)
                 return 0;
-            ssize_t got = pread(fileno(g->cspill), s->buf, want, s->pos);
+            ssize_t got = pread(fileno(prof->cspill), s->buf, want, s->pos);
             if (got < (ssize_t)sizeof(struct crec)) {
-                if (!g->out->err)
-                    g->out->err = got < 0 ? errno : EIO;
+                if (!prof->out->err)
+                    prof->out->err = got < 0 ? errno : EIO;
                 return 0;
             }
             s->pos += got - got % (ssize_t)sizeof(struct crec);
@@ -1348,10 +1348,10 @@ static int cseg_next(struct gecko *g, struct cseg *s, uint32_t gi, struct crec *
     }
 }
 
-static void write_counters(struct gecko *g)
+static void write_counters(struct gecko *prof)
 {
-    struct pgc_out *o = g->out;
-    uint32_t ng = g->f->ngroups, chosen[MAX_COUNTERS], nchosen = 0;
+    struct pgc_out *o = prof->out;
+    uint32_t ng = prof->f->ngroups, chosen[MAX_COUNTERS], nchosen = 0;
     /* the MAX_COUNTERS groups with the most CPU */
     for (uint32_t k = 0; k < MAX_COUNTERS; k++) {
         uint32_t best = UNKNOWN;
@@ -1359,7 +1359,7 @@ static void write_counters(struct gecko *g)
             int taken = 0;
             for (uint32_t j = 0; j < nchosen; j++)
                 taken |= chosen[j] == i;
-            if (!taken && g->group_cpu[i] && (best == UNKNOWN || g->group_cpu[i] > g->group_cpu[best]))
+            if (!taken && prof->group_cpu[i] && (best == UNKNOWN || prof->group_cpu[i] > prof->group_cpu[best]))
                 best = i;
         }
         if (best == UNKNOWN)
@@ -1367,27 +1367,27 @@ static void write_counters(struct gecko *g)
         chosen[nchosen++] = best;
     }
     PGC_LIT(o, ",\n\"counters\":[");
-    uint32_t nc = g->ncspill;
+    uint32_t nc = prof->ncspill;
     struct crec *head = calloc(nc ? nc : 1, sizeof(*head));
     int *live = calloc(nc ? nc : 1, sizeof(*live));
-    if (g->cspill && fflush(g->cspill) && !o->err)
+    if (prof->cspill && fflush(prof->cspill) && !o->err)
         o->err = errno ? errno : EIO;
-    for (uint32_t k = 0; k < nchosen && head && live && g->cspill; k++) {
+    for (uint32_t k = 0; k < nchosen && head && live && prof->cspill; k++) {
         uint32_t gi = chosen[k];
         PGC_SEP(o, k, "\n{\"name\":");
         char name[300];
-        snprintf(name, sizeof(name), "CPU ns: %s", g->f->groups[gi].name);
+        snprintf(name, sizeof(name), "CPU ns: %s", prof->f->groups[gi].name);
         pgc_out_json_str(o, name, strlen(name));
         PGC_LIT(o, ",\"category\":\"perfgroup\",\"description\":");
         snprintf(name, sizeof(name), "CPU time of group %s: ns in each sample interval "
-                 "(the graph: its share of one CPU)", g->f->groups[gi].name);
+                 "(the graph: its share of one CPU)", prof->f->groups[gi].name);
         pgc_out_json_str(o, name, strlen(name));
         PGC_LIT(o, ",\"samples\":{\"schema\":{\"time\":0,\"count\":1,\"number\":2},\"data\":[");
         /* k-way merge by time over the thread spills, this group only */
         for (uint32_t i = 0; i < nc; i++) {
-            g->cseg[i].pos = g->cseg[i].start;
-            g->cseg[i].n = g->cseg[i].i = 0;
-            live[i] = cseg_next(g, &g->cseg[i], gi, &head[i]);
+            prof->cseg[i].pos = prof->cseg[i].start;
+            prof->cseg[i].n = prof->cseg[i].i = 0;
+            live[i] = cseg_next(prof, &prof->cseg[i], gi, &head[i]);
         }
         /* rows of several threads at one time become one row (their sum): a second row at
          * the same time would be a rate over no time */
@@ -1414,7 +1414,7 @@ static void write_counters(struct gecko *g)
             if (last == INT64_MIN)
                 last = head[m].ns;
             sum += head[m].count; /* a row earlier than `last` (damaged input) joins it */
-            live[m] = cseg_next(g, &g->cseg[m], gi, &head[m]);
+            live[m] = cseg_next(prof, &prof->cseg[m], gi, &head[m]);
         }
         PGC_LIT(o, "]}}");
     }
@@ -1478,22 +1478,22 @@ static void write_schema(struct pgc_out *o)
         "{\"key\":\"clamped\",\"label\":\"Events clamped (process)\",\"format\":\"integer\"}]}]");
 }
 
-static void write_categories(struct gecko *g)
+static void write_categories(struct gecko *prof)
 {
-    struct pgc_out *o = g->out;
+    struct pgc_out *o = prof->out;
     PGC_LIT(o, "\"categories\":["
                "{\"name\":\"Idle\",\"color\":\"transparent\",\"subcategories\":[\"Other\"]},"
                "{\"name\":\"Other\",\"color\":\"grey\",\"subcategories\":[\"Other\"]},"
                "{\"name\":\"Event\",\"color\":\"lightblue\",\"subcategories\":[\"Other\"]},"
                "{\"name\":\"Function groups\",\"color\":\"darkgrey\",\"subcategories\":[\"Other\"]}");
-    for (uint32_t i = 0; i < g->cats.n; i++) {
+    for (uint32_t i = 0; i < prof->cats.n; i++) {
         PGC_LIT(o, ",\n{\"name\":");
-        pgc_out_json_str(o, g->cats.names[i], strlen(g->cats.names[i]));
+        pgc_out_json_str(o, prof->cats.names[i], strlen(prof->cats.names[i]));
         PGC_LIT(o, ",\"color\":\"");
         pgc_out_str(o, group_colors[i % (sizeof(group_colors) / sizeof(*group_colors))]);
         PGC_LIT(o, "\",\"subcategories\":[\"Other\"]}");
     }
-    if (g->cats.more) /* CAT_MORE: the groups beyond the front-end's 256 categories */
+    if (prof->cats.more) /* CAT_MORE: the groups beyond the front-end's 256 categories */
         PGC_LIT(o, ",\n{\"name\":\"Other groups\",\"color\":\"grey\",\"subcategories\":[\"Other\"]}");
     PGC_LIT(o, "]");
 }
@@ -1501,9 +1501,9 @@ static void write_categories(struct gecko *g)
 /* Written after the process's threads (and, for the root, after every sub-process), when
  * the time range they cover is known: profilingStartTime/EndTime make the front-end show
  * the whole range, so no marker is left before the first sample. */
-static void write_meta(struct gecko *g, struct pgc_file *f, int root, int64_t lo, int64_t hi)
+static void write_meta(struct gecko *prof, struct pgc_file *f, int root, int64_t lo, int64_t hi)
 {
-    struct pgc_out *o = g->out;
+    struct pgc_out *o = prof->out;
     PGC_LIT(o, "\"meta\":{\"version\":36,\"startTime\":");
     pgc_out_fixed(o, f->start_realtime_ns, 1000000);
     PGC_LIT(o, ",\"profilingStartTime\":");
@@ -1511,7 +1511,7 @@ static void write_meta(struct gecko *g, struct pgc_file *f, int root, int64_t lo
     PGC_LIT(o, ",\"profilingEndTime\":");
     out_ms(o, hi);
     PGC_LIT(o, ",\"shutdownTime\":null,\"interval\":");
-    pgc_out_fixed(o, g->iv, 1000000);
+    pgc_out_fixed(o, prof->iv, 1000000);
     PGC_LIT(o, ",\"processType\":0,\"product\":");
     pgc_out_json_str(o, f->program, strlen(f->program));
     PGC_LIT(o, ",\"stackwalk\":0,\"debug\":0,\"gcpoison\":0,\"asyncstack\":0,"
@@ -1547,7 +1547,7 @@ static void write_meta(struct gecko *g, struct pgc_file *f, int root, int64_t lo
                "\"startTimeAsClockMonotonicNanosecondsSinceBoot\":");
     pgc_out_i64(o, f->start_monotonic_ns);
     PGC_LIT(o, ",\n");
-    write_categories(g);
+    write_categories(prof);
     PGC_LIT(o, ",\n");
     if (root)
         write_schema(o);
@@ -1562,15 +1562,15 @@ static void write_meta(struct gecko *g, struct pgc_file *f, int root, int64_t lo
  * OS thread, its markers are moved to the thread with that tid. They are read ahead with a
  * second reader (only when such a pair exists), up to MAX_LAZY_MARKERS; a damaged file is
  * left to the main pass to report. */
-static void free_lazy(struct gecko *g)
+static void free_lazy(struct gecko *prof)
 {
-    for (uint32_t i = 0; i < g->nlazy; i++)
-        free(g->lazy[i].text);
-    free(g->lazy);
-    free(g->merged_into);
-    g->lazy = NULL;
-    g->merged_into = NULL;
-    g->nlazy = g->nmerged_into = 0;
+    for (uint32_t i = 0; i < prof->nlazy; i++)
+        free(prof->lazy[i].text);
+    free(prof->lazy);
+    free(prof->merged_into);
+    prof->lazy = NULL;
+    prof->merged_into = NULL;
+    prof->nlazy = prof->nmerged_into = 0;
 }
 
 static int has_data(const struct pgc_file *f, uint32_t thread_index)
@@ -1583,21 +1583,21 @@ static int has_data(const struct pgc_file *f, uint32_t thread_index)
     return 0;
 }
 
-static void collect_lazy(struct gecko *g, struct pgc_file *f)
+static void collect_lazy(struct gecko *prof, struct pgc_file *f)
 {
     uint32_t any = 0;
-    g->merged_into = malloc((f->nthreads + 1) * sizeof(*g->merged_into));
-    if (!g->merged_into)
+    prof->merged_into = malloc((f->nthreads + 1) * sizeof(*prof->merged_into));
+    if (!prof->merged_into)
         return;
-    g->nmerged_into = f->nthreads;
+    prof->nmerged_into = f->nthreads;
     for (uint32_t i = 0; i < f->nthreads; i++) {
-        g->merged_into[i] = UNKNOWN;
+        prof->merged_into[i] = UNKNOWN;
         if (f->threads[i].index < PGF_THREAD_INDEX_LAZY || f->threads[i].tid == 0)
             continue;
         for (uint32_t j = 0; j < f->nthreads; j++)
             if (f->threads[j].index < PGF_THREAD_INDEX_LAZY && f->threads[j].tid == f->threads[i].tid &&
                 has_data(f, f->threads[j].index)) { /* a target that will be streamed */
-                g->merged_into[i] = j;
+                prof->merged_into[i] = j;
                 any++;
                 break;
             }
@@ -1611,25 +1611,25 @@ static void collect_lazy(struct gecko *g, struct pgc_file *f)
         if (rec.thread < PGF_THREAD_INDEX_LAZY || rec.thread == PGF_THREAD_DEFS)
             continue;
         uint32_t ti = pgc_thread_slot(f, rec.thread);
-        if (ti >= g->nmerged_into || g->merged_into[ti] == UNKNOWN)
+        if (ti >= prof->nmerged_into || prof->merged_into[ti] == UNKNOWN)
             continue;
         if (rec.kind != PGF_REC_MARKER) {
             if (rec.kind != PGF_REC_CLOCK && rec.kind != PGF_REC_THREAD_END)
-                g->merged_into[ti] = UNKNOWN; /* more than markers: keep it as its own track */
+                prof->merged_into[ti] = UNKNOWN; /* more than markers: keep it as its own track */
             continue;
         }
-        if (g->nlazy >= MAX_LAZY_MARKERS)
+        if (prof->nlazy >= MAX_LAZY_MARKERS)
             continue;
-        if (g->nlazy == cap) {
+        if (prof->nlazy == cap) {
             uint32_t nc = cap ? cap * 2 : 16;
-            struct lazy_marker *nl = realloc(g->lazy, nc * sizeof(*nl));
+            struct lazy_marker *nl = realloc(prof->lazy, nc * sizeof(*nl));
             if (!nl)
                 break;
-            g->lazy = nl;
+            prof->lazy = nl;
             cap = nc;
         }
-        struct lazy_marker *m = &g->lazy[g->nlazy];
-        m->target = g->merged_into[ti];
+        struct lazy_marker *m = &prof->lazy[prof->nlazy];
+        m->target = prof->merged_into[ti];
         m->src = ti;
         m->rec = rec;
         m->text = malloc(rec.u.marker.text.len + 1u);
@@ -1637,20 +1637,20 @@ static void collect_lazy(struct gecko *g, struct pgc_file *f)
             break;
         memcpy(m->text, rec.u.marker.text.ptr, rec.u.marker.text.len);
         m->rec.u.marker.text.ptr = m->text;
-        g->nlazy++;
+        prof->nlazy++;
     }
     if (r)
         pgr_close(r);
     /* markers collected for a thread found unmergeable later stay with it: drop them here */
     uint32_t k = 0;
-    for (uint32_t i = 0; i < g->nlazy; i++) {
-        uint32_t src = g->lazy[i].src;
-        if (g->merged_into[src] == UNKNOWN)
-            free(g->lazy[i].text);
+    for (uint32_t i = 0; i < prof->nlazy; i++) {
+        uint32_t src = prof->lazy[i].src;
+        if (prof->merged_into[src] == UNKNOWN)
+            free(prof->lazy[i].text);
         else
-            g->lazy[k++] = g->lazy[i];
+            prof->lazy[k++] = prof->lazy[i];
     }
-    g->nlazy = k;
+    prof->nlazy = k;
 }
 
 /* A process is named after its program (argv[0]'s basename; the front-end and Perfetto show
@@ -1672,18 +1672,18 @@ void pgc_process_name(char *buf, size_t n, const struct pgc_file *files, size_t 
         snprintf(buf, n, "%s", f->program);
 }
 
-static int write_process(struct gecko *g, struct pgc_file *f, int root)
+static int write_process(struct gecko *prof, struct pgc_file *f, int root)
 {
-    pgc_process_name(g->pname, sizeof(g->pname), g->files, g->nfiles, f);
+    pgc_process_name(prof->pname, sizeof(prof->pname), prof->files, prof->nfiles, f);
     static const struct pgc_stream_cb cb = {begin_thread, on_record, end_thread};
-    g->f = f;
-    if (pgc_file_unpark(f, g->err))
+    prof->f = f;
+    if (pgc_file_unpark(f, prof->err))
         return -1;
-    if (cats_add(&g->cats, f))
-        return fail_oom(g);
+    if (cats_add(&prof->cats, f))
+        return fail_oom(prof);
     /* GeckoMain: the thread whose tid is the pid; if the runtime gave that tid two thread
      * indexes (a marker written before the core saw the thread), the one with most records */
-    g->main_thread = UNKNOWN;
+    prof->main_thread = UNKNOWN;
     uint64_t best = 0;
     for (uint32_t i = 0; i < f->nthreads; i++) {
         if (f->threads[i].tid != f->pid)
@@ -1696,52 +1696,52 @@ static int write_process(struct gecko *g, struct pgc_file *f, int root)
         }
         if (n > best) {
             best = n;
-            g->main_thread = i;
+            prof->main_thread = i;
         }
     }
-    g->main_written = 0;
-    g->nthreads_written = 0;
-    g->exec_follows = 0;
-    for (size_t i = 0; i < g->nfiles; i++)
-        g->exec_follows |= g->files[i].pid == f->pid &&
-                           g->files[i].start_realtime_ns > f->start_realtime_ns;
-    g->group_cpu = calloc(f->ngroups + 1, sizeof(*g->group_cpu));
-    if (!g->group_cpu)
-        return fail_oom(g);
-    collect_lazy(g, f);
+    prof->main_written = 0;
+    prof->nthreads_written = 0;
+    prof->exec_follows = 0;
+    for (size_t i = 0; i < prof->nfiles; i++)
+        prof->exec_follows |= prof->files[i].pid == f->pid &&
+                           prof->files[i].start_realtime_ns > f->start_realtime_ns;
+    prof->group_cpu = calloc(f->ngroups + 1, sizeof(*prof->group_cpu));
+    if (!prof->group_cpu)
+        return fail_oom(prof);
+    collect_lazy(prof, f);
     /* the process's range: its start, its clean end, and what its threads cover */
     struct pgc_clock clk;
     pgc_clock_init(&clk, f);
-    g->plo = 0;
-    g->phi = f->hdr.end_tsc ? pgc_clock_ns(&clk, f->hdr.end_tsc) : 0;
-    PGC_LIT(g->out, "{\"libs\":[],\"pages\":[],\"threads\":[");
-    int rc = pgc_file_stream(f, &cb, g, g->err);
+    prof->plo = 0;
+    prof->phi = f->hdr.end_tsc ? pgc_clock_ns(&clk, f->hdr.end_tsc) : 0;
+    PGC_LIT(prof->out, "{\"libs\":[],\"pages\":[],\"threads\":[");
+    int rc = pgc_file_stream(f, &cb, prof, prof->err);
     if (rc) {
-        if (g->t) {
-            gthread_free(g->t);
-            g->t = NULL;
+        if (prof->t) {
+            gthread_free(prof->t);
+            prof->t = NULL;
         }
     } else {
-        if (g->nthreads_written == 0 || g->exec_follows)
-            empty_thread(g);
-        PGC_LIT(g->out, "]");
-        write_counters(g);
+        if (prof->nthreads_written == 0 || prof->exec_follows)
+            empty_thread(prof);
+        PGC_LIT(prof->out, "]");
+        write_counters(prof);
     }
-    int64_t off = f->start_realtime_ns - g->root_start_ns;
-    if (root || g->plo + off < g->glo)
-        g->glo = g->plo + off;
-    if (root || g->phi + off > g->ghi)
-        g->ghi = g->phi + off;
-    if (g->cspill)
-        fclose(g->cspill);
-    free(g->cseg);
-    g->cspill = NULL;
-    g->cseg = NULL;
-    g->ncspill = g->cap_cseg = 0;
-    free(g->group_cpu);
-    g->group_cpu = NULL;
-    free_lazy(g);
-    g->skip = 0;
+    int64_t off = f->start_realtime_ns - prof->root_start_ns;
+    if (root || prof->plo + off < prof->glo)
+        prof->glo = prof->plo + off;
+    if (root || prof->phi + off > prof->ghi)
+        prof->ghi = prof->phi + off;
+    if (prof->cspill)
+        fclose(prof->cspill);
+    free(prof->cseg);
+    prof->cspill = NULL;
+    prof->cseg = NULL;
+    prof->ncspill = prof->cap_cseg = 0;
+    free(prof->group_cpu);
+    prof->group_cpu = NULL;
+    free_lazy(prof);
+    prof->skip = 0;
     pgc_file_repark(f);
     return rc ? -1 : 0;
 }
@@ -1767,25 +1767,25 @@ static size_t pick_root(struct pgc_file *files, size_t n)
 int pgc_gecko_write(struct pgc_file *files, size_t nfiles, const struct pgc_options *opt,
                            struct pgc_out *out, struct pgc_error *err)
 {
-    struct gecko g;
-    memset(&g, 0, sizeof(g));
-    g.opt = opt;
-    g.out = out;
-    g.err = err;
-    g.iv = opt->interval_ns > 0 ? opt->interval_ns : 1000000;
-    g.max_samples = opt->max_samples ? opt->max_samples : 100000000;
-    g.max_span_ns = (int64_t)g.max_samples * g.iv;
-    g.samples_left = g.rows_left = pgc_row_budget(files, nfiles, opt);
+    struct gecko prof;
+    memset(&prof, 0, sizeof(prof));
+    prof.opt = opt;
+    prof.out = out;
+    prof.err = err;
+    prof.iv = opt->interval_ns > 0 ? opt->interval_ns : 1000000;
+    prof.max_samples = opt->max_samples ? opt->max_samples : 100000000;
+    prof.max_span_ns = (int64_t)prof.max_samples * prof.iv;
+    prof.samples_left = prof.rows_left = pgc_row_budget(files, nfiles, opt);
     for (size_t i = 0; i < nfiles; i++)
-        g.threads_left += files[i].threads_total;
+        prof.threads_left += files[i].threads_total;
     for (size_t i = 0; i < nfiles; i++)
-        g.records_total += files[i].records_total;
+        prof.records_total += files[i].records_total;
     int rc;
     size_t root = pick_root(files, nfiles);
-    g.root_start_ns = files[root].start_realtime_ns;
-    g.files = files;
-    g.nfiles = nfiles;
-    rc = write_process(&g, &files[root], 1);
+    prof.root_start_ns = files[root].start_realtime_ns;
+    prof.files = files;
+    prof.nfiles = nfiles;
+    rc = write_process(&prof, &files[root], 1);
     PGC_LIT(out, ",\n\"processes\":[");
     /* the others (forked children, or unrelated runs) by start time */
     size_t done = 0;
@@ -1805,22 +1805,22 @@ int pgc_gecko_write(struct pgc_file *files, size_t nfiles, const struct pgc_opti
             break;
         if (done)
             PGC_LIT(out, ",\n");
-        rc = write_process(&g, &files[next], 0);
+        rc = write_process(&prof, &files[next], 0);
         PGC_LIT(out, ",\"processes\":[],");
-        write_meta(&g, &files[next], 0, g.plo, g.phi);
+        write_meta(&prof, &files[next], 0, prof.plo, prof.phi);
         PGC_LIT(out, "}");
         after = files[next].start_realtime_ns;
         after_i = next;
         done++;
     }
     PGC_LIT(out, "],\n");
-    write_meta(&g, &files[root], 1, g.glo, g.ghi);
+    write_meta(&prof, &files[root], 1, prof.glo, prof.ghi);
     PGC_LIT(out, "}\n");
-    pgc_progress(opt, g.records_total, g.records_total);
-    pgc_hash_free(&g.cats.by_name);
-    for (uint32_t i = 0; i < g.cats.n; i++)
-        free(g.cats.names[i]);
-    free(g.cats.names);
+    pgc_progress(opt, prof.records_total, prof.records_total);
+    pgc_hash_free(&prof.cats.by_name);
+    for (uint32_t i = 0; i < prof.cats.n; i++)
+        free(prof.cats.names[i]);
+    free(prof.cats.names);
     if (rc)
         return -1;
     pgc_out_flush(out);

@@ -71,13 +71,13 @@ struct pgc_grid {
 };
 /* Groups 0..ngroups (one more for callers' own use), at most max_rows rows per group (0: the
  * default, 100 M). Returns 0 or -1 (no memory). */
-int pgc_grid_init(struct pgc_grid *g, uint32_t ngroups, int64_t iv, uint64_t max_rows,
+int pgc_grid_init(struct pgc_grid *grid, uint32_t ngroups, int64_t iv, uint64_t max_rows,
                          pgc_grid_emit emit, void *ctx);
 /* A group used `cpu` ns over [b, e) (ns): spread over the ticks it covers. */
-void pgc_grid_add(struct pgc_grid *g, uint32_t group, int64_t b, int64_t e, uint64_t cpu);
+void pgc_grid_add(struct pgc_grid *grid, uint32_t group, int64_t b, int64_t e, uint64_t cpu);
 /* The thread's end: writes what is open; returns the latest row's time (INT64_MIN: none). */
-int64_t pgc_grid_finish(struct pgc_grid *g);
-void pgc_grid_free(struct pgc_grid *g);
+int64_t pgc_grid_finish(struct pgc_grid *grid);
+void pgc_grid_free(struct pgc_grid *grid);
 
 /* Progress reporting (stderr, only when enabled). */
 void pgc_progress(const struct pgc_options *opt, uint64_t done, uint64_t total);
