@@ -424,7 +424,7 @@ static void free_strings(char **v, uint32_t n)
 }
 
 int pgc_chrome_write(struct pgc_file *files, size_t nfiles, const struct pgc_options *opt,
-                            struct pgc_out *out, struct pgc_error *err)
+                     struct pgc_out *out, struct pgc_error *err)
 {
     static const struct pgc_stream_cb cb = {begin_thread, on_record, end_thread};
     struct chrome C;

@@ -28,7 +28,7 @@
 #include "pgconv.h"
 
 int pgc_grid_init(struct pgc_grid *grid, uint32_t ngroups, int64_t iv, uint64_t max_rows,
-                         pgc_grid_emit emit, void *ctx)
+                  pgc_grid_emit emit, void *ctx)
 {
     grid->iv = iv;
     grid->max_rows = max_rows ? max_rows : 100000000;

@@ -26,7 +26,7 @@
 #define PGC_ROWS_PER_BYTE 8u
 struct pgc_options;
 uint64_t pgc_row_budget(const struct pgc_file *files, size_t nfiles,
-                               const struct pgc_options *opt);
+                        const struct pgc_options *opt);
 
 struct pgc_options {
     int64_t interval_ns;    /* sample interval (default 1 ms) */
@@ -39,17 +39,17 @@ struct pgc_options {
 /* Each writes the whole output for the files to out (already open). They return 0, -1 with
  * err set for bad input, or -errno for an output failure. */
 int pgc_gecko_write(struct pgc_file *files, size_t nfiles, const struct pgc_options *opt,
-                           struct pgc_out *out, struct pgc_error *err);
+                    struct pgc_out *out, struct pgc_error *err);
 int pgc_summary_write(struct pgc_file *files, size_t nfiles, const struct pgc_options *opt,
-                             struct pgc_out *out, struct pgc_error *err);
+                      struct pgc_out *out, struct pgc_error *err);
 int pgc_chrome_write(struct pgc_file *files, size_t nfiles, const struct pgc_options *opt,
-                            struct pgc_out *out, struct pgc_error *err);
+                     struct pgc_out *out, struct pgc_error *err);
 
 /* "program", or "program (exec'd by previous)" for an image exec()ed in a process with a
  * recording that started before it (gecko.c; the Chrome output too). The viewers show the
  * pid beside it. */
 void pgc_process_name(char *buf, size_t n, const struct pgc_file *files, size_t nfiles,
-                             const struct pgc_file *f);
+                      const struct pgc_file *f);
 
 /* Per-group CPU on the sample grid (cpugrid.c): the Gecko counters and the Chrome "C"
  * events. emit(ctx, group, time_ns, ns) gets each row: the CPU used in the tick ending at
@@ -72,7 +72,7 @@ struct pgc_grid {
 /* Groups 0..ngroups (one more for callers' own use), at most max_rows rows per group (0: the
  * default, 100 M). Returns 0 or -1 (no memory). */
 int pgc_grid_init(struct pgc_grid *grid, uint32_t ngroups, int64_t iv, uint64_t max_rows,
-                         pgc_grid_emit emit, void *ctx);
+                  pgc_grid_emit emit, void *ctx);
 /* A group used `cpu` ns over [b, e) (ns): spread over the ticks it covers. */
 void pgc_grid_add(struct pgc_grid *grid, uint32_t group, int64_t b, int64_t e, uint64_t cpu);
 /* The thread's end: writes what is open; returns the latest row's time (INT64_MIN: none). */

@@ -36,7 +36,7 @@ void pgc_out_overhead_json(struct pgc_out *out, const struct pgc_overhead *o)
 }
 
 uint64_t pgc_row_budget(const struct pgc_file *files, size_t nfiles,
-                               const struct pgc_options *opt)
+                        const struct pgc_options *opt)
 {
     if (opt->max_samples)
         return UINT64_MAX; /* asked for: the per-thread limit only */

@@ -435,7 +435,7 @@ static void unfinished_text(struct pgc_out *out, const struct pgc_file *f)
 }
 
 int pgc_summary_write(struct pgc_file *files, size_t nfiles, const struct pgc_options *opt,
-                             struct pgc_out *out, struct pgc_error *err)
+                      struct pgc_out *out, struct pgc_error *err)
 {
     static const struct pgc_stream_cb cb = {begin_thread, on_record, end_thread};
     struct summary S;

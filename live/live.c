@@ -820,7 +820,7 @@ void pgl_set_refresh(struct pgl_set *s)
 }
 
 void pgl_file_totals(const struct pgl_file *f, struct pgc_row *rows,
-                                 uint64_t *cpu_ns, uint64_t *events)
+                     uint64_t *cpu_ns, uint64_t *events)
 {
     *cpu_ns = *events = 0;
     for (uint32_t g = 0; g < f->ngroups; g++)

@@ -119,7 +119,7 @@ void pgl_set_free(struct pgl_set *s);
 /* Totals of file f over its threads, one row per group (rows: f->ngroups, zeroed by the
  * caller), and the file's event CPU and events. */
 void pgl_file_totals(const struct pgl_file *f, struct pgc_row *rows,
-                                 uint64_t *cpu_ns, uint64_t *events);
+                     uint64_t *cpu_ns, uint64_t *events);
 const char *pgl_state_name(enum pgl_state s);
 
 #endif /* PGLIVE_H */

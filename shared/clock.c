@@ -34,7 +34,7 @@ void pgc_clock_init(struct pgc_clock *c, const struct pgc_file *f)
 }
 
 void pgc_clock_update(struct pgc_clock *c, const struct pgc_file *f,
-                             const struct pgr_record *r)
+                      const struct pgr_record *r)
 {
     if (r->kind != PGF_REC_CLOCK || r->u.clock.monotonic_ns == 0 || f->hdr.clock == PGF_CLOCK_MONOTONIC)
         return;

@@ -308,13 +308,13 @@ int pgc_file_open(struct pgc_file *f, const char *path, struct pgc_error *err)
 }
 
 int pgc_file_follow(struct pgc_file *f, const char *path, pgr_resume_fn resume,
-                           void *resume_ctx, struct pgc_error *err)
+                    void *resume_ctx, struct pgc_error *err)
 {
     return pgc_file_follow_fd(f, path, -1, resume, resume_ctx, err);
 }
 
 int pgc_file_follow_fd(struct pgc_file *f, const char *path, int fd,
-                              pgr_resume_fn resume, void *resume_ctx, struct pgc_error *err)
+                       pgr_resume_fn resume, void *resume_ctx, struct pgc_error *err)
 {
     memset(f, 0, sizeof(*f));
     f->path = path;
@@ -558,7 +558,7 @@ size_t pgc_open_find(const struct pgc_file *f, uint32_t thread)
 }
 
 size_t pgc_open_groups(const struct pgc_file *f, const struct pgf_open_slot *s, char *b,
-                              size_t n)
+                       size_t n)
 {
     size_t len = 0;
     b[0] = 0;
@@ -624,7 +624,7 @@ static int unfinished_list(struct pgc_file *f)
 }
 
 int pgc_file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, void *ctx,
-                           struct pgc_error *err)
+                    struct pgc_error *err)
 {
     struct pgr_record rec;
     int have = f->has_pending, rc = 0;

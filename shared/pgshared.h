@@ -12,14 +12,12 @@
 #ifndef PGSHARED_H
 #define PGSHARED_H
 
-
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "perfgroup/format.h"
 #include "pgreader.h"
-
 
 /* An event is marked jank (Gecko marker, Chrome trace) when its CPU time exceeds this: one
  * definition with the runtime's and the summary's jank, CPU time per event. */
@@ -237,7 +235,7 @@ size_t pgc_open_find(const struct pgc_file *f, uint32_t thread);
 /* An open event's groups so far as text, "a (running), b, c and more", into b[n] (always
  * terminated, cut at n; bytes as the file has them: the caller escapes). Returns its length. */
 size_t pgc_open_groups(const struct pgc_file *f, const struct pgf_open_slot *s, char *b,
-                              size_t n);
+                       size_t n);
 
 /* Opens and validates a recording and reads all its definitions. Returns 0, or -1 with err
  * set to "<path>: byte <off>: <what>" (bad input: exit 2). */
@@ -245,11 +243,11 @@ int pgc_file_open(struct pgc_file *f, const char *path, struct pgc_error *err);
 /* The same for a live file read again and again (live.c): resume says how much of each data
  * chunk was read before (pgr_set_resume). */
 int pgc_file_follow(struct pgc_file *f, const char *path, pgr_resume_fn resume,
-                           void *resume_ctx, struct pgc_error *err);
+                    void *resume_ctx, struct pgc_error *err);
 /* The same over fd, opened by the caller (owned by the reader from then on; path names it
  * in messages): perfgroup metrics opens a directory's files with openat and O_NOFOLLOW. */
 int pgc_file_follow_fd(struct pgc_file *f, const char *path, int fd,
-                              pgr_resume_fn resume, void *resume_ctx, struct pgc_error *err);
+                       pgr_resume_fn resume, void *resume_ctx, struct pgc_error *err);
 void pgc_file_close(struct pgc_file *f);
 /* Many inputs: between its validation and its turn a file keeps only its header facts
  * (path, pid, ppid, program, start times, mode, counts) and its warnings' text; the reader
@@ -272,7 +270,7 @@ struct pgc_stream_cb {
     int (*end_thread)(void *ctx, uint32_t thread);
 };
 int pgc_file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, void *ctx,
-                           struct pgc_error *err);
+                    struct pgc_error *err);
 
 /* Index of a definition by id, UINT32_MAX if undefined. */
 uint32_t pgc_group_index(const struct pgc_file *f, uint32_t id);
@@ -300,7 +298,7 @@ void pgc_row_add(struct pgc_row *d, const struct pgc_row *s); /* d += s */
 void pgc_row_from_totals(struct pgc_row *d, const struct pgf_totals *t);
 /* Adds the groups of one PGF_REC_EVENT r of file f to rows (one per group of f, by index). */
 void pgc_rows_add_event(struct pgc_row *rows, const struct pgc_file *f,
-                               const struct pgc_clock *clk, const struct pgr_record *r);
+                        const struct pgc_clock *clk, const struct pgr_record *r);
 
 /* Time helpers shared by the sinks: a per-thread tsc -> ns-since-process-start mapping that
  * follows the thread's PGF_REC_CLOCK records. */
@@ -311,7 +309,7 @@ struct pgc_clock {
 };
 void pgc_clock_init(struct pgc_clock *c, const struct pgc_file *f);
 void pgc_clock_update(struct pgc_clock *c, const struct pgc_file *f,
-                             const struct pgr_record *r);
+                      const struct pgr_record *r);
 int64_t pgc_clock_ns(const struct pgc_clock *c, uint64_t tsc);
 int64_t pgc_ticks_ns(const struct pgc_clock *c, uint64_t ticks);
 

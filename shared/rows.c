@@ -36,7 +36,7 @@ void pgc_row_from_totals(struct pgc_row *d, const struct pgf_totals *t)
 
 /* One event's groups into rows (one per group of f): shared with the live view (live.c). */
 void pgc_rows_add_event(struct pgc_row *rows, const struct pgc_file *f,
-                               const struct pgc_clock *clk, const struct pgr_record *r)
+                        const struct pgc_clock *clk, const struct pgr_record *r)
 {
     for (uint32_t i = 0; i < r->u.event.ngroups; i++) {
         const struct pgr_event_group *eg = &r->u.event.groups[i];
