@@ -4,7 +4,7 @@
  * file's own clocks can vouch for, counted in pgc_file.counts (see below). input.c calls it
  * for every record it streams.
  */
-#include "clip.h"
+#include "reading.h"
 
 /* ---- Plausibility against the file's own clocks --------------------------------------
  *

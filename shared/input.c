@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * input.c — one recording as the converter sees it: the shared reader (pgreader) opened and
- * validated, every definition copied into lookup tables, then the data records streamed
- * thread by thread to a sink. Errors become one "<file>: byte <offset>: <what>" line.
+ * input.c — one recording as both programs see it: the shared reader (pgreader) opened and
+ * validated, its definitions read (kept by defs.c), then the data records streamed thread by
+ * thread to a sink, each through the clipping policy (clip.c); the open events a cut file
+ * left, parking between turns, the warnings. Errors become one "<file>: byte <offset>:
+ * <what>" line.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -10,27 +12,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "clip.h"
-#include "pgshared.h"
+#include "reading.h"
 
 const char *pgc_stdin_path;
 
-static char *dup_str(struct pgr_str s)
-{
-    char *p = malloc((size_t)s.len + 1);
-    if (!p)
-        return NULL;
-    if (s.len)
-        memcpy(p, s.ptr, s.len);
-    p[s.len] = '\0';
-    /* an embedded NUL would cut names short in C: show it as '?' */
-    for (uint32_t i = 0; i < s.len; i++)
-        if (p[i] == '\0')
-            p[i] = '?';
-    return p;
-}
-
-static void set_err(struct pgc_error *err, const char *path, uint64_t off, const char *what)
+void pgc_read_fail(struct pgc_error *err, const char *path, uint64_t off, const char *what)
 {
     if (err->set)
         return;
@@ -42,194 +28,16 @@ static int reader_err(struct pgc_file *f, struct pgc_error *err)
 {
     const struct pgr_error *e = pgr_error(f->r);
     if (e)
-        set_err(err, f->path, e->offset, e->message);
+        pgc_read_fail(err, f->path, e->offset, e->message);
     else
-        set_err(err, f->path, 0, "unreadable recording");
+        pgc_read_fail(err, f->path, 0, "unreadable recording");
     return -1;
 }
 
-static int oom(struct pgc_file *f, struct pgc_error *err)
+int pgc_read_oom(struct pgc_file *f, struct pgc_error *err)
 {
-    set_err(err, f->path, 0, "out of memory");
+    pgc_read_fail(err, f->path, 0, "out of memory");
     return -1;
-}
-
-#define GROW(arr, n, elt)                                                                     \
-    do {                                                                                      \
-        if (((n) & ((n) - 1)) == 0) {                                                         \
-            void *g__ = realloc((arr), ((n) ? (size_t)(n) * 2 : 8) * sizeof(elt));            \
-            if (!g__)                                                                         \
-                return oom(f, err);                                                           \
-            (arr) = g__;                                                                      \
-        }                                                                                     \
-    } while (0)
-
-/* A function group is named after its function, mangled for C++ ("_ZN3app5parseEv()"):
- * show it demangled. */
-static void demangle_group(struct pgc_group *g)
-{
-    size_t n = strlen(g->name);
-    if (n < 3 || g->name[0] != '_' || g->name[1] != 'Z')
-        return;
-    int parens = n > 2 && strcmp(g->name + n - 2, "()") == 0;
-    if (parens)
-        g->name[n - 2] = '\0';
-    char *d = pgc_demangle(g->name);
-    if (parens)
-        g->name[n - 2] = '(';
-    if (d) {
-        free(g->name);
-        g->name = d;
-    }
-}
-
-static void sites_libs(struct pgc_file *f);
-
-static int add_def(struct pgc_file *f, const struct pgr_record *r, struct pgc_error *err)
-{
-    uint32_t idx;
-    switch (r->kind) {
-    case PGF_REC_PROCESS: {
-        free(f->program);
-        for (uint32_t i = 0; i < f->nargs; i++)
-            free(f->args[i]);
-        free(f->args);
-        f->args = NULL;
-        f->nargs = 0;
-        f->pid = r->u.process.pid;
-        f->ppid = r->u.process.ppid;
-        f->program = dup_str(r->u.process.program);
-        if (!f->program)
-            return oom(f, err);
-        if (r->u.process.nargs) {
-            f->args = calloc(r->u.process.nargs, sizeof(*f->args));
-            if (!f->args)
-                return oom(f, err);
-            for (uint32_t i = 0; i < r->u.process.nargs; i++) {
-                if (!(f->args[i] = dup_str(r->u.process.args[i])))
-                    return oom(f, err);
-                f->nargs = i + 1;
-            }
-        }
-        f->start_realtime_ns = r->u.process.start_realtime_ns;
-        f->start_monotonic_ns = r->u.process.start_monotonic_ns;
-        f->start_tsc = r->u.process.start_tsc;
-        if (r->u.process.tsc_hz)
-            f->tsc_hz = r->u.process.tsc_hz;
-        f->mode = r->u.process.mode;
-        return 0;
-    }
-    case PGF_REC_GROUP: {
-        if (pgc_hash_get(&f->group_ids, r->u.group.group_id, &idx)) {
-            set_err(err, f->path, r->offset, "group: duplicate group_id");
-            return -1;
-        }
-        GROW(f->groups, f->ngroups, struct pgc_group);
-        struct pgc_group *g = &f->groups[f->ngroups];
-        g->id = r->u.group.group_id;
-        g->kind = r->u.group.group_kind;
-        g->active = (uint32_t)r->u.group.active;
-        if (!(g->name = dup_str(r->u.group.name)))
-            return oom(f, err);
-        demangle_group(g);
-        if (pgc_hash_put(&f->group_ids, g->id, f->ngroups))
-            return oom(f, err);
-        f->ngroups++;
-        return 0;
-    }
-    case PGF_REC_SITE: {
-        if (pgc_hash_get(&f->site_ids, r->u.site.function_id, &idx)) {
-            /* the same function from another TU: the contract merges them; keep the first */
-            return 0;
-        }
-        GROW(f->sites, f->nsites, struct pgc_site);
-        struct pgc_site *s = &f->sites[f->nsites];
-        memset(s, 0, sizeof(*s));
-        s->id = r->u.site.function_id;
-        s->line = r->u.site.line;
-        if (!(s->function = dup_str(r->u.site.function)) || !(s->file = dup_str(r->u.site.file)) ||
-            !(s->module = dup_str(r->u.site.module)))
-            return oom(f, err);
-        s->display = pgc_demangle(s->function);
-        if (!s->display)
-            s->display = s->function;
-        if (r->u.site.ngroups) {
-            s->groups = malloc(r->u.site.ngroups * sizeof(*s->groups));
-            if (!s->groups)
-                return oom(f, err);
-        }
-        for (uint32_t i = 0; i < r->u.site.ngroups; i++) {
-            uint32_t gi;
-            if (!pgc_hash_get(&f->group_ids, r->u.site.group_ids[i], &gi)) {
-                set_err(err, f->path, r->offset, "site: undefined group_id");
-                f->nsites++; /* owned memory is freed at close */
-                return -1;
-            }
-            s->groups[s->ngroups++] = gi;
-        }
-        if (pgc_hash_put(&f->site_ids, s->id, f->nsites))
-            return oom(f, err);
-        f->nsites++;
-        return 0;
-    }
-    case PGF_REC_THREAD: {
-        /* an older writer's unnamed thread: the runtime's fallback name */
-        char unnamed[32];
-        struct pgr_str ns = r->u.thread.name;
-        if (!ns.len)
-            ns = (struct pgr_str){unnamed, (uint32_t)snprintf(unnamed, sizeof unnamed, "thread %u",
-                                                              r->u.thread.tid)};
-        char *name = dup_str(ns);
-        if (!name)
-            return oom(f, err);
-        if (pgc_hash_get(&f->thread_ids, r->u.thread.thread_index, &idx)) {
-            /* renamed: the latest name is the one the program chose last */
-            free(f->threads[idx].name);
-            f->threads[idx].name = name;
-            f->threads[idx].tid = r->u.thread.tid;
-            return 0;
-        }
-        GROW(f->threads, f->nthreads, struct pgc_thread);
-        f->threads[f->nthreads] = (struct pgc_thread){r->u.thread.thread_index, r->u.thread.tid, name};
-        if (pgc_hash_put(&f->thread_ids, r->u.thread.thread_index, f->nthreads))
-            return oom(f, err);
-        f->nthreads++;
-        return 0;
-    }
-    case PGF_REC_STRING: {
-        if (pgc_hash_get(&f->string_ids, r->u.string.string_id, &idx))
-            return 0;
-        GROW(f->strings, f->nstrings, struct pgc_string);
-        f->strings[f->nstrings].id = r->u.string.string_id;
-        if (!(f->strings[f->nstrings].text = dup_str(r->u.string.text)))
-            return oom(f, err);
-        if (pgc_hash_put(&f->string_ids, r->u.string.string_id, f->nstrings))
-            return oom(f, err);
-        f->nstrings++;
-        return 0;
-    }
-    default:
-        set_err(err, f->path, r->offset, "data record in a definitions chunk");
-        return -1;
-    }
-}
-
-/* A thread index that has data but no PGF_REC_THREAD: give it a name so it still shows. */
-static int ensure_thread(struct pgc_file *f, uint32_t index, struct pgc_error *err)
-{
-    uint32_t idx;
-    if (pgc_hash_get(&f->thread_ids, index, &idx))
-        return (int)idx;
-    GROW(f->threads, f->nthreads, struct pgc_thread);
-    char buf[32];
-    snprintf(buf, sizeof(buf), "thread %u", index);
-    char *name = strdup(buf);
-    if (!name)
-        return oom(f, err);
-    f->threads[f->nthreads] = (struct pgc_thread){index, 0, name};
-    if (pgc_hash_put(&f->thread_ids, index, f->nthreads))
-        return oom(f, err);
-    return (int)f->nthreads++;
 }
 
 static int by_gtotal_cpu(const void *a, const void *b)
@@ -324,7 +132,7 @@ int pgc_file_follow_fd(struct pgc_file *f, const char *path, int fd,
     int have_st = fd >= 0 ? fstat(fd, &st) == 0 : stat(f->open_path, &st) == 0;
     f->r = fd >= 0 ? pgr_open_fd(fd) : pgr_open(f->open_path);
     if (!f->r)
-        return oom(f, err);
+        return pgc_read_oom(f, err);
     if (resume)
         pgr_set_resume(f->r, resume, resume_ctx);
     if (pgr_error(f->r))
@@ -336,7 +144,7 @@ int pgc_file_follow_fd(struct pgc_file *f, const char *path, int fd,
         f->open = malloc(no * sizeof *os);
         f->open_stale = calloc(no, 1);
         if (!f->open || !f->open_stale)
-            return oom(f, err);
+            return pgc_read_oom(f, err);
         memcpy(f->open, os, no * sizeof *os);
         f->nopen = no;
     }
@@ -352,7 +160,7 @@ int pgc_file_follow_fd(struct pgc_file *f, const char *path, int fd,
     memcpy(prog, f->hdr.program, sizeof(f->hdr.program));
     prog[sizeof(f->hdr.program)] = '\0';
     if (!(f->program = strdup(prog[0] ? prog : "program")))
-        return oom(f, err);
+        return pgc_read_oom(f, err);
     for (size_t i = 0; i < pgr_chunk_count(f->r); i++) {
         const struct pgr_chunk_info *c = pgr_chunk(f->r, i);
         if (c->kind == PGF_CHUNK_DATA)
@@ -381,7 +189,7 @@ int pgc_file_follow_fd(struct pgc_file *f, const char *path, int fd,
                      defs_cut || pgr_chunk_count(f->r) == 0 ? "definitions cut by the"
                                                             : "closed recording cut by the",
                      (unsigned long long)st.st_size, (unsigned long long)want);
-            set_err(err, path, (uint64_t)st.st_size, m);
+            pgc_read_fail(err, path, (uint64_t)st.st_size, m);
             return -1;
         }
     }
@@ -393,113 +201,27 @@ int pgc_file_follow_fd(struct pgc_file *f, const char *path, int fd,
             f->has_pending = 1;
             break;
         }
-        if (add_def(f, &rec, err))
+        if (pgc_def_add(f, &rec, err))
             return -1;
     }
     if (rc < 0)
         return reader_err(f, err);
-    sites_libs(f);
+    pgc_sites_libs(f);
     f->threads_total = f->nthreads;
     /* group ids are small in practice: a direct table for the per-event lookups */
     f->group_direct = malloc(PGC_DIRECT_IDS * sizeof(*f->group_direct));
     if (!f->group_direct)
-        return oom(f, err);
+        return pgc_read_oom(f, err);
     for (uint32_t i = 0; i < PGC_DIRECT_IDS; i++) {
         uint32_t v;
         f->group_direct[i] = pgc_hash_get(&f->group_ids, i, &v) ? v : UINT32_MAX;
     }
     if (group_totals(f))
-        return oom(f, err);
+        return pgc_read_oom(f, err);
     return 0;
 }
 
 static void free_defs(struct pgc_file *f);
-
-/* The path's last `parts` components ("plugin-3/plugin.so" for 2), or the whole path. */
-static const char *path_tail(const char *path, unsigned parts)
-{
-    const char *p = path + strlen(path);
-    while (p > path) {
-        if (p[-1] == '/' && --parts == 0)
-            return p;
-        p--;
-    }
-    return path;
-}
-
-/*
- * Each site's `lib`: its object's file name, or the program's for the program's own functions
- * ("" module). Two objects of one file name (every add-on a plugin.so in a directory of its
- * own) get as many directories as tell them apart. Bounded: past 256 objects in one file,
- * file names only.
- */
-static void sites_libs(struct pgc_file *f)
-{
-    enum { MAXMOD = 256 };
-    const char *mods[MAXMOD];
-    unsigned parts[MAXMOD], nm = 0, last = 0;
-    const char *prog = f->program && f->program[0] ? path_tail(f->program, 1) : "(program)";
-    /* a module's sites mostly come together: the last one found is tried first */
-#define FIND_MOD(m, k)                                                                        \
-    do {                                                                                      \
-        k = last < nm && strcmp(mods[last], m) == 0 ? last : 0;                               \
-        while (k < nm && strcmp(mods[k], m) != 0)                                             \
-            k++;                                                                              \
-        if (k < nm)                                                                           \
-            last = k;                                                                         \
-    } while (0)
-    for (uint32_t i = 0; i < f->nsites; i++) {
-        const char *m = f->sites[i].module;
-        unsigned k;
-        if (!m[0])
-            continue;
-        FIND_MOD(m, k);
-        if (k == nm && nm < MAXMOD) {
-            mods[nm] = m;
-            parts[nm++] = 1;
-        }
-    }
-    for (int changed = 1, rounds = 0; changed && rounds < 64; rounds++) {
-        changed = 0;
-        for (unsigned a = 0; a < nm; a++)
-            for (unsigned b = a + 1; b < nm; b++) {
-                const char *ta = path_tail(mods[a], parts[a]), *tb = path_tail(mods[b], parts[b]);
-                if (strcmp(ta, tb) != 0)
-                    continue;
-                if (ta != mods[a]) {
-                    parts[a]++;
-                    changed = 1;
-                }
-                if (tb != mods[b]) {
-                    parts[b]++;
-                    changed = 1;
-                }
-            }
-    }
-    for (uint32_t i = 0; i < f->nsites; i++) {
-        struct pgc_site *s = &f->sites[i];
-        unsigned k = nm;
-        if (s->module[0])
-            FIND_MOD(s->module, k);
-        s->lib = !s->module[0] ? prog : path_tail(s->module, k < nm ? parts[k] : 1);
-    }
-#undef FIND_MOD
-    /* two functions of one name in one lib, from two files (static functions) */
-    struct pgc_hash seen = {0};
-    for (uint32_t i = 0; i < f->nsites; i++) {
-        struct pgc_site *s = &f->sites[i];
-        uint64_t key = pgc_hash_bytes(s->display, strlen(s->display)) * 1000003u ^
-                       pgc_hash_bytes(s->lib, strlen(s->lib));
-        uint32_t j;
-        if (!pgc_hash_get(&seen, key, &j)) {
-            if (pgc_hash_put(&seen, key, i))
-                break; /* no memory: names as they are */
-        } else if (strcmp(f->sites[j].file, s->file) != 0) {
-            s->name_shared = f->sites[j].name_shared = 1;
-        }
-    }
-    pgc_hash_free(&seen);
-}
 
 static void warnings_to(const struct pgc_file *f, FILE *out)
 {
@@ -642,7 +364,7 @@ int pgc_file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, void *ct
         }
         have = 0;
         if (rec.thread == PGF_THREAD_DEFS) {
-            set_err(err, f->path, rec.offset, "definitions after data");
+            pgc_read_fail(err, f->path, rec.offset, "definitions after data");
             return -1;
         }
         if ((int64_t)rec.thread != cur) {
@@ -652,7 +374,7 @@ int pgc_file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, void *ct
                 if ((rc = cb->end_thread(ctx, idx)))
                     return rc;
             }
-            int t = ensure_thread(f, rec.thread, err);
+            int t = pgc_thread_ensure(f, rec.thread, err);
             if (t < 0)
                 return -1;
             cur = rec.thread;
@@ -679,7 +401,7 @@ int pgc_file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, void *ct
     f->counts.chunks_corrupt = pgr_chunks_corrupt(f->r); /* known before the last thread ends */
     f->streamed = 1;
     if (f->nopen && !f->unfinished && unfinished_list(f) != 0)
-        return oom(f, err);
+        return pgc_read_oom(f, err);
     if (cur >= 0) {
         uint32_t idx;
         pgc_hash_get(&f->thread_ids, (uint32_t)cur, &idx);
@@ -694,7 +416,7 @@ int pgc_file_stream(struct pgc_file *f, const struct pgc_stream_cb *cb, void *ct
         if (f->open_stale[i])
             continue;
         made++;
-        int t = ensure_thread(f, f->open[i].thread, err);
+        int t = pgc_thread_ensure(f, f->open[i].thread, err);
         if (t < 0)
             return -1;
         if (!f->threads[t].tid)
@@ -727,32 +449,6 @@ void pgc_overhead_of(const struct pgc_file *f, struct pgc_overhead *o)
     }
     o->refused = h->refused, o->clamped = h->clamped;
     o->any = o->from_header || c_any(f) || o->refused || o->clamped;
-}
-
-uint32_t pgc_group_index(const struct pgc_file *f, uint32_t id)
-{
-    uint32_t v;
-    if (id < PGC_DIRECT_IDS && f->group_direct)
-        return f->group_direct[id];
-    return pgc_hash_get(&f->group_ids, id, &v) ? v : UINT32_MAX;
-}
-
-uint32_t pgc_thread_slot(const struct pgc_file *f, uint32_t thread_index)
-{
-    uint32_t v;
-    return pgc_hash_get(&f->thread_ids, thread_index, &v) ? v : UINT32_MAX;
-}
-
-uint32_t pgc_site_index(const struct pgc_file *f, uint32_t id)
-{
-    uint32_t v;
-    return pgc_hash_get(&f->site_ids, id, &v) ? v : UINT32_MAX;
-}
-
-const char *pgc_string_text(const struct pgc_file *f, uint32_t id)
-{
-    uint32_t v;
-    return id && pgc_hash_get(&f->string_ids, id, &v) ? f->strings[v].text : NULL;
 }
 
 int pgc_file_park(struct pgc_file *f)
