@@ -122,4 +122,10 @@ void pgl_file_totals(const struct pgl_file *f, struct pgc_row *rows,
                      uint64_t *cpu_ns, uint64_t *events);
 const char *pgl_state_name(enum pgl_state s);
 
+/* find.c, for live.c: looks at directory s->dirs[di] for new recordings to follow */
+void pgl_scan_dir(struct pgl_set *s, size_t di);
+/* find.c, for live.c: process pid runs and is the one that started a recording at start_ns
+ * (CLOCK_MONOTONIC): 1 = yes, 0 = no, -1 = cannot tell */
+int pgl_writer_runs(uint32_t pid, int64_t start_ns);
+
 #endif /* PGLIVE_H */
