@@ -36,7 +36,7 @@ struct chrome {
     int corrupt_said;  /* the file's CRC-failed chunk count written */
     int clipped_said;  /* the file's clipped record count written */
     int overhead_said; /* the file's runtime overhead totals written */
-    uint64_t rows_left; /* counter rows for the whole output (perfgroup__row_budget) */
+    uint64_t rows_left; /* counter rows for the whole output (pgc_row_budget) */
     uint32_t tid;
     const char *thread_name;
     int named_events, named_markers; /* the thread's extra tracks have their thread_name */
@@ -57,7 +57,7 @@ struct chrome {
 
 static void us(struct pgc_out *o, int64_t ns)
 {
-    perfgroup__out_fixed(o, ns, 1000);
+    pgc_out_fixed(o, ns, 1000);
 }
 
 /* `cat`: a literal, or C->cat (an interval's group names, any bytes: escaped). */
@@ -66,18 +66,18 @@ static void head_tid(struct chrome *C, char ph, const char *name, size_t nlen, c
 {
     struct pgc_out *o = C->out;
     PGC_SEP(o, C->nevents++, "\n{\"ph\":\"");
-    perfgroup__out_raw(o, &ph, 1);
+    pgc_out_raw(o, &ph, 1);
     PGC_LIT(o, "\",\"name\":");
-    perfgroup__out_json_str(o, name, nlen);
+    pgc_out_json_str(o, name, nlen);
     PGC_LIT(o, ",\"cat\":\"");
     if (cat == C->cat)
-        perfgroup__out_json_chars(o, cat, C->cat_len);
+        pgc_out_json_chars(o, cat, C->cat_len);
     else
-        perfgroup__out_str(o, cat);
+        pgc_out_str(o, cat);
     PGC_LIT(o, "\",\"pid\":");
-    perfgroup__out_u64(o, C->f->pid);
+    pgc_out_u64(o, C->f->pid);
     PGC_LIT(o, ",\"tid\":");
-    perfgroup__out_u64(o, tid);
+    pgc_out_u64(o, tid);
 }
 
 static void head(struct chrome *C, char ph, const char *name, size_t nlen, const char *cat)
@@ -107,7 +107,7 @@ static void meta_name(struct chrome *C, const char *what, const char *name, uint
     struct pgc_out *o = C->out;
     head_tid(C, 'M', what, strlen(what), "__metadata", tid);
     PGC_LIT(o, ",\"args\":{\"name\":");
-    perfgroup__out_json_str(o, name, strlen(name));
+    pgc_out_json_str(o, name, strlen(name));
     PGC_LIT(o, "}}");
 }
 
@@ -129,22 +129,22 @@ static void counter_c(struct chrome *C, uint32_t gi, int64_t ns, double share)
 {
     struct pgc_out *o = C->out;
     PGC_SEP(o, C->nevents++, "\n{\"ph\":\"C\",\"name\":");
-    perfgroup__out_str(o, C->cpu_name[gi]);
+    pgc_out_str(o, C->cpu_name[gi]);
     PGC_LIT(o, ",\"pid\":");
-    perfgroup__out_u64(o, C->f->pid);
+    pgc_out_u64(o, C->f->pid);
     PGC_LIT(o, ",\"tid\":");
-    perfgroup__out_u64(o, C->tid);
+    pgc_out_u64(o, C->tid);
     PGC_LIT(o, ",\"ts\":");
     us(o, C->base_ns + ns);
     PGC_LIT(o, ",\"args\":{\"");
-    perfgroup__out_u64(o, C->tid);
+    pgc_out_u64(o, C->tid);
     PGC_LIT(o, "\":");
     /* nine decimals (the ns of a 1 s tick), without printf's cost */
     if (!(share > 0))
         share = 0;
     else if (share > 1e9)
         share = 1e9; /* cpugrid.c keeps it <= 1: a bound for the conversion, never reached */
-    perfgroup__out_fixed(o, (int64_t)(share * 1e9 + 0.5), 1000000000);
+    pgc_out_fixed(o, (int64_t)(share * 1e9 + 0.5), 1000000000);
     PGC_LIT(o, "}}");
 }
 
@@ -171,15 +171,15 @@ static int begin_thread(void *ctx, uint32_t ti)
     C->thread_name = C->f->threads[ti].name;
     C->named_events = C->named_markers = 0;
     C->last_ns = 0;
-    perfgroup__clock_init(&C->clk, C->f);
+    pgc_clock_init(&C->clk, C->f);
     for (uint32_t i = 0; i <= C->f->ngroups; i++)
         C->pend[i] = INT64_MIN;
     for (uint32_t d = 0; d < 256; d++) {
         C->kid_lo[d] = INT64_MAX;
         C->kid_hi[d] = INT64_MIN;
     }
-    perfgroup__grid_free(&C->grid);
-    if (perfgroup__grid_init(&C->grid, C->f->ngroups, C->iv, C->max_rows, counter_row, C))
+    pgc_grid_free(&C->grid);
+    if (pgc_grid_init(&C->grid, C->f->ngroups, C->iv, C->max_rows, counter_row, C))
         return -ENOMEM;
     C->grid.budget = &C->rows_left;
     meta_name(C, "thread_name", C->thread_name, C->tid);
@@ -192,41 +192,41 @@ static int on_record(void *ctx, const struct pgr_record *r)
     struct pgc_out *o = C->out;
     struct pgc_file *f = C->f;
     if ((++C->records_done & 0xffff) == 0)
-        perfgroup__progress(C->opt, C->records_done, C->records_total);
+        pgc_progress(C->opt, C->records_done, C->records_total);
     switch (r->kind) {
     case PGF_REC_CLOCK:
-        perfgroup__clock_update(&C->clk, f, r);
+        pgc_clock_update(&C->clk, f, r);
         break;
     case PGF_REC_EVENT: {
-        const char *name = perfgroup__string(f, r->u.event.name_string_id);
+        const char *name = pgc_string_text(f, r->u.event.name_string_id);
         if (!name)
             name = r->u.event.flags & PGF_EVENT_F_IMPLICIT ? "(implicit event)" : "(event)";
-        int64_t s = perfgroup__clock_ns(&C->clk, r->u.event.begin_tsc);
-        int64_t e = perfgroup__clock_ns(&C->clk, r->u.event.end_tsc);
+        int64_t s = pgc_clock_ns(&C->clk, r->u.event.begin_tsc);
+        int64_t e = pgc_clock_ns(&C->clk, r->u.event.end_tsc);
         uint32_t tid = side_track(C, EVENTS_TID, &C->named_events, "events");
         head_tid(C, 'X', name, strlen(name), "event", tid);
         span(C, s, e);
         PGC_LIT(o, ",\"args\":{\"cpu_ms\":");
-        perfgroup__out_fixed(o, (int64_t)r->u.event.cpu_ns, 1000000);
+        pgc_out_fixed(o, (int64_t)r->u.event.cpu_ns, 1000000);
         if (r->u.event.cpu_ns > (uint64_t)PGC_JANK_MS * 1000000)
             PGC_LIT(o, ",\"jank\":\"yes\""); /* CPU time per event, as everywhere */
         for (uint32_t i = 0; i < r->u.event.ngroups; i++) {
-            uint32_t gi = perfgroup__group_index(f, r->u.event.groups[i].group_id);
+            uint32_t gi = pgc_group_index(f, r->u.event.groups[i].group_id);
             if (gi == UINT32_MAX)
                 continue;
             PGC_LIT(o, ",");
-            perfgroup__out_raw(o, C->cpu_key[gi], C->cpu_key_len[gi]);
+            pgc_out_raw(o, C->cpu_key[gi], C->cpu_key_len[gi]);
             PGC_LIT(o, ":");
-            perfgroup__out_fixed(o, (int64_t)r->u.event.groups[i].cpu_ns, 1000000);
+            pgc_out_fixed(o, (int64_t)r->u.event.groups[i].cpu_ns, 1000000);
         }
         PGC_LIT(o, "}}");
         for (uint32_t i = 0; i < r->u.event.ngroups; i++) /* may write counter rows */
-            perfgroup__grid_add(&C->grid, perfgroup__group_index(f, r->u.event.groups[i].group_id),
+            pgc_grid_add(&C->grid, pgc_group_index(f, r->u.event.groups[i].group_id),
                                 s, e, r->u.event.groups[i].cpu_ns);
         break;
     }
     case PGF_REC_INTERVAL: {
-        uint32_t si = perfgroup__site_index(f, r->u.interval.function_id);
+        uint32_t si = pgc_site_index(f, r->u.interval.function_id);
         const struct pgc_site *st = si == UINT32_MAX ? NULL : &f->sites[si];
         const char *name = st ? st->display : "(unknown function)";
         /* a shared object's function: its object in the name (slices are aggregated by name:
@@ -251,9 +251,9 @@ static int on_record(void *ctx, const struct pgr_record *r)
         for (size_t i = 0; i < cl; i++)
             if (cat[i] == '"' || cat[i] == '\\' || (unsigned char)cat[i] < 0x20)
                 cat[i] = '_';
-        int64_t s = perfgroup__clock_ns(&C->clk, r->u.interval.start_tsc);
+        int64_t s = pgc_clock_ns(&C->clk, r->u.interval.start_tsc);
         /* the end through the same mapping: intervals ending together stay nested */
-        int64_t e = perfgroup__clock_ns(&C->clk, r->u.interval.start_tsc + r->u.interval.duration);
+        int64_t e = pgc_clock_ns(&C->clk, r->u.interval.start_tsc + r->u.interval.duration);
         /* A child read before a CLOCK record (a new chunk) is mapped by the clock pair before
          * it, its parent by the next: on a busy machine the two can differ by a little, and a
          * child would stick out of its parent, which Perfetto cuts. The parent covers them. */
@@ -279,20 +279,20 @@ static int on_record(void *ctx, const struct pgr_record *r)
         break;
     }
     case PGF_REC_MARKER: {
-        const char *name = perfgroup__string(f, r->u.marker.name_string_id);
+        const char *name = pgc_string_text(f, r->u.marker.name_string_id);
         if (!name)
             name = "(marker)";
-        int64_t s = perfgroup__clock_ns(&C->clk, r->u.marker.start_tsc);
+        int64_t s = pgc_clock_ns(&C->clk, r->u.marker.start_tsc);
         uint32_t tid = side_track(C, MARKERS_TID, &C->named_markers, "markers");
         if (r->u.marker.end_tsc == r->u.marker.start_tsc) {
             head_tid(C, 'i', name, strlen(name), "marker", tid);
             instant(C, s);
         } else {
             head_tid(C, 'X', name, strlen(name), "marker", tid);
-            span(C, s, perfgroup__clock_ns(&C->clk, r->u.marker.end_tsc));
+            span(C, s, pgc_clock_ns(&C->clk, r->u.marker.end_tsc));
         }
         PGC_LIT(o, ",\"args\":{\"text\":");
-        perfgroup__out_json_str(o, r->u.marker.text.ptr, r->u.marker.text.len);
+        pgc_out_json_str(o, r->u.marker.text.ptr, r->u.marker.text.len);
         PGC_LIT(o, "}}");
         break;
     }
@@ -300,9 +300,9 @@ static int on_record(void *ctx, const struct pgr_record *r)
         head(C, 'i', "Records dropped", 15, "perfgroup");
         instant(C, C->last_ns);
         PGC_LIT(o, ",\"args\":{\"records\":");
-        perfgroup__out_u64(o, r->u.dropped.records);
+        pgc_out_u64(o, r->u.dropped.records);
         PGC_LIT(o, ",\"bytes\":");
-        perfgroup__out_u64(o, r->u.dropped.bytes);
+        pgc_out_u64(o, r->u.dropped.bytes);
         PGC_LIT(o, "}}");
         break;
     default:
@@ -315,7 +315,7 @@ static int end_thread(void *ctx, uint32_t ti)
 {
     struct chrome *C = ctx;
     (void)ti;
-    perfgroup__grid_finish(&C->grid);
+    pgc_grid_finish(&C->grid);
     if (C->grid.dropped)
         fprintf(stderr, "perfgroup-convert: warning: %s: thread %s: CPU counters stopped at "
                 "%" PRIu64 " rows per group (--max-samples) or at the output's bound; %" PRIu64
@@ -329,17 +329,17 @@ static int end_thread(void *ctx, uint32_t ti)
         head(C, 'i', "Chunks corrupt", 14, "perfgroup");
         instant(C, C->last_ns);
         PGC_LIT(C->out, ",\"args\":{\"chunks\":");
-        perfgroup__out_u64(C->out, C->f->counts.chunks_corrupt);
+        pgc_out_u64(C->out, C->f->counts.chunks_corrupt);
         PGC_LIT(C->out, ",\"reason\":\"sealed chunks whose CRC-32C did not match: skipped\"}}");
     }
     struct pgc_overhead ov;
-    perfgroup__overhead(C->f, &ov);
+    pgc_overhead_of(C->f, &ov);
     if (ov.any && C->f->streamed && !C->overhead_said) { /* once, at the file's end */
         C->overhead_said = 1;
         head(C, 'i', "Runtime overhead (process total)", 32, "perfgroup");
         instant(C, C->last_ns);
         PGC_LIT(C->out, ",\"args\":");
-        perfgroup__out_overhead_json(C->out, &ov);
+        pgc_out_overhead_json(C->out, &ov);
         PGC_LIT(C->out, "}");
     }
     if (C->f->counts.clipped && C->f->streamed && !C->clipped_said) { /* once, at the file's end */
@@ -347,9 +347,9 @@ static int end_thread(void *ctx, uint32_t ti)
         head(C, 'i', "Records clipped", 15, "perfgroup");
         instant(C, C->last_ns);
         PGC_LIT(C->out, ",\"args\":{\"records\":");
-        perfgroup__out_u64(C->out, C->f->counts.clipped);
+        pgc_out_u64(C->out, C->f->counts.clipped);
         PGC_LIT(C->out, ",\"first_offset\":");
-        perfgroup__out_u64(C->out, C->f->counts.clipped_offset);
+        pgc_out_u64(C->out, C->f->counts.clipped_offset);
         PGC_LIT(C->out, ",\"reason\":\"record times beyond the file's own clocks (damaged): "
                         "clipped to them\"}}");
     }
@@ -370,7 +370,7 @@ static void unfinished_events(struct chrome *C)
     const struct pgc_file *f = C->f;
     struct pgc_out *o = C->out;
     struct pgc_clock clk;
-    perfgroup__clock_init(&clk, f);
+    pgc_clock_init(&clk, f);
     for (size_t i = 0; i < f->nunfinished; i++) {
         const struct pgc_unfinished *u = &f->unfinished[i];
         uint32_t tid = (u->tid ? u->tid : u->thread) & (MARKERS_TID - 1);
@@ -378,18 +378,18 @@ static void unfinished_events(struct chrome *C)
         snprintf(n, sizeof n, "%s events", u->thread_name);
         meta_name(C, "thread_name", n, tid + EVENTS_TID);
         head_tid(C, 'X', u->event, strlen(u->event), "event", tid + EVENTS_TID);
-        int64_t b = perfgroup__clock_ns(&clk, u->slot.begin_tsc);
+        int64_t b = pgc_clock_ns(&clk, u->slot.begin_tsc);
         span(C, b, b + (int64_t)u->wall_ns);
         PGC_LIT(o, ",\"args\":{\"unfinished\":true,\"cpu_ms\":");
         if (u->cpu_known)
-            perfgroup__out_fixed(o, (int64_t)u->cpu_ns, 1000000);
+            pgc_out_fixed(o, (int64_t)u->cpu_ns, 1000000);
         else
             PGC_LIT(o, "null");
         if (u->cpu_ns > (uint64_t)PGC_JANK_MS * 1000000)
             PGC_LIT(o, ",\"jank\":\"yes\"");
-        size_t gn = perfgroup__open_groups(f, &u->slot, gl, sizeof gl);
+        size_t gn = pgc_open_groups(f, &u->slot, gl, sizeof gl);
         PGC_LIT(o, ",\"groups\":");
-        perfgroup__out_json_str(o, gl, gn);
+        pgc_out_json_str(o, gl, gn);
         PGC_LIT(o, ",\"reason\":\"still open when the file was last written (crash, _exit, "
                    "kill or hang)\"}}");
     }
@@ -406,7 +406,7 @@ static char **group_strings(const struct pgc_file *f, const char *prefix)
         b->f = NULL;
         b->err = 0;
         b->len = 0;
-        perfgroup__out_json_str(b, text, strlen(text));
+        pgc_out_json_str(b, text, strlen(text));
         if (!(v[i] = malloc(b->len + 1)))
             break;
         memcpy(v[i], b->buf, b->len);
@@ -423,8 +423,8 @@ static void free_strings(char **v, uint32_t n)
     free(v);
 }
 
-int perfgroup__chrome_write(struct pgc_file *files, size_t nfiles, const struct pgc_options *opt,
-                            struct pgc_out *out, struct pgc_error *err)
+int pgc_chrome_write(struct pgc_file *files, size_t nfiles, const struct pgc_options *opt,
+                     struct pgc_out *out, struct pgc_error *err)
 {
     static const struct pgc_stream_cb cb = {begin_thread, on_record, end_thread};
     struct chrome C;
@@ -433,7 +433,7 @@ int perfgroup__chrome_write(struct pgc_file *files, size_t nfiles, const struct 
     C.out = out;
     C.iv = opt->interval_ns > 0 ? opt->interval_ns : 1000000;
     C.max_rows = opt->max_samples;
-    C.rows_left = perfgroup__row_budget(files, nfiles, opt);
+    C.rows_left = pgc_row_budget(files, nfiles, opt);
     int64_t base = INT64_MAX;
     for (size_t i = 0; i < nfiles; i++) {
         C.records_total += files[i].records_total;
@@ -449,16 +449,16 @@ int perfgroup__chrome_write(struct pgc_file *files, size_t nfiles, const struct 
     PGC_LIT(out, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"producer\":\"perfgroup-convert\"");
     if (dropped || recycled) {
         PGC_LIT(out, ",\"recordsDropped\":");
-        perfgroup__out_u64(out, dropped);
+        pgc_out_u64(out, dropped);
         PGC_LIT(out, ",\"chunksRecycled\":");
-        perfgroup__out_u64(out, recycled);
+        pgc_out_u64(out, recycled);
     }
     /* the headers' overhead totals (the records' sums, when a writer kept none, come as an
      * instant at each file's end) */
     struct pgc_overhead all = {0};
     for (size_t i = 0; i < nfiles; i++) {
         struct pgc_overhead ov;
-        perfgroup__overhead(&files[i], &ov);
+        pgc_overhead_of(&files[i], &ov);
         all.refused += ov.refused, all.clamped += ov.clamped; /* the header's, always */
         if (!ov.from_header)
             continue;
@@ -468,7 +468,7 @@ int perfgroup__chrome_write(struct pgc_file *files, size_t nfiles, const struct 
     }
     if (all.from_header || all.refused || all.clamped) {
         PGC_LIT(out, ",\"runtimeOverhead\":");
-        perfgroup__out_overhead_json(out, &all);
+        pgc_out_overhead_json(out, &all);
     }
     /* the whole-run totals of each file that has them (format.h): never recycled */
     int any_tot = 0;
@@ -481,24 +481,24 @@ int perfgroup__chrome_write(struct pgc_file *files, size_t nfiles, const struct 
         else
             PGC_LIT(out, ",\"wholeRunTotals\":[{\"pid\":");
         any_tot = 1;
-        perfgroup__out_u64(out, f->pid);
+        pgc_out_u64(out, f->pid);
         PGC_LIT(out, ",\"cpu_ms\":");
-        perfgroup__out_fixed(out, (int64_t)(f->tot_cpu_ns > INT64_MAX ? INT64_MAX : f->tot_cpu_ns), 1000000);
+        pgc_out_fixed(out, (int64_t)(f->tot_cpu_ns > INT64_MAX ? INT64_MAX : f->tot_cpu_ns), 1000000);
         PGC_LIT(out, ",\"events\":");
-        perfgroup__out_u64(out, f->tot_events);
+        pgc_out_u64(out, f->tot_events);
         PGC_LIT(out, ",\"groups\":[");
         for (uint32_t k = 0; k < f->ngtot; k++) {
             const struct pgc_gtotal *gt = &f->gtot[k];
             PGC_SEP(out, k, "{\"group\":");
-            perfgroup__out_json_str(out, gt->name, strlen(gt->name));
+            pgc_out_json_str(out, gt->name, strlen(gt->name));
             PGC_LIT(out, ",\"cpu_ms\":");
-            perfgroup__out_fixed(out, (int64_t)gt->t.cpu_ns, 1000000);
+            pgc_out_fixed(out, (int64_t)gt->t.cpu_ns, 1000000);
             PGC_LIT(out, ",\"wall_ms\":");
-            perfgroup__out_fixed(out, (int64_t)gt->t.wall_ns, 1000000);
+            pgc_out_fixed(out, (int64_t)gt->t.wall_ns, 1000000);
             PGC_LIT(out, ",\"activations\":");
-            perfgroup__out_u64(out, gt->t.activations);
+            pgc_out_u64(out, gt->t.activations);
             PGC_LIT(out, ",\"events\":");
-            perfgroup__out_u64(out, gt->t.events);
+            pgc_out_u64(out, gt->t.events);
             PGC_LIT(out, "}");
         }
         PGC_LIT(out, "]}");
@@ -516,9 +516,9 @@ int perfgroup__chrome_write(struct pgc_file *files, size_t nfiles, const struct 
         C.base_ns = off;
         C.tid = files[i].pid;
         char pname[400];
-        perfgroup__process_name(pname, sizeof(pname), files, nfiles, &files[i]);
+        pgc_process_name(pname, sizeof(pname), files, nfiles, &files[i]);
         meta_name(&C, "process_name", pname, files[i].pid);
-        if (perfgroup__file_unpark(&files[i], err)) {
+        if (pgc_file_unpark(&files[i], err)) {
             rc = -1;
             break;
         }
@@ -535,20 +535,20 @@ int perfgroup__chrome_write(struct pgc_file *files, size_t nfiles, const struct 
             err->set = 1;
             snprintf(err->msg, sizeof(err->msg), "%s: byte 0: out of memory", files[i].path);
         }
-        rc = ok ? perfgroup__file_stream(&files[i], &cb, &C, err) : -1;
+        rc = ok ? pgc_file_stream(&files[i], &cb, &C, err) : -1;
         if (!rc)
             unfinished_events(&C);
         free_strings(C.cpu_name, files[i].ngroups);
         free_strings(C.cpu_key, files[i].ngroups);
         free(C.pend);
         free(C.cpu_key_len);
-        perfgroup__grid_free(&C.grid);
-        perfgroup__file_repark(&files[i]);
+        pgc_grid_free(&C.grid);
+        pgc_file_repark(&files[i]);
     }
     PGC_LIT(out, "]}\n");
-    perfgroup__progress(opt, C.records_total, C.records_total);
+    pgc_progress(opt, C.records_total, C.records_total);
     if (rc)
         return -1;
-    perfgroup__out_flush(out);
+    pgc_out_flush(out);
     return out->err ? -out->err : 0;
 }

@@ -27,101 +27,101 @@
 
 #include "pgconv.h"
 
-int perfgroup__grid_init(struct pgc_grid *g, uint32_t ngroups, int64_t iv, uint64_t max_rows,
-                         pgc_grid_emit emit, void *ctx)
+int pgc_grid_init(struct pgc_grid *grid, uint32_t ngroups, int64_t iv, uint64_t max_rows,
+                  pgc_grid_emit emit, void *ctx)
 {
-    g->iv = iv;
-    g->max_rows = max_rows ? max_rows : 100000000;
-    g->dropped = 0;
-    g->budget = NULL;
-    g->emit = emit;
-    g->ctx = ctx;
-    g->n = ngroups;
-    g->bucket = malloc((ngroups + 1) * sizeof(*g->bucket));
-    g->cpu = calloc(ngroups + 1, sizeof(*g->cpu));
-    g->emitted = malloc((ngroups + 1) * sizeof(*g->emitted));
-    g->rows = calloc(ngroups + 1, sizeof(*g->rows));
-    if (!g->bucket || !g->cpu || !g->emitted || !g->rows)
+    grid->iv = iv;
+    grid->max_rows = max_rows ? max_rows : 100000000;
+    grid->dropped = 0;
+    grid->budget = NULL;
+    grid->emit = emit;
+    grid->ctx = ctx;
+    grid->n = ngroups;
+    grid->bucket = malloc((ngroups + 1) * sizeof(*grid->bucket));
+    grid->cpu = calloc(ngroups + 1, sizeof(*grid->cpu));
+    grid->emitted = malloc((ngroups + 1) * sizeof(*grid->emitted));
+    grid->rows = calloc(ngroups + 1, sizeof(*grid->rows));
+    if (!grid->bucket || !grid->cpu || !grid->emitted || !grid->rows)
         return -1;
     for (uint32_t i = 0; i <= ngroups; i++)
-        g->bucket[i] = g->emitted[i] = INT64_MIN;
+        grid->bucket[i] = grid->emitted[i] = INT64_MIN;
     return 0;
 }
 
-void perfgroup__grid_free(struct pgc_grid *g)
+void pgc_grid_free(struct pgc_grid *grid)
 {
-    free(g->bucket);
-    free(g->cpu);
-    free(g->emitted);
-    free(g->rows);
-    g->bucket = g->emitted = NULL;
-    g->cpu = g->rows = NULL;
+    free(grid->bucket);
+    free(grid->cpu);
+    free(grid->emitted);
+    free(grid->rows);
+    grid->bucket = grid->emitted = NULL;
+    grid->cpu = grid->rows = NULL;
 }
 
 /* A group out of rows: what it has open is dropped (counted) and it takes nothing more. */
-static int full(const struct pgc_grid *g, uint32_t gi)
+static int full(const struct pgc_grid *grid, uint32_t gi)
 {
-    return g->rows[gi] >= g->max_rows || (g->budget && !*g->budget);
+    return grid->rows[gi] >= grid->max_rows || (grid->budget && !*grid->budget);
 }
 
-static void emit(struct pgc_grid *g, uint32_t gi, int64_t tick, uint64_t count)
+static void emit(struct pgc_grid *grid, uint32_t gi, int64_t tick, uint64_t count)
 {
-    if (full(g, gi))
+    if (full(grid, gi))
         return;
-    g->emit(g->ctx, gi, tick * g->iv, count);
-    g->emitted[gi] = tick;
-    g->rows[gi]++;
-    if (g->budget)
-        --*g->budget;
-    if (full(g, gi) && g->bucket[gi] != INT64_MIN) {
-        g->dropped += g->cpu[gi];
-        g->cpu[gi] = 0;
-        g->bucket[gi] = INT64_MIN;
+    grid->emit(grid->ctx, gi, tick * grid->iv, count);
+    grid->emitted[gi] = tick;
+    grid->rows[gi]++;
+    if (grid->budget)
+        --*grid->budget;
+    if (full(grid, gi) && grid->bucket[gi] != INT64_MIN) {
+        grid->dropped += grid->cpu[gi];
+        grid->cpu[gi] = 0;
+        grid->bucket[gi] = INT64_MIN;
     }
 }
 
 /* Closes the open tick and any carry before tick k (INT64_MAX: the thread's end). */
-static void close_before(struct pgc_grid *g, uint32_t gi, int64_t k)
+static void close_before(struct pgc_grid *grid, uint32_t gi, int64_t k)
 {
-    uint64_t iv = (uint64_t)g->iv;
-    while (g->bucket[gi] != INT64_MIN && g->bucket[gi] < k) {
-        uint64_t c = g->cpu[gi] < iv ? g->cpu[gi] : iv;
-        g->cpu[gi] -= c;
-        emit(g, gi, g->bucket[gi] + 1, c); /* the last row a group may write drops the rest */
-        if (g->bucket[gi] == INT64_MIN)
+    uint64_t iv = (uint64_t)grid->iv;
+    while (grid->bucket[gi] != INT64_MIN && grid->bucket[gi] < k) {
+        uint64_t c = grid->cpu[gi] < iv ? grid->cpu[gi] : iv;
+        grid->cpu[gi] -= c;
+        emit(grid, gi, grid->bucket[gi] + 1, c); /* the last row a group may write drops the rest */
+        if (grid->bucket[gi] == INT64_MIN)
             break;
-        if (g->cpu[gi] == 0)
-            g->bucket[gi] = INT64_MIN;
+        if (grid->cpu[gi] == 0)
+            grid->bucket[gi] = INT64_MIN;
         else
-            g->bucket[gi]++;
+            grid->bucket[gi]++;
     }
 }
 
-static void tick_add(struct pgc_grid *g, uint32_t gi, int64_t k, uint64_t cpu)
+static void tick_add(struct pgc_grid *grid, uint32_t gi, int64_t k, uint64_t cpu)
 {
-    if (full(g, gi)) {
-        g->dropped += cpu;
+    if (full(grid, gi)) {
+        grid->dropped += cpu;
         return;
     }
-    if (g->bucket[gi] != INT64_MIN && k <= g->bucket[gi]) { /* the open tick (or earlier) */
-        g->cpu[gi] += cpu;
+    if (grid->bucket[gi] != INT64_MIN && k <= grid->bucket[gi]) { /* the open tick (or earlier) */
+        grid->cpu[gi] += cpu;
         return;
     }
-    close_before(g, gi, k);
-    if (g->bucket[gi] == INT64_MIN) {
+    close_before(grid, gi, k);
+    if (grid->bucket[gi] == INT64_MIN) {
         /* an idle stretch: a zero one tick after the last row with CPU and one where the CPU
          * resumes, so the graph (lines between rows) is flat at zero in between, not a ramp */
-        if (g->emitted[gi] != INT64_MIN && g->emitted[gi] + 1 < k)
-            emit(g, gi, g->emitted[gi] + 1, 0);
-        if (g->emitted[gi] != k)
-            emit(g, gi, k, 0);
-        if (full(g, gi)) {
-            g->dropped += cpu;
+        if (grid->emitted[gi] != INT64_MIN && grid->emitted[gi] + 1 < k)
+            emit(grid, gi, grid->emitted[gi] + 1, 0);
+        if (grid->emitted[gi] != k)
+            emit(grid, gi, k, 0);
+        if (full(grid, gi)) {
+            grid->dropped += cpu;
             return;
         }
-        g->bucket[gi] = k;
+        grid->bucket[gi] = k;
     }
-    g->cpu[gi] += cpu;
+    grid->cpu[gi] += cpu;
 }
 
 static int64_t floor_div(int64_t a, int64_t b)
@@ -129,25 +129,25 @@ static int64_t floor_div(int64_t a, int64_t b)
     return a >= 0 ? a / b : -((-a + b - 1) / b);
 }
 
-void perfgroup__grid_add(struct pgc_grid *g, uint32_t gi, int64_t b, int64_t e, uint64_t cpu)
+void pgc_grid_add(struct pgc_grid *grid, uint32_t gi, int64_t b, int64_t e, uint64_t cpu)
 {
-    if (gi > g->n)
+    if (gi > grid->n)
         return;
-    int64_t iv = g->iv, k0 = floor_div(b, iv), k1 = e > b ? floor_div(e - 1, iv) : k0;
-    if (g->bucket[gi] != INT64_MIN && k0 < g->bucket[gi]) {
+    int64_t iv = grid->iv, k0 = floor_div(b, iv), k1 = e > b ? floor_div(e - 1, iv) : k0;
+    if (grid->bucket[gi] != INT64_MIN && k0 < grid->bucket[gi]) {
         /* begins before the open tick (damaged input: events of a thread are in time order):
          * what lies before it goes into it, so that every turn below writes a row */
-        if (k1 <= g->bucket[gi]) {
-            tick_add(g, gi, g->bucket[gi], cpu);
+        if (k1 <= grid->bucket[gi]) {
+            tick_add(grid, gi, grid->bucket[gi], cpu);
             return;
         }
-        k0 = g->bucket[gi];
+        k0 = grid->bucket[gi];
         b = k0 * iv;
     }
     uint64_t left = cpu;
     for (int64_t k = k0; k <= k1 && left; k++) {
-        if (full(g, gi)) { /* a span longer than the budget: the rest is not shown */
-            g->dropped += left;
+        if (full(grid, gi)) { /* a span longer than the budget: the rest is not shown */
+            grid->dropped += left;
             return;
         }
         uint64_t part = left;
@@ -156,20 +156,20 @@ void perfgroup__grid_add(struct pgc_grid *g, uint32_t gi, int64_t b, int64_t e, 
             double p = (double)cpu * (double)(hi - lo) / (double)(e - b);
             part = p > 0 ? (p < (double)left ? (uint64_t)p : left) : 0;
         }
-        tick_add(g, gi, k, part);
+        tick_add(grid, gi, k, part);
         left -= part;
     }
 }
 
-int64_t perfgroup__grid_finish(struct pgc_grid *g)
+int64_t pgc_grid_finish(struct pgc_grid *grid)
 {
     int64_t last = INT64_MIN;
-    for (uint32_t i = 0; i <= g->n; i++) {
-        close_before(g, i, INT64_MAX);
-        if (g->emitted[i] != INT64_MIN)
-            emit(g, i, g->emitted[i] + 1, 0); /* back to zero after the last row */
-        if (g->emitted[i] != INT64_MIN && g->emitted[i] * g->iv > last)
-            last = g->emitted[i] * g->iv;
+    for (uint32_t i = 0; i <= grid->n; i++) {
+        close_before(grid, i, INT64_MAX);
+        if (grid->emitted[i] != INT64_MIN)
+            emit(grid, i, grid->emitted[i] + 1, 0); /* back to zero after the last row */
+        if (grid->emitted[i] != INT64_MIN && grid->emitted[i] * grid->iv > last)
+            last = grid->emitted[i] * grid->iv;
     }
     return last;
 }

@@ -152,7 +152,7 @@ static int spool_stdin(void)
         copied += (uint64_t)n;
     }
     snprintf(stdin_path, sizeof(stdin_path), "/proc/self/fd/%d", fd);
-    perfgroup__stdin_path = stdin_path;
+    pgc_stdin_path = stdin_path;
     return 0;
 }
 
@@ -266,13 +266,13 @@ int main(int argc, char **argv)
     size_t nopen = 0;
     int status = 0;
     for (; nopen < ninputs; nopen++) {
-        if (perfgroup__file_open(&files[nopen], inputs[nopen], &err)) {
+        if (pgc_file_open(&files[nopen], inputs[nopen], &err)) {
             nopen++;
             status = PGC_EXIT_BADINPUT;
             break;
         }
         /* many inputs: only a small constant per file stays in memory until its turn */
-        if (ninputs > 1 && perfgroup__file_park(&files[nopen])) {
+        if (ninputs > 1 && pgc_file_park(&files[nopen])) {
             nopen++;
             fprintf(stderr, "perfgroup-convert: out of memory\n");
             status = PGC_EXIT_USAGE;
@@ -338,13 +338,13 @@ int main(int argc, char **argv)
         struct pgc_out *o = malloc(sizeof(*o));
         int rc = -ENOMEM, out_failed = 0;
         if (o) {
-            perfgroup__out_init(o, out);
+            pgc_out_init(o, out);
             if (fmt == FMT_GECKO)
-                rc = perfgroup__gecko_write(files, nopen, &opt, o, &err);
+                rc = pgc_gecko_write(files, nopen, &opt, o, &err);
             else if (fmt == FMT_CHROME)
-                rc = perfgroup__chrome_write(files, nopen, &opt, o, &err);
+                rc = pgc_chrome_write(files, nopen, &opt, o, &err);
             else
-                rc = perfgroup__summary_write(files, nopen, &opt, o, &err);
+                rc = pgc_summary_write(files, nopen, &opt, o, &err);
             if (o->err) { /* the output failed (ENOSPC, EIO): not the input's fault */
                 rc = -o->err;
                 out_failed = 1;
@@ -388,11 +388,11 @@ int main(int argc, char **argv)
     }
     if (!status)
         for (size_t i = 0; i < nopen; i++)
-            perfgroup__file_warnings(&files[i]);
+            pgc_file_warnings(&files[i]);
     if (status == PGC_EXIT_BADINPUT)
         fprintf(stderr, "perfgroup-convert: %s\n", err.set ? err.msg : "bad input");
     for (size_t i = 0; i < nopen; i++)
-        perfgroup__file_close(&files[i]);
+        pgc_file_close(&files[i]);
     free(files);
     free(tmp);
     free(inputs);

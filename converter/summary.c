@@ -18,22 +18,20 @@
 
 #include "pgconv.h"
 
-#define JANK PGC_JANK
 #define ROWS_SHOWN 40 /* groups per table in the text; the lighter rest one line, counted */
-#define row pgc_row /* shared with the live view (live.c): pgconv.h */
 
 struct summary {
     const struct pgc_options *opt;
     struct pgc_out *out;
     struct pgc_file *f;
     struct pgc_clock clk;
-    struct row *rows;      /* current thread, one per group of f */
-    struct row *proc;      /* current process, one per group of f */
+    struct pgc_row *rows;      /* current thread, one per group of f */
+    struct pgc_row *proc;      /* current process, one per group of f */
     uint64_t proc_cpu, proc_events;
     uint64_t thread_cpu, thread_events;
-    struct row *all;       /* overall, by group name */
+    struct pgc_row *all;       /* overall, by group name */
     uint32_t nall, cap_all;
-    struct pgc_map all_map;
+    struct pgc_hash all_map;
     uint64_t all_cpu, all_events;
     int nthreads_out, nprocs_out;
     uint64_t records_done, records_total;
@@ -45,34 +43,6 @@ struct summary {
     uint64_t tot_torn;
     uint64_t kept_events;  /* events read from the file (the detail) */
 };
-
-void perfgroup__row_add(struct pgc_row *d, const struct pgc_row *s)
-{
-    d->cpu_ns += s->cpu_ns;
-    d->wall_ns += s->wall_ns;
-    d->blocked_ns += s->blocked_ns;
-    d->activations += s->activations;
-    d->events += s->events;
-    if (s->longest_ns > d->longest_ns)
-        d->longest_ns = s->longest_ns;
-    if (s->longest_wall_ns > d->longest_wall_ns)
-        d->longest_wall_ns = s->longest_wall_ns;
-    for (int k = 0; k < JANK; k++)
-        d->jank[k] += s->jank[k];
-}
-
-void perfgroup__row_from_totals(struct pgc_row *d, const struct pgf_totals *t)
-{
-    d->cpu_ns = t->cpu_ns;
-    d->wall_ns = t->wall_ns;
-    d->blocked_ns = t->blocked_ns;
-    d->activations = t->activations;
-    d->events = t->events;
-    d->longest_ns = t->max_event_ns;
-    d->longest_wall_ns = t->max_wall_ns;
-    for (int k = 0; k < JANK; k++)
-        d->jank[k] = t->jank[k];
-}
 
 /* What the recording's header says of how CPU time was found (perfgroup/format.h). */
 static const char *cpu_time_word(const struct pgc_file *f)
@@ -112,7 +82,7 @@ static const char *tsc_scope_text(const struct pgc_file *f)
 
 static int by_cpu(const void *a, const void *b)
 {
-    const struct row *x = a, *y = b;
+    const struct pgc_row *x = a, *y = b;
     if (x->cpu_ns != y->cpu_ns)
         return x->cpu_ns < y->cpu_ns ? 1 : -1;
     return strcmp(x->name, y->name);
@@ -124,9 +94,9 @@ static double ms(uint64_t ns)
 }
 
 /* Rows with no activity are left out; the rest sorted by CPU. Returns how many. */
-static uint32_t sorted(struct row *rows, uint32_t n, struct row **out)
+static uint32_t sorted(struct pgc_row *rows, uint32_t n, struct pgc_row **out)
 {
-    struct row *s = malloc((n ? n : 1) * sizeof(*s));
+    struct pgc_row *s = malloc((n ? n : 1) * sizeof(*s));
     uint32_t k = 0;
     if (!s)
         return UINT32_MAX;
@@ -138,40 +108,40 @@ static uint32_t sorted(struct row *rows, uint32_t n, struct row **out)
     return k;
 }
 
-static void text_table(struct summary *S, const char *title, struct row *rows, uint32_t n,
+static void text_table(struct summary *S, const char *title, struct pgc_row *rows, uint32_t n,
                        uint64_t total_cpu, uint64_t events)
 {
     struct pgc_out *o = S->out;
     char b[512];
-    struct row *s;
+    struct pgc_row *s;
     uint32_t k = sorted(rows, n, &s);
     if (k == UINT32_MAX)
         return;
     /* title: its names already made safe by the callers */
     snprintf(b, sizeof(b), "\n%s — CPU %.3f ms in %" PRIu64 " events\n", title, ms(total_cpu), events);
-    perfgroup__out_str(o, b);
+    pgc_out_str(o, b);
     int hn = snprintf(b, sizeof(b), "%-24s %11s %6s %11s %11s %9s %8s %10s %10s |jank:", "group", "cpu ms",
                       "cpu%", "wall ms", "blocked ms", "activ.", "events", "max cpu", "max wall");
-    for (int j = 0; j < JANK && hn > 0 && (size_t)hn < sizeof(b) - 16; j++) {
+    for (int j = 0; j < PGC_JANK_BUCKETS && hn > 0 && (size_t)hn < sizeof(b) - 16; j++) {
         char lab[8];
         snprintf(lab, sizeof(lab), ">%d", 1 << j);
         hn += snprintf(b + hn, sizeof(b) - (size_t)hn, "%6s", lab);
     }
-    perfgroup__out_str(o, b);
+    pgc_out_str(o, b);
     PGC_LIT(o, " ms\n");
     uint32_t shown = k > ROWS_SHOWN + 1 ? ROWS_SHOWN : k;
     for (uint32_t i = 0; i < shown; i++) {
-        const struct row *r = &s[i];
+        const struct pgc_row *r = &s[i];
         double pct = total_cpu ? 100.0 * (double)r->cpu_ns / (double)total_cpu : 0;
         char name[128];
         int n0 = snprintf(b, sizeof(b), "%-24.24s %11.3f %6.1f %11.3f %11.3f %9" PRIu64 " %8" PRIu64
-                          " %10.3f %10.3f", perfgroup__text_safe(name, sizeof(name), r->name),
+                          " %10.3f %10.3f", pgc_text_safe(name, sizeof(name), r->name),
                           ms(r->cpu_ns), pct, ms(r->wall_ns), ms(r->blocked_ns),
                           r->activations, r->events, ms(r->longest_ns), ms(r->longest_wall_ns));
         n0 += snprintf(b + n0, sizeof(b) - (size_t)n0, "%7s", "");
-        for (int j = 0; j < JANK && n0 > 0 && (size_t)n0 < sizeof(b) - 24; j++)
+        for (int j = 0; j < PGC_JANK_BUCKETS && n0 > 0 && (size_t)n0 < sizeof(b) - 24; j++)
             n0 += snprintf(b + n0, sizeof(b) - (size_t)n0, "%6" PRIu64, r->jank[j]);
-        perfgroup__out_str(o, b);
+        pgc_out_str(o, b);
         PGC_LIT(o, "\n");
     }
     if (shown < k) { /* 2,000 groups stay readable: the lighter rest on one line (--json: all) */
@@ -182,7 +152,7 @@ static void text_table(struct summary *S, const char *title, struct row *rows, u
         snprintf(label, sizeof label, "(%" PRIu32 " more groups)", k - shown);
         snprintf(b, sizeof(b), "%-24.24s %11.3f %6.1f %11.3f\n", label, ms(cpu),
                  total_cpu ? 100.0 * (double)cpu / (double)total_cpu : 0, ms(wall));
-        perfgroup__out_str(o, b);
+        pgc_out_str(o, b);
     }
     if (!k)
         PGC_LIT(o, "(no group activity)\n");
@@ -190,45 +160,45 @@ static void text_table(struct summary *S, const char *title, struct row *rows, u
 }
 
 /* "cpu_ms":…,"events":…,"groups":[…] of a thread, a process or the whole file. */
-static void json_totals(struct summary *S, struct row *rows, uint32_t n, uint64_t total_cpu,
+static void json_totals(struct summary *S, struct pgc_row *rows, uint32_t n, uint64_t total_cpu,
                         uint64_t events)
 {
     struct pgc_out *o = S->out;
     PGC_LIT(o, "\"cpu_ms\":");
-    perfgroup__out_fixed(o, (int64_t)total_cpu, 1000000);
+    pgc_out_fixed(o, (int64_t)total_cpu, 1000000);
     PGC_LIT(o, ",\"events\":");
-    perfgroup__out_u64(o, events);
+    pgc_out_u64(o, events);
     PGC_LIT(o, ",");
-    struct row *s;
+    struct pgc_row *s;
     uint32_t k = sorted(rows, n, &s);
     if (k == UINT32_MAX)
         return;
     PGC_LIT(o, "\"groups\":[");
     for (uint32_t i = 0; i < k; i++) {
-        const struct row *r = &s[i];
+        const struct pgc_row *r = &s[i];
         PGC_SEP(o, i, "\n{\"group\":");
-        perfgroup__out_json_str(o, r->name, strlen(r->name));
+        pgc_out_json_str(o, r->name, strlen(r->name));
         PGC_LIT(o, ",\"cpu_ms\":");
-        perfgroup__out_fixed(o, (int64_t)r->cpu_ns, 1000000);
+        pgc_out_fixed(o, (int64_t)r->cpu_ns, 1000000);
         PGC_LIT(o, ",\"cpu_percent\":");
-        perfgroup__out_double(o, total_cpu ? 100.0 * (double)r->cpu_ns / (double)total_cpu : 0);
+        pgc_out_double(o, total_cpu ? 100.0 * (double)r->cpu_ns / (double)total_cpu : 0);
         PGC_LIT(o, ",\"wall_ms\":");
-        perfgroup__out_fixed(o, (int64_t)r->wall_ns, 1000000);
+        pgc_out_fixed(o, (int64_t)r->wall_ns, 1000000);
         PGC_LIT(o, ",\"blocked_ms\":");
-        perfgroup__out_fixed(o, (int64_t)r->blocked_ns, 1000000);
+        pgc_out_fixed(o, (int64_t)r->blocked_ns, 1000000);
         PGC_LIT(o, ",\"activations\":");
-        perfgroup__out_u64(o, r->activations);
+        pgc_out_u64(o, r->activations);
         PGC_LIT(o, ",\"events\":");
-        perfgroup__out_u64(o, r->events);
+        pgc_out_u64(o, r->events);
         PGC_LIT(o, ",\"longest_ms\":");
-        perfgroup__out_fixed(o, (int64_t)r->longest_ns, 1000000);
+        pgc_out_fixed(o, (int64_t)r->longest_ns, 1000000);
         PGC_LIT(o, ",\"longest_wall_ms\":");
-        perfgroup__out_fixed(o, (int64_t)r->longest_wall_ns, 1000000);
+        pgc_out_fixed(o, (int64_t)r->longest_wall_ns, 1000000);
         PGC_LIT(o, ",\"jank\":[");
-        for (int j = 0; j < JANK; j++) {
+        for (int j = 0; j < PGC_JANK_BUCKETS; j++) {
             if (j)
                 PGC_LIT(o, ",");
-            perfgroup__out_u64(o, r->jank[j]);
+            pgc_out_u64(o, r->jank[j]);
         }
         PGC_LIT(o, "]}");
     }
@@ -240,7 +210,7 @@ static int begin_thread(void *ctx, uint32_t ti)
 {
     struct summary *S = ctx;
     (void)ti;
-    perfgroup__clock_init(&S->clk, S->f);
+    pgc_clock_init(&S->clk, S->f);
     memset(S->rows, 0, (S->f->ngroups + 1) * sizeof(*S->rows));
     for (uint32_t i = 0; i < S->f->ngroups; i++)
         S->rows[i].name = S->f->groups[i].name;
@@ -252,43 +222,17 @@ static int on_record(void *ctx, const struct pgr_record *r)
 {
     struct summary *S = ctx;
     if ((++S->records_done & 0xffff) == 0)
-        perfgroup__progress(S->opt, S->records_done, S->records_total);
+        pgc_progress(S->opt, S->records_done, S->records_total);
     if (r->kind == PGF_REC_CLOCK) {
-        perfgroup__clock_update(&S->clk, S->f, r);
+        pgc_clock_update(&S->clk, S->f, r);
         return 0;
     }
     if (r->kind != PGF_REC_EVENT)
         return 0;
     S->thread_cpu += r->u.event.cpu_ns;
     S->thread_events++;
-    perfgroup__rows_add_event(S->rows, S->f, &S->clk, r);
+    pgc_rows_add_event(S->rows, S->f, &S->clk, r);
     return 0;
-}
-
-/* One event's groups into rows (one per group of f): shared with the live view (live.c). */
-void perfgroup__rows_add_event(struct pgc_row *rows, const struct pgc_file *f,
-                               const struct pgc_clock *clk, const struct pgr_record *r)
-{
-    for (uint32_t i = 0; i < r->u.event.ngroups; i++) {
-        const struct pgr_event_group *eg = &r->u.event.groups[i];
-        uint32_t gi = perfgroup__group_index(f, eg->group_id);
-        if (gi == UINT32_MAX)
-            continue;
-        struct row *w = &rows[gi];
-        uint64_t wall = (uint64_t)perfgroup__ticks_ns(clk, eg->cycles);
-        w->cpu_ns += eg->cpu_ns;
-        w->wall_ns += wall;
-        w->blocked_ns += wall > eg->cpu_ns ? wall - eg->cpu_ns : 0;
-        w->activations += eg->activations;
-        w->events++;
-        if (eg->cpu_ns > w->longest_ns)
-            w->longest_ns = eg->cpu_ns;
-        if (wall > w->longest_wall_ns)
-            w->longest_wall_ns = wall;
-        for (int k = 0; k < JANK; k++)
-            if (eg->cpu_ns > (1000000ull << k))
-                w->jank[k]++;
-    }
 }
 
 /* The thread in S->rows (thread_cpu, thread_events) into the process's and the overall
@@ -298,19 +242,19 @@ static int emit_thread(struct summary *S, uint32_t tid, const char *tname)
     struct pgc_out *o = S->out;
     for (uint32_t i = 0; i < S->f->ngroups; i++) {
         const char *name = S->rows[i].name;
-        uint64_t h = perfgroup__hash_bytes(name, strlen(name));
+        uint64_t h = pgc_hash_bytes(name, strlen(name));
         uint32_t v;
         /* names are unique per file; across files equal names add up */
-        if (!perfgroup__map_get(&S->all_map, h, &v) || strcmp(S->all[v].name, name) != 0) {
+        if (!pgc_hash_get(&S->all_map, h, &v) || strcmp(S->all[v].name, name) != 0) {
             if (S->nall == S->cap_all) { /* doubling: a row at a time was quadratic */
                 uint32_t nc = S->cap_all ? S->cap_all * 2 : 64;
-                struct row *na = realloc(S->all, (size_t)nc * sizeof(*na));
+                struct pgc_row *na = realloc(S->all, (size_t)nc * sizeof(*na));
                 if (!na)
                     return -1;
                 S->all = na;
                 S->cap_all = nc;
             }
-            if (perfgroup__map_put(&S->all_map, h, S->nall))
+            if (pgc_hash_put(&S->all_map, h, S->nall))
                 return -1;
             memset(&S->all[S->nall], 0, sizeof(*S->all));
             /* a copy: the file's definitions are freed after its turn (file_repark) */
@@ -318,8 +262,8 @@ static int emit_thread(struct summary *S, uint32_t tid, const char *tname)
                 return -1;
             v = S->nall++;
         }
-        perfgroup__row_add(&S->all[v], &S->rows[i]);
-        perfgroup__row_add(&S->proc[i], &S->rows[i]);
+        pgc_row_add(&S->all[v], &S->rows[i]);
+        pgc_row_add(&S->proc[i], &S->rows[i]);
     }
     S->all_cpu += S->thread_cpu;
     S->proc_cpu += S->thread_cpu;
@@ -327,17 +271,17 @@ static int emit_thread(struct summary *S, uint32_t tid, const char *tname)
     S->all_events += S->thread_events;
     if (S->opt->summary_json) {
         PGC_SEP(o, S->nthreads_out, "\n{\"tid\":");
-        perfgroup__out_u64(o, tid);
+        pgc_out_u64(o, tid);
         PGC_LIT(o, ",\"name\":");
-        perfgroup__out_json_str(o, tname, strlen(tname));
+        pgc_out_json_str(o, tname, strlen(tname));
         PGC_LIT(o, ",");
         json_totals(S, S->rows, S->f->ngroups, S->thread_cpu, S->thread_events);
         PGC_LIT(o, "}");
     } else if (S->thread_events) { /* a thread with no event (markers only) has no rows */
         char title[600], prog[256], tn[256];
         snprintf(title, sizeof(title), "%s (pid %u) thread %s (tid %u)",
-                 perfgroup__text_safe(prog, sizeof(prog), S->f->program), S->f->pid,
-                 perfgroup__text_safe(tn, sizeof(tn), tname), tid);
+                 pgc_text_safe(prog, sizeof(prog), S->f->program), S->f->pid,
+                 pgc_text_safe(tn, sizeof(tn), tname), tid);
         text_table(S, title, S->rows, S->f->ngroups, S->thread_cpu, S->thread_events);
     }
     if (S->opt->summary_json || S->thread_events)
@@ -382,7 +326,7 @@ static int totals_threads(struct summary *S)
         S->thread_cpu = S->thread_events = 0;
         for (; i < S->ntot && all[i].thread == th; i++) {
             const struct pgf_totals *t = &all[i].t;
-            uint32_t gi = perfgroup__group_index(f, all[i].group);
+            uint32_t gi = pgc_group_index(f, all[i].group);
             if (gi == UINT32_MAX)
                 continue;
             if (f->groups[gi].kind == 0) { /* PERFGROUP_KIND_TOP: the whole of every event */
@@ -390,13 +334,13 @@ static int totals_threads(struct summary *S)
                 S->thread_events += t->events;
                 continue;
             }
-            perfgroup__row_from_totals(&S->rows[gi], t);
+            pgc_row_from_totals(&S->rows[gi], t);
         }
         uint32_t tid = 0, idx;
         char name[96];
         if (th == 0) {
             snprintf(name, sizeof name, "ended threads (%u folded)", f->hdr.threads_folded);
-        } else if (perfgroup__map_get(&f->thread_ids, th, &idx)) {
+        } else if (pgc_hash_get(&f->thread_ids, th, &idx)) {
             tid = f->threads[idx].tid;
             snprintf(name, sizeof name, "%s", f->threads[idx].name);
         } else {
@@ -426,7 +370,7 @@ static void coverage(struct summary *S, char *b, size_t n)
  * not in the tables above (those hold committed events only). */
 static void out_ms(struct pgc_out *out, uint64_t ns)
 {
-    perfgroup__out_fixed(out, (int64_t)(ns > INT64_MAX ? INT64_MAX : ns), 1000000);
+    pgc_out_fixed(out, (int64_t)(ns > INT64_MAX ? INT64_MAX : ns), 1000000);
 }
 
 static void unfinished_json(struct pgc_out *out, const struct pgc_file *f)
@@ -435,11 +379,11 @@ static void unfinished_json(struct pgc_out *out, const struct pgc_file *f)
     for (size_t i = 0; i < f->nunfinished; i++) {
         const struct pgc_unfinished *u = &f->unfinished[i];
         PGC_SEP(out, i, "{\"tid\":");
-        perfgroup__out_u64(out, u->tid);
+        pgc_out_u64(out, u->tid);
         const char *text[2] = {u->thread_name, u->event};
         for (int k = 0; k < 2; k++) {
-            perfgroup__out_str(out, k ? ",\"event\":" : ",\"thread\":");
-            perfgroup__out_json_str(out, text[k], strlen(text[k]));
+            pgc_out_str(out, k ? ",\"event\":" : ",\"thread\":");
+            pgc_out_json_str(out, text[k], strlen(text[k]));
         }
         PGC_LIT(out, ",\"begin_ms\":");
         out_ms(out, u->begin_ns);
@@ -453,12 +397,12 @@ static void unfinished_json(struct pgc_out *out, const struct pgc_file *f)
         /* its groups so far: running ones first (innermost first), then those that stopped */
         PGC_LIT(out, ",\"groups\":[");
         for (unsigned k = 0; k < u->slot.ngroups; k++) {
-            uint32_t gi = perfgroup__group_index(f, u->slot.group[k]);
+            uint32_t gi = pgc_group_index(f, u->slot.group[k]);
             char unk[32];
             snprintf(unk, sizeof unk, "group %u", u->slot.group[k]);
             const char *gn = gi < f->ngroups ? f->groups[gi].name : unk;
             PGC_SEP(out, k, "{\"group\":");
-            perfgroup__out_json_str(out, gn, strlen(gn));
+            pgc_out_json_str(out, gn, strlen(gn));
             if (k < u->slot.nrunning)
                 PGC_LIT(out, ",\"running\":true}");
             else
@@ -479,19 +423,19 @@ static void unfinished_text(struct pgc_out *out, const struct pgc_file *f)
         char b[1200], tn[70], ev[70], cpu[40] = "CPU not known", gl[600], gs[620];
         if (u->cpu_known)
             snprintf(cpu, sizeof cpu, "CPU %.3f ms", (double)u->cpu_ns / 1e6);
-        perfgroup__open_groups(f, &u->slot, gl, sizeof gl);
+        pgc_open_groups(f, &u->slot, gl, sizeof gl);
         snprintf(b, sizeof b, "unfinished: event \"%s\" on thread %s (tid %u), began at %.3f ms, "
                  "open %.3f ms when last written, %s, groups: %s (not in the tables)\n",
-                 perfgroup__text_safe(ev, sizeof ev, u->event),
-                 perfgroup__text_safe(tn, sizeof tn, u->thread_name), u->tid,
+                 pgc_text_safe(ev, sizeof ev, u->event),
+                 pgc_text_safe(tn, sizeof tn, u->thread_name), u->tid,
                  (double)u->begin_ns / 1e6, (double)u->wall_ns / 1e6, cpu,
-                 gl[0] ? perfgroup__text_safe(gs, sizeof gs, gl) : "none yet");
-        perfgroup__out_str(out, b);
+                 gl[0] ? pgc_text_safe(gs, sizeof gs, gl) : "none yet");
+        pgc_out_str(out, b);
     }
 }
 
-int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct pgc_options *opt,
-                             struct pgc_out *out, struct pgc_error *err)
+int pgc_summary_write(struct pgc_file *files, size_t nfiles, const struct pgc_options *opt,
+                      struct pgc_out *out, struct pgc_error *err)
 {
     static const struct pgc_stream_cb cb = {begin_thread, on_record, end_thread};
     struct summary S;
@@ -506,7 +450,7 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
         PGC_LIT(out, "{\"processes\":[");
     for (size_t i = 0; i < nfiles && !rc; i++) {
         struct pgc_file *f = &files[i];
-        if (perfgroup__file_unpark(f, err)) {
+        if (pgc_file_unpark(f, err)) {
             rc = -1;
             break;
         }
@@ -525,71 +469,71 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
         S.nthreads_out = 0;
         if (opt->summary_json) {
             PGC_SEP(out, i, "\n{\"pid\":");
-            perfgroup__out_u64(out, f->pid);
+            pgc_out_u64(out, f->pid);
             PGC_LIT(out, ",\"ppid\":");
-            perfgroup__out_u64(out, f->ppid);
+            pgc_out_u64(out, f->ppid);
             PGC_LIT(out, ",\"program\":");
-            perfgroup__out_json_str(out, f->program, strlen(f->program));
+            pgc_out_json_str(out, f->program, strlen(f->program));
             PGC_LIT(out, ",\"file\":");
-            perfgroup__out_json_str(out, f->path, strlen(f->path));
+            pgc_out_json_str(out, f->path, strlen(f->path));
             PGC_LIT(out, ",\"mode\":\"");
-            perfgroup__out_str(out, f->mode == PGF_MODE_TRACE ? "trace" : "stats");
+            pgc_out_str(out, f->mode == PGF_MODE_TRACE ? "trace" : "stats");
             PGC_LIT(out, "\",\"complete\":");
-            perfgroup__out_str(out, f->not_closed ? "false" : "true");
+            pgc_out_str(out, f->not_closed ? "false" : "true");
             PGC_LIT(out, ",\"records_dropped\":");
-            perfgroup__out_u64(out, f->hdr.records_dropped);
+            pgc_out_u64(out, f->hdr.records_dropped);
             PGC_LIT(out, ",\"cpu_time\":\"");
-            perfgroup__out_str(out, cpu_time_word(f));
+            pgc_out_str(out, cpu_time_word(f));
             PGC_LIT(out, "\",\"tsc_scope\":\"");
-            perfgroup__out_str(out, tsc_scope_word(f));
+            pgc_out_str(out, tsc_scope_word(f));
             PGC_LIT(out, "\"");
             PGC_LIT(out, ",\"threads\":[");
         } else {
             char b[700], path[256], prog[256];
             snprintf(b, sizeof(b), "%s%s: %s, pid %u (parent %u), %s mode%s", i ? "\n" : "",
-                     perfgroup__text_safe(path, sizeof(path), f->path),
-                     perfgroup__text_safe(prog, sizeof(prog), f->program), f->pid, f->ppid,
+                     pgc_text_safe(path, sizeof(path), f->path),
+                     pgc_text_safe(prog, sizeof(prog), f->program), f->pid, f->ppid,
                      f->mode == PGF_MODE_TRACE ? "trace" : "stats",
                      f->not_closed ? ", NOT CLOSED (cut by a crash or kill)" : "");
-            perfgroup__out_str(out, b);
+            pgc_out_str(out, b);
             if (f->hdr.records_dropped) {
                 snprintf(b, sizeof(b), ", %" PRIu64 " records dropped", f->hdr.records_dropped);
-                perfgroup__out_str(out, b);
+                pgc_out_str(out, b);
             }
             PGC_LIT(out, "\n");
             snprintf(b, sizeof(b), "CPU time per group: %s; stopwatches across CPUs: %s; "
                      "jank and max: CPU time per event\n", cpu_time_text(f), tsc_scope_text(f));
-            perfgroup__out_str(out, b);
+            pgc_out_str(out, b);
         }
         S.ntot = pgr_totals(f->r, &S.tot, &S.tot_torn);
         if (!S.ntot)
             S.tot = NULL; /* an older file: the tables are the sums of its events */
         S.kept_events = 0;
-        rc = perfgroup__file_stream(f, &cb, &S, err);
+        rc = pgc_file_stream(f, &cb, &S, err);
         if (!rc && S.tot)
             rc = totals_threads(&S);
         /* the process as a whole (all its threads) */
         /* what the file's damage cost, known once it is read (chunks_corrupt, clipped) */
         if (opt->summary_json) {
             PGC_LIT(out, "],\"chunks_corrupt\":");
-            perfgroup__out_u64(out, f->counts.chunks_corrupt);
+            pgc_out_u64(out, f->counts.chunks_corrupt);
             PGC_LIT(out, ",\"records_clipped\":");
-            perfgroup__out_u64(out, f->counts.clipped);
+            pgc_out_u64(out, f->counts.clipped);
             PGC_LIT(out, ",\"records_clipped_first_offset\":");
-            perfgroup__out_u64(out, f->counts.clipped_offset);
+            pgc_out_u64(out, f->counts.clipped_offset);
             struct pgc_overhead ov;
-            perfgroup__overhead(f, &ov);
+            pgc_overhead_of(f, &ov);
             PGC_LIT(out, ",\"overhead\":");
-            perfgroup__out_overhead_json(out, &ov);
+            pgc_out_overhead_json(out, &ov);
             unfinished_json(out, f);
             PGC_LIT(out, ",\"totals\":\"");
-            perfgroup__out_str(out, S.tot ? "whole run" : "events kept");
+            pgc_out_str(out, S.tot ? "whole run" : "events kept");
             PGC_LIT(out, "\",\"events_kept\":");
-            perfgroup__out_u64(out, S.kept_events);
+            pgc_out_u64(out, S.kept_events);
             PGC_LIT(out, ",\"threads_folded\":");
-            perfgroup__out_u64(out, f->hdr.threads_folded);
+            pgc_out_u64(out, f->hdr.threads_folded);
             PGC_LIT(out, ",\"totals_lost\":");
-            perfgroup__out_u64(out, f->hdr.totals_lost + S.tot_torn);
+            pgc_out_u64(out, f->hdr.totals_lost + S.tot_torn);
             PGC_LIT(out, ",");
             json_totals(&S, S.proc, f->ngroups, S.proc_cpu, S.proc_events);
             PGC_LIT(out, "}");
@@ -597,7 +541,7 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
             if (S.nthreads_out > 1) {
                 char title[600], prog[256];
                 snprintf(title, sizeof(title), "%s (pid %u), all %d threads",
-                         perfgroup__text_safe(prog, sizeof(prog), f->program), f->pid,
+                         pgc_text_safe(prog, sizeof(prog), f->program), f->pid,
                          S.nthreads_out);
                 text_table(&S, title, S.proc, f->ngroups, S.proc_cpu, S.proc_events);
             }
@@ -605,39 +549,39 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
             if (S.tot) {
                 coverage(&S, b, sizeof b - 1);
                 strcat(b, "\n");
-                perfgroup__out_str(out, b);
+                pgc_out_str(out, b);
             }
             if (f->hdr.totals_lost + S.tot_torn) {
                 snprintf(b, sizeof(b), "totals short: %" PRIu64 " commit(s) found no totals slot "
                          "(raise PERFGROUP_TOTALS)\n", f->hdr.totals_lost + S.tot_torn);
-                perfgroup__out_str(out, b);
+                pgc_out_str(out, b);
             }
             struct pgc_overhead ov;
-            perfgroup__overhead(f, &ov);
+            pgc_overhead_of(f, &ov);
             if (ov.any) {
                 char t[320];
-                perfgroup__overhead_text(t, sizeof(t), &ov);
+                pgc_overhead_text(t, sizeof(t), &ov);
                 snprintf(b, sizeof(b), "runtime overhead: %s\n", t);
-                perfgroup__out_str(out, b);
+                pgc_out_str(out, b);
             }
             unfinished_text(out, f);
             if (f->counts.chunks_corrupt) {
                 snprintf(b, sizeof(b), "damaged: %" PRIu64 " sealed chunk(s) failed their "
                          "CRC-32C: skipped, their records not counted above\n", f->counts.chunks_corrupt);
-                perfgroup__out_str(out, b);
+                pgc_out_str(out, b);
             }
             if (f->counts.clipped) {
                 snprintf(b, sizeof(b), "damaged: %" PRIu64 " record time(s) beyond the file's "
                          "clocks clipped (first at byte %" PRIu64 ")\n", f->counts.clipped,
                          f->counts.clipped_offset);
-                perfgroup__out_str(out, b);
+                pgc_out_str(out, b);
             }
         }
         free(S.rows);
         free(S.proc);
         S.rows = NULL;
         S.proc = NULL;
-        perfgroup__file_repark(f);
+        pgc_file_repark(f);
     }
     if (!rc) {
         if (opt->summary_json) {
@@ -648,11 +592,11 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
             text_table(&S, "overall", S.all, S.nall, S.all_cpu, S.all_events);
         }
     }
-    perfgroup__progress(opt, S.records_total, S.records_total);
+    pgc_progress(opt, S.records_total, S.records_total);
     for (size_t i = 0; i < S.nall; i++)
         free((char *)S.all[i].name);
     free(S.all);
-    perfgroup__map_free(&S.all_map);
+    pgc_hash_free(&S.all_map);
     if (rc == -ENOMEM || rc > 0) {
         if (!err->set) {
             err->set = 1;
@@ -662,6 +606,6 @@ int perfgroup__summary_write(struct pgc_file *files, size_t nfiles, const struct
     }
     if (rc)
         return -1;
-    perfgroup__out_flush(out);
+    pgc_out_flush(out);
     return out->err ? -out->err : 0;
 }

@@ -68,7 +68,7 @@ def main(argv):
         return 1
     build = argv[1]
     rounds = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 7
-    tool = os.path.join(build, "converter", "perfgroup")
+    tool = os.path.join(build, "live", "perfgroup")
     live = os.path.join(build, "tests", "live")
     programs = [
         ("demo loop, stats", [os.path.join(live, "live_eventloop"), "300"], "stats"),

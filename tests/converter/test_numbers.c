@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_numbers.c — the converter's number writers (converter/util.c) against printf: every
+ * test_numbers.c — the converter's number writers (shared/util.c) against printf: every
  * time, duration and CPU figure in the Gecko, Chrome and summary outputs goes through them.
  */
 #include <inttypes.h>
@@ -26,7 +26,7 @@ static void u64(uint64_t v)
     char want[32];
     snprintf(want, sizeof(want), "%" PRIu64, v);
     o.len = 0;
-    perfgroup__out_u64(&o, v);
+    pgc_out_u64(&o, v);
     expect("out_u64", want);
 }
 
@@ -43,7 +43,7 @@ static void fixed(int64_t v, int64_t div, int decimals)
             want[--n] = '\0';
     }
     o.len = 0;
-    perfgroup__out_fixed(&o, v, div);
+    pgc_out_fixed(&o, v, div);
     expect("out_fixed", want);
 }
 

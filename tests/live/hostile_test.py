@@ -42,7 +42,7 @@ from live_test import fail, skip, verdict, workdir  # noqa: E402
 PERFGROUP = os.environ.get("LIVE_PERFGROUP", "perfgroup")
 NAMES = os.environ.get("LIVE_NAMES", "")
 
-# the server's limits (converter/metrics.c): the whole request within REQUEST_S of accept
+# the server's limits (live/http.c): the whole request within REQUEST_S of accept
 REQUEST_S = 5.0
 MAX_CONNS = 64
 # a hostile client may add at most this to a scrape (issue 28), beyond the scrape's own cost

@@ -30,7 +30,7 @@ program with PERFGROUP_TEXT and reads each function's file group from the trace)
                   exit 2, nothing on stdout
 
     mapfile_test.py --cc gcc|clang --compiler gcc-12 --plugin P --runtime libperfgroup.so \
-        --include include --tool build/converter/perfgroup --workdir DIR CASE
+        --include include --tool build/live/perfgroup --workdir DIR CASE
 Exit status: 0 pass, 1 fail, 77 skipped.
 """
 import argparse

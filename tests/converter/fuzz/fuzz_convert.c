@@ -51,18 +51,18 @@ static void convert(const char *path, int which)
     int rc = 0;
     memset(f, 0, sizeof(f));
     for (; opened < n && rc == 0; opened++)
-        rc = perfgroup__file_open(&f[opened], path, &err);
+        rc = pgc_file_open(&f[opened], path, &err);
     if (rc == 0) {
         struct pgc_out *o = malloc(sizeof(*o));
         if (o) {
             sink_bytes = 0;
-            perfgroup__out_init(o, sink);
+            pgc_out_init(o, sink);
             if (which == 0 || which == 4)
-                perfgroup__gecko_write(f, n, &opt, o, &err);
+                pgc_gecko_write(f, n, &opt, o, &err);
             else if (which == 3)
-                perfgroup__chrome_write(f, n, &opt, o, &err);
+                pgc_chrome_write(f, n, &opt, o, &err);
             else
-                perfgroup__summary_write(f, n, &opt, o, &err);
+                pgc_summary_write(f, n, &opt, o, &err);
             fflush(sink);
             uint64_t in = 0;
             for (size_t i = 0; i < n; i++)
@@ -77,7 +77,7 @@ static void convert(const char *path, int which)
         }
     }
     for (size_t i = 0; i < opened; i++)
-        perfgroup__file_close(&f[i]);
+        pgc_file_close(&f[i]);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,15 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * util.c — the small shared pieces of perfgroup-convert: a u64 hash map, a buffered writer
- * with JSON number/string formatting, the tsc -> time mapping, C++ demangling and the
- * progress line.
+ * util.c — the small pieces both programs share: a u64 hash map, a buffered writer with JSON
+ * number/string formatting and UTF-8 text for terminals, and C++ demangling.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pgconv.h"
+#include "pgshared.h"
 
 /* ---- Hash map ------------------------------------------------------------------------ */
 #define EMPTY UINT64_MAX
@@ -24,7 +23,7 @@ static uint64_t mix(uint64_t x)
     return x;
 }
 
-uint64_t perfgroup__hash_bytes(const void *p, size_t n)
+uint64_t pgc_hash_bytes(const void *p, size_t n)
 {
     const unsigned char *s = p;
     uint64_t h = 1469598103934665603ull;
@@ -35,14 +34,14 @@ uint64_t perfgroup__hash_bytes(const void *p, size_t n)
     return mix(h) & ~(1ull << 63); /* never EMPTY */
 }
 
-void perfgroup__map_free(struct pgc_map *m)
+void pgc_hash_free(struct pgc_hash *m)
 {
     free(m->keys);
     free(m->vals);
     memset(m, 0, sizeof(*m));
 }
 
-int perfgroup__map_get(const struct pgc_map *m, uint64_t key, uint32_t *val)
+int pgc_hash_get(const struct pgc_hash *m, uint64_t key, uint32_t *val)
 {
     if (m->cap == 0)
         return 0;
@@ -57,7 +56,7 @@ int perfgroup__map_get(const struct pgc_map *m, uint64_t key, uint32_t *val)
     }
 }
 
-static int map_grow(struct pgc_map *m)
+static int map_grow(struct pgc_hash *m)
 {
     size_t ncap = m->cap ? m->cap * 2 : 64;
     uint64_t *nk = malloc(ncap * sizeof(*nk));
@@ -86,7 +85,7 @@ static int map_grow(struct pgc_map *m)
     return 0;
 }
 
-int perfgroup__map_put(struct pgc_map *m, uint64_t key, uint32_t val)
+int pgc_hash_put(struct pgc_hash *m, uint64_t key, uint32_t val)
 {
     if (key == EMPTY)
         key = EMPTY - 1; /* callers never use this value; keep the sentinel free */
@@ -108,14 +107,14 @@ int perfgroup__map_put(struct pgc_map *m, uint64_t key, uint32_t val)
 }
 
 /* ---- Writer -------------------------------------------------------------------------- */
-void perfgroup__out_init(struct pgc_out *o, FILE *f)
+void pgc_out_init(struct pgc_out *o, FILE *f)
 {
     o->f = f;
     o->len = 0;
     o->err = 0;
 }
 
-void perfgroup__out_flush(struct pgc_out *o)
+void pgc_out_flush(struct pgc_out *o)
 {
     if (!o->f) { /* a fixed buffer (marker payloads): nothing to flush to */
         o->err = ENOSPC;
@@ -126,14 +125,14 @@ void perfgroup__out_flush(struct pgc_out *o)
     o->len = 0;
 }
 
-void perfgroup__out_raw_slow(struct pgc_out *o, const char *s, size_t n)
+void pgc_out_raw_slow(struct pgc_out *o, const char *s, size_t n)
 {
     if (!o->f) { /* a full fixed buffer: drop, the payload builder checks room first */
         o->err = ENOSPC;
         return;
     }
     if (o->len + n > sizeof(o->buf)) {
-        perfgroup__out_flush(o);
+        pgc_out_flush(o);
         if (n > sizeof(o->buf)) {
             if (!o->err && fwrite(s, 1, n, o->f) != n)
                 o->err = errno ? errno : EIO;
@@ -144,19 +143,19 @@ void perfgroup__out_raw_slow(struct pgc_out *o, const char *s, size_t n)
     o->len += n;
 }
 
-void perfgroup__out_str(struct pgc_out *o, const char *s)
+void pgc_out_str(struct pgc_out *o, const char *s)
 {
-    perfgroup__out_raw(o, s, strlen(s));
+    pgc_out_raw(o, s, strlen(s));
 }
 
-void perfgroup__out_json_str(struct pgc_out *o, const char *s, size_t n)
+void pgc_out_json_str(struct pgc_out *o, const char *s, size_t n)
 {
-    perfgroup__out_raw(o, "\"", 1);
-    perfgroup__out_json_chars(o, s, n);
-    perfgroup__out_raw(o, "\"", 1);
+    pgc_out_raw(o, "\"", 1);
+    pgc_out_json_chars(o, s, n);
+    pgc_out_raw(o, "\"", 1);
 }
 
-size_t perfgroup__utf8_len(const unsigned char *s, size_t n)
+size_t pgc_utf8_len(const unsigned char *s, size_t n)
 {
     unsigned c = s[0];
     size_t len;
@@ -185,37 +184,37 @@ size_t perfgroup__utf8_len(const unsigned char *s, size_t n)
 
 /* Any bytes become a valid JSON string body: control characters, '"' and '\\' escaped, a
  * byte that does not start a valid UTF-8 sequence replaced by U+FFFD. */
-void perfgroup__out_json_chars(struct pgc_out *o, const char *s, size_t n)
+void pgc_out_json_chars(struct pgc_out *o, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
     size_t run = 0;
     for (size_t i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
         if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f) {
-            size_t l = c < 0x80 ? 1 : perfgroup__utf8_len((const unsigned char *)s + i, n - i);
+            size_t l = c < 0x80 ? 1 : pgc_utf8_len((const unsigned char *)s + i, n - i);
             if (l) {
                 i += l;
                 continue;
             }
-            perfgroup__out_raw(o, s + run, i - run);
-            perfgroup__out_raw(o, "\xef\xbf\xbd", 3); /* U+FFFD */
+            pgc_out_raw(o, s + run, i - run);
+            pgc_out_raw(o, "\xef\xbf\xbd", 3); /* U+FFFD */
             run = ++i;
             continue;
         }
-        perfgroup__out_raw(o, s + run, i - run);
+        pgc_out_raw(o, s + run, i - run);
         run = ++i;
         char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
         if (c == '"' || c == '\\') {
             e[1] = (char)c;
-            perfgroup__out_raw(o, e, 2);
+            pgc_out_raw(o, e, 2);
         } else {
-            perfgroup__out_raw(o, e, 6);
+            pgc_out_raw(o, e, 6);
         }
     }
-    perfgroup__out_raw(o, s + run, n - run);
+    pgc_out_raw(o, s + run, n - run);
 }
 
-char *perfgroup__utf8_dup(const char *s, int controls)
+char *pgc_utf8_dup(const char *s, int controls)
 {
     size_t n = strlen(s), k = 0;
     char *d = malloc(3 * n + 1); /* a byte becomes at most 3 (U+FFFD) */
@@ -223,7 +222,7 @@ char *perfgroup__utf8_dup(const char *s, int controls)
         return NULL;
     for (size_t i = 0; i < n;) {
         const unsigned char *u = (const unsigned char *)s + i;
-        size_t l = perfgroup__utf8_len(u, n - i);
+        size_t l = pgc_utf8_len(u, n - i);
         int control = l == 1 ? u[0] < 0x20 || u[0] == 0x7f : l == 2 && u[0] == 0xc2 && u[1] < 0xa0;
         if (l && !(controls && control)) {
             memcpy(d + k, u, l);
@@ -239,13 +238,13 @@ char *perfgroup__utf8_dup(const char *s, int controls)
     return d;
 }
 
-const char *perfgroup__text_safe(char *dst, size_t cap, const char *s)
+const char *pgc_text_safe(char *dst, size_t cap, const char *s)
 {
     static const char hex[] = "0123456789abcdef";
     size_t n = strlen(s), k = 0;
     for (size_t i = 0; i < n && k + 5 < cap;) {
         const unsigned char *u = (const unsigned char *)s + i;
-        size_t l = u[0] >= 0x20 && u[0] != 0x7f ? perfgroup__utf8_len(u, n - i) : 0;
+        size_t l = u[0] >= 0x20 && u[0] != 0x7f ? pgc_utf8_len(u, n - i) : 0;
         /* U+0080..U+009F (C2 80..C2 9F) are C1 controls: CSI is one of them */
         if (l && !(l == 2 && u[0] == 0xc2 && u[1] < 0xa0) && u[0] != '\\') {
             if (k + l + 1 > cap)
@@ -313,30 +312,30 @@ static char *put_digits(char *w, uint64_t v, unsigned n)
     return w + n;
 }
 
-void perfgroup__out_u64(struct pgc_out *o, uint64_t v)
+void pgc_out_u64(struct pgc_out *o, uint64_t v)
 {
     if (o->len + 20 > sizeof(o->buf))
-        perfgroup__out_flush(o);
+        pgc_out_flush(o);
     if (o->len + 20 > sizeof(o->buf))
         return; /* a writer used as a fixed buffer (payloads): full */
     o->len = (size_t)(put_digits(o->buf + o->len, v, ndigits(v)) - o->buf);
 }
 
-void perfgroup__out_i64(struct pgc_out *o, int64_t v)
+void pgc_out_i64(struct pgc_out *o, int64_t v)
 {
     if (v < 0) {
-        perfgroup__out_raw(o, "-", 1);
-        perfgroup__out_u64(o, (uint64_t)0 - (uint64_t)v);
+        pgc_out_raw(o, "-", 1);
+        pgc_out_u64(o, (uint64_t)0 - (uint64_t)v);
     } else {
-        perfgroup__out_u64(o, (uint64_t)v);
+        pgc_out_u64(o, (uint64_t)v);
     }
 }
 
-void perfgroup__out_fixed(struct pgc_out *o, int64_t v, int64_t div)
+void pgc_out_fixed(struct pgc_out *o, int64_t v, int64_t div)
 {
     uint64_t a = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
     if (o->len + 48 > sizeof(o->buf))
-        perfgroup__out_flush(o);
+        pgc_out_flush(o);
     if (o->len + 48 > sizeof(o->buf))
         return;
     char *w = o->buf + o->len;
@@ -368,60 +367,13 @@ void perfgroup__out_fixed(struct pgc_out *o, int64_t v, int64_t div)
     o->len = (size_t)(w - o->buf);
 }
 
-void perfgroup__out_double(struct pgc_out *o, double v)
+void pgc_out_double(struct pgc_out *o, double v)
 {
     char b[40];
     if (v != v || v > 1e300 || v < -1e300)
         v = 0; /* JSON has no NaN/Infinity */
     int n = snprintf(b, sizeof(b), "%.6g", v);
-    perfgroup__out_raw(o, b, (size_t)n);
-}
-
-/* Times are kept within +-2^61 ns (73 years) and durations within 2^61 ns, so any sum or
- * difference of two of them fits in int64_t: a damaged timestamp gives a wrong time, never
- * undefined arithmetic. */
-#define NS_LIMIT ((double)(1ll << 61))
-
-static int64_t clamp_ns(double v)
-{
-    if (v != v)
-        return 0;
-    if (v > NS_LIMIT)
-        return 1ll << 61;
-    if (v < -NS_LIMIT)
-        return -(1ll << 61);
-    return (int64_t)v;
-}
-
-/* ---- Clock --------------------------------------------------------------------------- */
-void perfgroup__clock_init(struct pgc_clock *c, const struct pgc_file *f)
-{
-    c->ref_tsc = f->start_tsc;
-    c->ref_ns = 0;
-    if (f->hdr.clock == PGF_CLOCK_MONOTONIC || f->tsc_hz == 0)
-        c->ns_per_tick = 1.0;
-    else
-        c->ns_per_tick = 1e9 / (double)f->tsc_hz;
-}
-
-void perfgroup__clock_update(struct pgc_clock *c, const struct pgc_file *f,
-                             const struct pgr_record *r)
-{
-    if (r->kind != PGF_REC_CLOCK || r->u.clock.monotonic_ns == 0 || f->hdr.clock == PGF_CLOCK_MONOTONIC)
-        return;
-    c->ref_tsc = r->u.clock.tsc;
-    c->ref_ns = clamp_ns((double)r->u.clock.monotonic_ns - (double)f->start_monotonic_ns);
-}
-
-int64_t perfgroup__clock_ns(const struct pgc_clock *c, uint64_t tsc)
-{
-    double d = (double)(int64_t)(tsc - c->ref_tsc) * c->ns_per_tick;
-    return clamp_ns((double)c->ref_ns + d);
-}
-
-int64_t perfgroup__ticks_ns(const struct pgc_clock *c, uint64_t ticks)
-{
-    return clamp_ns((double)ticks * c->ns_per_tick);
+    pgc_out_raw(o, b, (size_t)n);
 }
 
 /* ---- Demangling ---------------------------------------------------------------------- */
@@ -433,7 +385,7 @@ int64_t perfgroup__ticks_ns(const struct pgc_clock *c, uint64_t ticks)
  */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
-char *perfgroup__demangle(const char *name)
+char *pgc_demangle(const char *name)
 {
     if (!name || name[0] != '_' || name[1] != 'Z')
         return NULL;
@@ -444,18 +396,4 @@ char *perfgroup__demangle(const char *name)
         return NULL;
     }
     return d;
-}
-
-/* ---- Progress ------------------------------------------------------------------------ */
-void perfgroup__progress(const struct pgc_options *opt, uint64_t done, uint64_t total)
-{
-    static unsigned last = 1000;
-    if (!opt->progress || total == 0)
-        return;
-    unsigned pct = (unsigned)(done * 100 / total);
-    if (pct == last)
-        return;
-    last = pct;
-    fprintf(stderr, "\rperfgroup-convert: %3u%% (%" PRIu64 " of %" PRIu64 " records)%s", pct,
-            done, total, done >= total ? "\n" : "");
 }

@@ -86,7 +86,7 @@ static int update(struct top_file *t, const struct pgl_file *f, int64_t now)
         return -1;
     }
     uint64_t cpu, events;
-    perfgroup__live_file_totals(f, cur, &cpu, &events);
+    pgl_file_totals(f, cur, &cpu, &events);
     /* the first interval starts with the process (same CLOCK_MONOTONIC, system-wide) */
     int64_t from = t->prev_ns ? t->prev_ns : f->start_monotonic_ns;
     if (from <= 0 || from > now || (!t->prev_ns && f->final))
@@ -100,7 +100,7 @@ static int update(struct top_file *t, const struct pgl_file *f, int64_t now)
             d[g].blocked_ns -= p->blocked_ns;
             d[g].activations -= p->activations;
             d[g].events -= p->events;
-            for (int k = 0; k < PGC_JANK; k++)
+            for (int k = 0; k < PGC_JANK_BUCKETS; k++)
                 d[g].jank[k] -= p->jank[k];
         }
     }
@@ -132,12 +132,12 @@ static int by_interval(const void *a, const void *b)
  * characters and padded to it (0: whole). */
 static void put_name(FILE *o, const char *s, int width)
 {
-    char *c = perfgroup__utf8_dup(s ? s : "?", 1);
+    char *c = pgc_utf8_dup(s ? s : "?", 1);
     const char *t = c ? c : "?";
     size_t n = strlen(t), i = 0;
     int cols = 0;
     while (i < n && (!width || cols < width)) {
-        size_t l = perfgroup__utf8_len((const unsigned char *)t + i, n - i);
+        size_t l = pgc_utf8_len((const unsigned char *)t + i, n - i);
         fwrite(t + i, 1, l, o);
         i += l;
         cols++;
@@ -173,7 +173,7 @@ static void show_file(FILE *o, const struct pgl_file *f, const struct top_file *
 {
     put_name(o, f->program, 0);
     fprintf(o, " pid %" PRIu32 " (parent %" PRIu32 ") — %s — ", f->pid, f->ppid,
-            perfgroup__live_state_name(f->state));
+            pgl_state_name(f->state));
     put_name(o, f->path, 0);
     fputc('\n', o);
     if (f->state == PGL_GONE)
@@ -271,7 +271,7 @@ static const char usage[] =
     "  On a terminal the table is redrawn in place (q quits); otherwise a plain block per\n"
     "  refresh, until every process has ended.\n";
 
-int perfgroup__top_main(int argc, char **argv)
+int pgl_top_main(int argc, char **argv)
 {
     double every = 1.0;
     long count = -1;
@@ -286,28 +286,28 @@ int perfgroup__top_main(int argc, char **argv)
         } else if (!strcmp(a, "-d") || !strcmp(a, "-n")) {
             char *end;
             if (++i >= argc)
-                return perfgroup__tool_usage(usage, "%s needs a number", a);
+                return pgl_usage(usage, "%s needs a number", a);
             double v = strtod(argv[i], &end);
             if (*end || (a[1] == 'd' ? !(v >= 0.1 && v <= 3600) : !(v >= 1 && v <= 1e9)))
-                return perfgroup__tool_usage(usage, "%s: bad number %s", a, argv[i]);
+                return pgl_usage(usage, "%s: bad number %s", a, argv[i]);
             if (a[1] == 'd')
                 every = v;
             else
                 count = (long)v;
         } else if (a[0] == '-' && a[1]) {
-            return perfgroup__tool_usage(usage, "unknown option %s", a);
+            return pgl_usage(usage, "unknown option %s", a);
         } else {
             char msg[700];
-            if (perfgroup__live_add(&s, a, msg, sizeof(msg))) {
+            if (pgl_set_add(&s, a, msg, sizeof(msg))) {
                 fprintf(stderr, "perfgroup top: %s\n", msg);
-                perfgroup__live_free(&s);
+                pgl_set_free(&s);
                 return PGC_EXIT_USAGE;
             }
             nargs++;
         }
     }
     if (!nargs)
-        return perfgroup__tool_usage(usage, "no recording, pid or directory");
+        return pgl_usage(usage, "no recording, pid or directory");
 
     int tty = isatty(1);
     struct termios saved;
@@ -330,7 +330,7 @@ int perfgroup__top_main(int argc, char **argv)
     size_t ntf = 0;
     int rc = 0;
     for (long round = 0; !stop && (count < 0 || round < count); round++) {
-        perfgroup__live_refresh(&s);
+        pgl_set_refresh(&s);
         if (s.nfiles > ntf) {
             struct top_file *n = realloc(tf, s.nfiles * sizeof(*n));
             if (!n) {
@@ -372,6 +372,6 @@ int perfgroup__top_main(int argc, char **argv)
         free(tf[i].delta);
     }
     free(tf);
-    perfgroup__live_free(&s);
+    pgl_set_free(&s);
     return rc;
 }

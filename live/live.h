@@ -9,7 +9,7 @@
  * each file with the shared reader (every definition, so groups and threads defined since
  * the last refresh show) and reads only the records committed since the last one
  * (pgr_set_resume, keyed by chunk seq), folding events into cumulative per-thread,
- * per-group totals with the summary's own code (perfgroup__rows_add_event). Chunks the
+ * per-group totals with the summary's own code (pgc_rows_add_event). Chunks the
  * program recycled before they were read are counted (missed), never an error. A file with
  * whole-run totals (format version 3) has its rows from them instead, at every refresh:
  * nothing missed, and a reader started late has the counters from the program's start.
@@ -45,7 +45,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "pgconv.h"
+#include "pgshared.h"
 
 enum pgl_state { PGL_LIVE, PGL_EXITED, PGL_GONE, PGL_ERROR };
 
@@ -77,7 +77,7 @@ struct pgl_file {
     uint32_t ngroups;
     struct pgl_thread *threads;
     uint32_t nthreads;
-    struct pgc_map seen, seen_next;  /* data chunk seq -> committed bytes read */
+    struct pgc_hash seen, seen_next;  /* data chunk seq -> committed bytes read */
     uint64_t records_dropped;   /* the writer's count (header) */
     uint64_t chunks_recycled;   /* the writer's count (header) */
     uint64_t chunks_missed;     /* recycled before this reader could read them */
@@ -97,10 +97,10 @@ struct pgl_set {
     size_t nfiles;
     struct pgl_dir *dirs;       /* followed directories, and those of followed files */
     size_t ndirs;
-    struct pgc_map not_ours;    /* inodes looked at: never a recording we follow */
-    struct pgc_map retry;       /* inodes skipped for now -> their ctime: looked at again once
+    struct pgc_hash not_ours;    /* inodes looked at: never a recording we follow */
+    struct pgc_hash retry;       /* inodes skipped for now -> their ctime: looked at again once
                                  * it changes (chmod, chown, written) */
-    struct pgc_map told;        /* inodes skipped -> the reason told (once per reason) */
+    struct pgc_hash told;        /* inodes skipped -> the reason told (once per reason) */
     uint64_t skipped;           /* files skipped and told */
     /* "<dir>/<name>: <why>" for each file skipped, once (names escaped: \xNN); NULL: stderr */
     void (*on_skip)(void *ctx, const char *what);
@@ -110,16 +110,22 @@ struct pgl_set {
 /* Adds what a command-line argument names: a recording file, a directory of recordings, or
  * the pid of a recording process (the recording it maps, from /proc/PID/maps). Returns 0,
  * or -1 with a message in msg. */
-int perfgroup__live_add(struct pgl_set *s, const char *arg, char *msg, size_t msglen);
+int pgl_set_add(struct pgl_set *s, const char *arg, char *msg, size_t msglen);
 /* Finds new recordings (children of followed pids, new files in followed directories),
  * then reads what is new in every file. */
-void perfgroup__live_refresh(struct pgl_set *s);
-void perfgroup__live_free(struct pgl_set *s);
+void pgl_set_refresh(struct pgl_set *s);
+void pgl_set_free(struct pgl_set *s);
 
 /* Totals of file f over its threads, one row per group (rows: f->ngroups, zeroed by the
  * caller), and the file's event CPU and events. */
-void perfgroup__live_file_totals(const struct pgl_file *f, struct pgc_row *rows,
-                                 uint64_t *cpu_ns, uint64_t *events);
-const char *perfgroup__live_state_name(enum pgl_state s);
+void pgl_file_totals(const struct pgl_file *f, struct pgc_row *rows,
+                     uint64_t *cpu_ns, uint64_t *events);
+const char *pgl_state_name(enum pgl_state s);
+
+/* find.c, for live.c: looks at directory s->dirs[di] for new recordings to follow */
+void pgl_scan_dir(struct pgl_set *s, size_t di);
+/* find.c, for live.c: process pid runs and is the one that started a recording at start_ns
+ * (CLOCK_MONOTONIC): 1 = yes, 0 = no, -1 = cannot tell */
+int pgl_writer_runs(uint32_t pid, int64_t start_ns);
 
 #endif /* PGLIVE_H */

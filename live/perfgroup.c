@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "pgconv.h"
+#include "pgshared.h"
 #include "tool.h"
 
 static const char usage[] =
@@ -25,7 +25,7 @@ static const char usage[] =
 
 static const char *cmd_name = "perfgroup";
 
-int perfgroup__tool_usage(const char *use, const char *fmt, ...)
+int pgl_usage(const char *use, const char *fmt, ...)
 {
     va_list ap;
     fprintf(stderr, "%s: ", cmd_name);
@@ -39,22 +39,22 @@ int perfgroup__tool_usage(const char *use, const char *fmt, ...)
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        return perfgroup__tool_usage(usage, "which command?");
+        return pgl_usage(usage, "which command?");
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         fputs(usage, stdout);
         return 0;
     }
     if (!strcmp(argv[1], "top")) {
         cmd_name = "perfgroup top";
-        return perfgroup__top_main(argc - 1, argv + 1);
+        return pgl_top_main(argc - 1, argv + 1);
     }
     if (!strcmp(argv[1], "metrics")) {
         cmd_name = "perfgroup metrics";
-        return perfgroup__metrics_main(argc - 1, argv + 1);
+        return pgl_metrics_main(argc - 1, argv + 1);
     }
     if (!strcmp(argv[1], "map")) {
         cmd_name = "perfgroup map";
-        return perfgroup__map_main(argc - 1, argv + 1);
+        return pgl_map_main(argc - 1, argv + 1);
     }
-    return perfgroup__tool_usage(usage, "unknown command %s", argv[1]);
+    return pgl_usage(usage, "unknown command %s", argv[1]);
 }

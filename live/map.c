@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "../common/pathmap.h"
-#include "pgconv.h"
+#include "pgshared.h"
 #include "tool.h"
 
 static const char usage[] =
@@ -430,7 +430,7 @@ static const char *shown(const char *path, const char *dir)
     return !strncmp(path, dir, n) && path[n] == '/' ? path + n + 1 : path;
 }
 
-int perfgroup__map_main(int argc, char **argv)
+int pgl_map_main(int argc, char **argv)
 {
     const char *deflt = NULL;
     int a = 1;
@@ -446,12 +446,12 @@ int perfgroup__map_main(int argc, char **argv)
         else if (!strcmp(argv[a], "--"))
             break;
         else
-            return perfgroup__tool_usage(usage, "unknown option %s", argv[a]);
+            return pgl_usage(usage, "unknown option %s", argv[a]);
     }
     if (a < argc && !strcmp(argv[a], "--"))
         a++;
     if (argc - a != 2)
-        return perfgroup__tool_usage(usage, "needs MAPFILE and compile_commands.json");
+        return pgl_usage(usage, "needs MAPFILE and compile_commands.json");
     const char *map = argv[a], *db = argv[a + 1];
 
     char cwd[PGMAP_PATH_MAX], dir[PGMAP_PATH_MAX];
@@ -473,7 +473,7 @@ int perfgroup__map_main(int argc, char **argv)
     struct json j = {text, len, 0, NULL, 0};
     struct source *src = NULL;
     size_t ns = 0;
-    struct pgc_map seen = {0}; /* hash of a source's path -> its index in src */
+    struct pgc_hash seen = {0}; /* hash of a source's path -> its index in src */
     int rc = 0;
     ws(&j);
     if (j.i >= j.n || j.s[j.i] != '[')
@@ -495,11 +495,11 @@ int perfgroup__map_main(int argc, char **argv)
                 char base[PGMAP_PATH_MAX], abs[PGMAP_PATH_MAX];
                 if (pgmap_file_path(cwd, cdir, base) < 0 || pgmap_file_path(base, file, abs) < 0)
                     snprintf(abs, sizeof abs, "%s", file); /* too long to resolve: as written */
-                uint64_t h = perfgroup__hash_bytes(abs, strlen(abs));
+                uint64_t h = pgc_hash_bytes(abs, strlen(abs));
                 uint32_t k;
-                if (!perfgroup__map_get(&seen, h, &k) || strcmp(src[k].abs, abs)) {
+                if (!pgc_hash_get(&seen, h, &k) || strcmp(src[k].abs, abs)) {
                     /* one line per file, however many commands compile it */
-                    if (perfgroup__map_put(&seen, h, (uint32_t)ns) < 0) {
+                    if (pgc_hash_put(&seen, h, (uint32_t)ns) < 0) {
                         fprintf(stderr, "perfgroup map: out of memory\n");
                         exit(PGC_EXIT_OUTPUT);
                     }
@@ -571,7 +571,7 @@ int perfgroup__map_main(int argc, char **argv)
     for (size_t k = 0; k < ns; k++)
         free(src[k].abs);
     free(src);
-    perfgroup__map_free(&seen);
+    pgc_hash_free(&seen);
     for (long i = 0; i < ne; i++) {
         free(e[i].glob);
         free(e[i].pattern);
