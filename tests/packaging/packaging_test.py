@@ -281,17 +281,25 @@ def case_compilers(A):
         raise Fail("pkg-config names a plugin for clang 15, which was not built")
 
     # A compiler without its plugin: a configure-time error that says what to do. The main
-    # build's staged install (packaging.install) has GCC 12's and Clang 14's plugins only.
-    for cc, texts in (("gcc-11", ("the C compiler is GCC 11.", "only for GCC 12",
-                                  "-DPERFGROUP_GCC=gcc-11")),
-                      ("clang-13", ("the C compiler is Clang 13.", "only for Clang 14",
-                                    "-DPERFGROUP_LLVM_CONFIG=llvm-config-13"))):
+    # build's staged install (packaging.install) has the plugins of the build's GCC and Clang
+    # only (12 and 14 by default; a one-compiler build's otherwise): a release next to them.
+    def major(cc):
+        return sh([cc, "-dumpversion"]).strip().split(".")[0]
+    have = {fam: major(COMPILERS[fam][0]) for fam in ("gcc", "clang")}
+    gcc_other = next(c for c in ("gcc-11", "gcc-12") if major(c) != have["gcc"])
+    clang_other = next(c for c in ("clang-13", "clang-14") if major(c) != have["clang"])
+    for cc, texts in ((gcc_other, (f"the C compiler is GCC {major(gcc_other)}.",
+                                   f"only for GCC {have['gcc']}", f"-DPERFGROUP_GCC={gcc_other}")),
+                      (clang_other, (f"the C compiler is Clang {major(clang_other)}.",
+                                     f"only for Clang {have['clang']}",
+                                     f"-DPERFGROUP_LLVM_CONFIG=llvm-config-{major(clang_other)}"))):
         rc, out = run(["cmake", "-S", CONSUMER, "-B", f"{w}/mismatch-{cc}",
                        f"-DCMAKE_C_COMPILER={cc}", f"-DCMAKE_PREFIX_PATH={stage_prefix(A)}"])
         flat = " ".join(out.split())
         for text in texts:
             if rc == 0 or text not in flat:
-                raise Fail(f"{cc} against GCC 12/Clang 14 plugins: expected a configure error "
+                raise Fail(f"{cc} against GCC {have['gcc']}/Clang {have['clang']} plugins: "
+                           f"expected a configure error "
                            f"with {text!r}, got exit {rc}:\n{out}")
         print(f"ok: {cc} without its plugin: configure error naming {texts[-1]}")
 
