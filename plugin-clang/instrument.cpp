@@ -90,6 +90,8 @@
  *   verbose         one note per function with a group: instrumented, or why not; with
  *                   map=, one per file: the glob that gave its group, or none
  *   weak-hooks      hooks declared weak, every call guarded: objects link without the runtime
+ *   all-functions   no call-graph elision: every instrumented function keeps its hooks (the
+ *                   profiling mode: trace mode's full call tree)
  *
  * ---- Debugging recipe ----------------------------------------------------------------------
  *   clang -fplugin=P -fplugin-arg-perfgroup-verbose -c x.c           decisions, one note each

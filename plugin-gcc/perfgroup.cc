@@ -70,13 +70,15 @@
  *   verbose           a note per function with a group: instrumented with which groups, or why
  *                     not; with map=, a note per file: the glob that gave its group, or none
  *   weak-hooks        hooks declared weak, every call guarded: objects link without the runtime
+ *   all-functions     no call-graph elision: every instrumented function keeps its hooks (the
+ *                     profiling mode: trace mode's full call tree)
  *
  * ---- Debugging recipe ------------------------------------------------------------------------
  *   gcc -fplugin=perfgroup -fplugin-arg-perfgroup-verbose -c x.c        decisions, one note each
  *   gcc -fplugin=perfgroup -fdump-tree-all -c x.c     x.c.NNNt.perfgroup: the body right after
  *       wrapping; the later dumps show how lower/eh/inline treat the pair. (-fdump-tree-perfgroup
  *       alone is rejected: GCC parses dump options before plugins register their passes.)
- *   objdump -s -j perfgroup_sites x.o; readelf -r x.o                    the site array (32 B each)
+ *   objdump -s -j perfgroup_sites x.o; readelf -r x.o                    the site array (40 B each)
  *   gcc -E -dM -fplugin=perfgroup x.c | grep PERFGROUP                  the predefined macro
  *   Crash in cc1: gcc -fplugin=... -c x.c -wrapper gdb,--args
  */
@@ -721,8 +723,8 @@ site_var (const char *prefix, tree fndecl, tree init)
   /* Keep the site even if every call of the function is inlined and the body dropped: the
    * section then always exists when the module constructor references its bounds. */
   DECL_PRESERVE_P (var) = 1;
-  /* Exactly 8: without DECL_USER_ALIGN GCC raises 32-byte statics to 32 and the section
-   * stops being a dense array. */
+  /* Exactly 8: without DECL_USER_ALIGN GCC raises the alignment of statics of 32 bytes or
+   * more (a site has 40) to 32 and the section stops being a dense array. */
   SET_DECL_ALIGN (var, 64);
   DECL_USER_ALIGN (var) = 1;
   DECL_INITIAL (var) = init;
