@@ -59,7 +59,7 @@ for v in $LLVMS; do
   unpack "$OUT/llvm-$v" "$OUT"/debs/llvm-"$v"-dev_*.deb "$OUT"/debs/libclang-"$v"-dev_*.deb
   inc=$OUT/llvm-$v/usr/lib/llvm-$v/include
   objs=()
-  for f in frontend instrument table version; do
+  for f in plugin options attribute select instrument threads coroutines elide table version; do
     objs+=("$OUT/obj/$f-$v.o")
     check "LLVM $v headers: plugin-clang/$f.cpp" "$OUT/llvm-$v-$f.log" \
       g++ -c -fPIC -O2 -std=c++17 -fvisibility=hidden -fvisibility-inlines-hidden -fno-exceptions \
