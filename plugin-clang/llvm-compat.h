@@ -2,8 +2,9 @@
 /*
  * llvm-compat.h — every LLVM/Clang-version #if of the perfgroup Clang plugin.
  *
- * frontend.cpp and instrument.cpp use the names below wherever clang's or LLVM's C++ API
- * changed between releases, so their bodies read the same on every supported version.
+ * The plugin's files use the names below wherever clang's or LLVM's C++ API changed between
+ * releases, so their bodies read the same on every supported version. Include it after every
+ * clang/LLVM header: parts of it exist only if their header came first.
  * Built and tested: LLVM/Clang 13, 14, 15, 16 and 19 (Debian bookworm's llvm-N-dev,
  * libclang-N-dev). 17 and 18 are covered by the same guards (each #if below names the release
  * that made the change, from the LLVM release notes and headers): compiled and linked against

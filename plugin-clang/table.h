@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * plugin-clang/table.h — the decision table the front end (frontend.cpp) hands to the LLVM
- * pass (instrument.cpp), and its text encoding.
+ * plugin-clang/table.h — the decision table the front end (select.cpp) hands to the LLVM
+ * pass (plugin.cpp, table.cpp), and its text encoding.
  *
  * The front end knows what the IR does not: constructors and destructors carrying the
  * attribute (clang 14 never annotates them), the file and line of every definition, system

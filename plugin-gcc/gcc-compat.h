@@ -2,8 +2,8 @@
 /*
  * gcc-compat.h — every GCC header and every GCC-version #if of the perfgroup GCC plugin.
  *
- * perfgroup.cc includes only this file from GCC, so the plugin body reads the same on every
- * supported GCC. Built and tested: GCC 11 and 12 (Debian bookworm's gcc-N-plugin-dev).
+ * The plugin's files include only this file from GCC (through plugin.h), so they read the
+ * same on every supported GCC. Built and tested: GCC 11 and 12 (Debian bookworm's gcc-N-plugin-dev).
  * Compiled, not run: GCC 13 and 14 (their plugin headers from Debian trixie,
  * scripts/headers.sh). Older releases lack pieces the plugin relies on (symtab states of GCC 10+, attribute_spec::exclude, the
  * `final override` pass methods of GCC 11's pass manager); newer ones changed the
@@ -13,7 +13,12 @@
 #define PERFGROUP_GCC_COMPAT_H
 
 #include "gcc-plugin.h"
+/* plugin-version.h defines the static gcc_version that plugin_init checks (plugin.cc); the
+ * plugin's other files include it for GCCPLUGIN_VERSION_MAJOR alone. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-variable"
 #include "plugin-version.h"
+#pragma GCC diagnostic pop
 
 #if GCCPLUGIN_VERSION_MAJOR < 11
 #error "perfgroup.so needs GCC 11 or newer"
@@ -50,7 +55,7 @@
  * against GCC 14's sources (attribs.cc: register_scoped_attributes (const
  * scoped_attribute_specs &, bool ignored_p = false); c-attribs.cc: tables written
  * { "ns", { array } } with the same nine attribute_spec fields as GCC 11 and 12). The other
- * interfaces perfgroup.cc uses (gimple builders, cpp_callbacks::define, debug_hooks->define,
+ * interfaces the plugin uses (gimple builders, cpp_callbacks::define, debug_hooks->define,
  * varpool/cgraph, pass_data, walk_gimple_seq) compile unchanged against 13's and 14's headers
  * (scripts/headers.sh); what they do there was not run. */
 #if GCCPLUGIN_VERSION_MAJOR >= 14

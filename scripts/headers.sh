@@ -53,13 +53,13 @@ for v in $GCCS; do
   check "GCC $v plugin headers ($(cd "$OUT/debs" && echo gcc-"$v"-plugin-dev_*.deb))" "$OUT/gcc-$v.log" \
     g++ -shared -fPIC -O2 -std=gnu++17 -fvisibility=hidden -fno-rtti -fno-exceptions \
         -Wall -Wextra -Wno-unused-parameter -Werror -I"$inc" -Iplugin-gcc -Iinclude \
-        plugin-gcc/perfgroup.cc -o "$OUT/obj/perfgroup-gcc$v.so"
+        plugin-gcc/*.cc -o "$OUT/obj/perfgroup-gcc$v.so"
 done
 for v in $LLVMS; do
   unpack "$OUT/llvm-$v" "$OUT"/debs/llvm-"$v"-dev_*.deb "$OUT"/debs/libclang-"$v"-dev_*.deb
   inc=$OUT/llvm-$v/usr/lib/llvm-$v/include
   objs=()
-  for f in frontend instrument table version; do
+  for f in plugin options attribute select instrument threads coroutines elide table version; do
     objs+=("$OUT/obj/$f-$v.o")
     check "LLVM $v headers: plugin-clang/$f.cpp" "$OUT/llvm-$v-$f.log" \
       g++ -c -fPIC -O2 -std=c++17 -fvisibility=hidden -fvisibility-inlines-hidden -fno-exceptions \
