@@ -125,17 +125,6 @@ static void disable(const char *why)
 }
 
 PG_HIDDEN int perfgroup__disabled(void) { return atomic_load(&disabled) || perfgroup__owner; }
-/* the recorder stores these into the file's header (record.c, weak references) */
-uint64_t perfgroup__count_refused(void);
-uint64_t perfgroup__count_clamped(void);
-PG_HIDDEN uint64_t perfgroup__count_refused(void)
-{
-    return atomic_load_explicit(&perfgroup__refused, memory_order_relaxed);
-}
-PG_HIDDEN uint64_t perfgroup__count_clamped(void)
-{
-    return atomic_load_explicit(&perfgroup__clamped, memory_order_relaxed);
-}
 PG_HIDDEN void perfgroup__reg_lock(void) { pthread_mutex_lock(&reg_lock); }
 PG_HIDDEN void perfgroup__reg_unlock(void) { pthread_mutex_unlock(&reg_lock); }
 
@@ -807,8 +796,22 @@ PG_HIDDEN void perfgroup__resync(struct pg_thread *t, uint32_t keep, uint64_t ts
     pg_latch_drop(latch);
 }
 
+/* A recording opened or closed by the API (record.c calls it after its lock is let go). */
+static void recording_changed(int opened)
+{
+    if (opened)
+        perfgroup__sampler_ensure(); /* it keeps the open events' slots (progress.c) */
+    perfgroup__rekey();              /* trace mode has no keys (reentry.c) */
+}
+
+static const struct perfgroup_rec_host rec_host = {
+    &perfgroup__refused, &perfgroup__clamped, recording_changed};
+
 static void init_once_fn(void)
 {
+    /* the recorder is hosted from here on, a deferring copy's too: our fork handlers and
+     * destructor, not its own */
+    perfgroup__rec_host(&rec_host);
     if (perfgroup__owner_elect()) { /* a deferring copy starts nothing: owner.c */
         gate_update();
         return;

@@ -292,7 +292,6 @@ __attribute__((destructor)) static void perfgroup_dtor(void)
  * goes on in the child from the fork (fork_restart_event); the other threads' entries are
  * freed with their totals zeroed, and the child's totals start from zero: a child is a
  * process of its own (and the recorder gives it a file of its own). */
-PG_HIDDEN const int perfgroup__core_fork_handlers = 1; /* record.c: ours call its */
 
 static void atfork_prepare(void)
 {

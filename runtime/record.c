@@ -456,18 +456,18 @@ static void store_max(uint64_t *field, uint64_t v)
                                                    __ATOMIC_RELAXED))
         ;
 }
-/* core.c's counters (perfgroup_snapshot_refused, _clamped); weak, as the fork handlers: the
- * recorder's own tests link it without the core */
-uint64_t perfgroup__count_refused(void) __attribute__((weak));
-uint64_t perfgroup__count_clamped(void) __attribute__((weak));
-void perfgroup__sampler_ensure(void) __attribute__((weak)); /* implicit.c */
-void perfgroup__rekey(void) __attribute__((weak)); /* core.c: the re-entry keys (reentry.c) */
+/* The runtime around the recorder (record.h); NULL: the recorder alone. Set once, at the
+ * host's start-up, before any recording. */
+static const struct perfgroup_rec_host *host;
+
+void perfgroup__rec_host(const struct perfgroup_rec_host *h) { host = h; }
+
 static void header_counts(struct pgf_file_header *h)
 {
-    if (perfgroup__count_refused)
-        store_max(&h->refused, perfgroup__count_refused());
-    if (perfgroup__count_clamped)
-        store_max(&h->clamped, perfgroup__count_clamped());
+    if (!host)
+        return;
+    store_max(&h->refused, atomic_load_explicit(host->refused, memory_order_relaxed));
+    store_max(&h->clamped, atomic_load_explicit(host->clamped, memory_order_relaxed));
 }
 
 static int lock(void) {
@@ -1550,10 +1550,8 @@ static void close_locked(void) {
     __atomic_fetch_add(&g.gen, 1, __ATOMIC_RELAXED);
 }
 
-extern const int perfgroup__core_fork_handlers __attribute__((weak)); /* core.c */
-
-/* fork(): the parent keeps its file; the child records into its own. Called by the core's
- * fork handlers (core.c), which take the registry lock first: the one lock order, the
+/* fork(): the parent keeps its file; the child records into its own. Called by the host's
+ * fork handlers (lifecycle.c), which take the registry lock first: the one lock order, the
  * order of site resolution (registry, then recorder). */
 void perfgroup__rec_atfork_prepare(void) { pthread_mutex_lock(&g.mu); }
 void perfgroup__rec_atfork_parent(void) { pthread_mutex_unlock(&g.mu); }
@@ -1604,8 +1602,8 @@ static void child_open_locked(void) {
 
 static void rec_fini(void) __attribute__((destructor));
 static void rec_fini(void) {
-    if (!&perfgroup__core_fork_handlers) /* with the core: its destructor closes, after the
-                                           * exiting thread's event reached the file */
+    if (!host) /* with a host: its destructor closes, after the exiting thread's event
+                * reached the file */
         perfgroup__rec_close();
 }
 
@@ -1626,9 +1624,9 @@ static int open_recording(const char *tmpl, unsigned mode, uint64_t buffer, uint
             g.mode = mode;
             g.buffer = buffer;
             g.chunk = chunk;
-            /* With the core linked in (always, but in the recorder's own unit tests), the
-             * core's fork handlers call ours, after taking the registry lock. */
-            if (!&perfgroup__core_fork_handlers && !g.atfork_done &&
+            /* With a host (always, but in the recorder's own unit tests), the host's fork
+             * handlers call ours, after taking the registry lock. */
+            if (!host && !g.atfork_done &&
                 pthread_atfork(perfgroup__rec_atfork_prepare, perfgroup__rec_atfork_parent,
                                perfgroup__rec_atfork_child) == 0)
                 g.atfork_done = 1;
@@ -2008,10 +2006,9 @@ int perfgroup_record_open(const char *path, int mode, uint64_t buffer_bytes,
     char out[PATH_MAX];
     int rc = open_recording(path, (unsigned)mode, buffer_bytes ? buffer_bytes : DEFAULT_BUFFER,
                             chunk_bytes ? chunk_bytes : DEFAULT_CHUNK, out, sizeof out);
-    if (rc == 0 && perfgroup__sampler_ensure)
-        perfgroup__sampler_ensure(); /* it keeps the open events' slots (progress.c) */
-    if (rc == 0 && perfgroup__rekey)
-        perfgroup__rekey(); /* trace mode: every call reaches the hooks (reentry.c) */
+    if (rc == 0 && host) /* trace mode: every call reaches the hooks (reentry.c); the
+                          * sampler keeps the open events' slots (progress.c) */
+        host->recording_changed(1);
     return rc;
 }
 
@@ -2021,8 +2018,8 @@ int perfgroup_record_close(void) {
     int rc = g.hdr || g.child_pending ? 0 : -ENOENT;
     close_locked();
     unlock();
-    if (rc == 0 && perfgroup__rekey)
-        perfgroup__rekey(); /* out of trace mode: keys again */
+    if (rc == 0 && host)
+        host->recording_changed(0); /* out of trace mode: keys again */
     return rc;
 }
 

@@ -12,6 +12,7 @@
 #ifndef PERFGROUP_RUNTIME_RECORD_H
 #define PERFGROUP_RUNTIME_RECORD_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stddef.h>
 #include <string.h>
@@ -52,6 +53,27 @@ int perfgroup__rec_reserve(struct perfgroup_rec_thread *w, uint32_t need);
  * PERFGROUP_OUTPUT / PERFGROUP_MODE / PERFGROUP_BUFFER / PERFGROUP_CHUNK. Both idempotent. */
 void perfgroup__rec_init(void);
 void perfgroup__rec_close(void);
+
+/* The runtime the recorder runs in, told once at its start-up (perfgroup__rec_host, before
+ * perfgroup__rec_init): the recorder calls nothing of the runtime by name, it is the leaf.
+ * With a host, the host's fork handlers call perfgroup__rec_atfork_* (registry lock first)
+ * and the host's destructor closes the file (after the exiting thread's event reached it);
+ * without one (the recorder's own tests) the recorder registers its own fork handlers and
+ * closes the file from its own destructor. */
+struct perfgroup_rec_host {
+    /* the process's refused calls and clamped events, stored into the file's header */
+    const _Atomic uint64_t *refused, *clamped;
+    /* after perfgroup_record_open (opened = 1) or perfgroup_record_close (0) succeeded,
+     * outside the recorder's lock: the host re-keys (trace mode has no keys) and starts its
+     * sampler (the open events' slots) */
+    void (*recording_changed)(int opened);
+};
+void perfgroup__rec_host(const struct perfgroup_rec_host *host);
+/* fork(), from the host's pthread_atfork handlers (after the host's own locks are taken;
+ * child: after the host has fixed the thread's tid) */
+void perfgroup__rec_atfork_prepare(void);
+void perfgroup__rec_atfork_parent(void);
+void perfgroup__rec_atfork_child(void);
 
 /* Around exec (rec_exec.c wraps the exec family): begin marks the file CLOSED with its
  * end_tsc; failed (the exec returned) marks it RECORDING again. */
@@ -210,11 +232,5 @@ perfgroup__rec_interval(struct perfgroup_rec_thread *w, uint32_t function_id,
     }
     perfgroup__rec_interval_put(w, function_id, group_mask, depth, start_tsc, duration);
 }
-
-/* fork(), from the core's pthread_atfork handlers (after the core's own locks are taken;
- * child: after the core has fixed the thread's tid). */
-void perfgroup__rec_atfork_prepare(void);
-void perfgroup__rec_atfork_parent(void);
-void perfgroup__rec_atfork_child(void);
 
 #endif /* PERFGROUP_RUNTIME_RECORD_H */
