@@ -65,44 +65,11 @@ static unsigned nmodules;
 
 /* ---- memory: mmap only (malloc may be the host's and instrumented) -------------------- */
 
-PG_HIDDEN void *perfgroup__map(size_t size)
-{
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-}
+/* The registry's objects (groups, functions, module paths), under reg_lock. */
+static struct pg_arena arena = {NULL, NULL, 1u << 20};
 
-/* Bump allocator for registry objects, under reg_lock. Never freed. */
-static void *arena_alloc(size_t size)
-{
-    static char *cur, *end;
-    size = (size + 15) & ~(size_t)15;
-    if (!cur || (size_t)(end - cur) < size) {
-        size_t chunk = size > (1u << 20) ? size : (1u << 20);
-        cur = perfgroup__map(chunk);
-        if (!cur)
-            return NULL;
-        end = cur + chunk;
-    }
-    void *p = cur;
-    cur += size;
-    return p;
-}
-
-static char *arena_strdup(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = arena_alloc(n);
-    if (p)
-        memcpy(p, s, n);
-    return p;
-}
-
-static uint32_t hash_str(const char *s, uint32_t h)
-{
-    while (*s)
-        h = (h ^ (unsigned char)*s++) * 16777619u;
-    return h;
-}
+static void *arena_alloc(size_t size) { return perfgroup__arena_alloc(&arena, size); }
+static char *arena_strdup(const char *s) { return perfgroup__arena_strdup(&arena, s); }
 
 /* ---- gate -------------------------------------------------------------------------------- */
 
@@ -144,7 +111,7 @@ PG_HIDDEN uint32_t perfgroup__group_count(void)
 
 static struct pg_group *group_find_locked(const char *name)
 {
-    for (struct pg_group *g = group_hash[hash_str(name, 2166136261u) % GROUP_HASH]; g; g = g->hash_next)
+    for (struct pg_group *g = group_hash[pg_hash_str(name, PG_HASH_SEED) % GROUP_HASH]; g; g = g->hash_next)
         if (strcmp(g->name, name) == 0)
             return g;
     return NULL;
@@ -172,7 +139,7 @@ static struct pg_group *group_get_locked(const char *name, int kind, int active)
     g->id = id;
     g->kind = (uint8_t)kind;
     atomic_store(&g->active, (uint8_t)active);
-    uint32_t h = hash_str(name, 2166136261u) % GROUP_HASH;
+    uint32_t h = pg_hash_str(name, PG_HASH_SEED) % GROUP_HASH;
     g->hash_next = group_hash[h];
     group_hash[h] = g;
     atomic_store_explicit(&ngroups, id + 1, memory_order_release);
@@ -287,7 +254,7 @@ static struct pg_func *resolve_locked(struct perfgroup_site *site, const char *m
      * (every add-on's `addon_run` in its `plugin.c`, an inline function of one header in two
      * add-ons: each module runs its own copy), nor one spelling with other groups. `module` is
      * interned: one pointer per path. */
-    uint32_t h = hash_str(attr, hash_str(file, hash_str(name, 2166136261u) ^ site->line)) % FUNC_HASH;
+    uint32_t h = pg_hash_str(attr, pg_hash_str(file, pg_hash_str(name, PG_HASH_SEED) ^ site->line)) % FUNC_HASH;
     for (fn = func_hash[h]; fn; fn = fn->hash_next)
         if (fn->line == site->line && fn->module == module && strcmp(fn->name, name) == 0 &&
             strcmp(fn->file, file) == 0 && strcmp(fn->attr_group, attr) == 0 &&

@@ -107,47 +107,6 @@ struct pg_frame {
     uint8_t pad;
 };
 
-/* The layout of struct pgf_totals (format.h): a recording's whole-run totals slot takes a
- * copy (perfgroup__rec_totals). max_wall_ns is the file's only: snapshots and the dead pool
- * do not fold it. */
-struct pg_totals {
-    uint64_t cpu_ns, wall_ns, blocked_ns, cycles, activations, events;
-    uint64_t max_event_ns, min_event_ns;
-    uint64_t jank[PERFGROUP_JANK_BUCKETS];
-    uint64_t discarded;
-    uint64_t max_wall_ns;
-};
-_Static_assert(sizeof(struct pg_totals) == sizeof(struct pgf_totals), "pg_totals is pgf_totals");
-_Static_assert(offsetof(struct pg_totals, jank) == offsetof(struct pgf_totals, jank),
-               "pg_totals is pgf_totals");
-_Static_assert(offsetof(struct pg_totals, max_wall_ns) == offsetof(struct pgf_totals, max_wall_ns),
-               "pg_totals is pgf_totals");
-
-/* Fold totals `s` (a struct pg_totals) into `d`: a struct pg_totals (the dead-thread pool,
- * lifecycle.c) or a struct perfgroup_stats (snapshots, snapshot.c), which share these field
- * names. One definition of how totals combine. A group whose every measure was discarded
- * (no event) still brings its `discarded`. */
-#define PG_TOTALS_FOLD(d, s)                                                                  \
-    do {                                                                                      \
-        if ((s)->events == 0) {                                                               \
-            (d)->discarded += (s)->discarded;                                                 \
-            break;                                                                            \
-        }                                                                                     \
-        if ((s)->max_event_ns > (d)->max_event_ns)                                            \
-            (d)->max_event_ns = (s)->max_event_ns;                                            \
-        if ((d)->events == 0 || (s)->min_event_ns < (d)->min_event_ns)                        \
-            (d)->min_event_ns = (s)->min_event_ns;                                            \
-        (d)->cpu_ns += (s)->cpu_ns;                                                           \
-        (d)->wall_ns += (s)->wall_ns;                                                         \
-        (d)->blocked_ns += (s)->blocked_ns;                                                   \
-        (d)->cycles += (s)->cycles;                                                           \
-        (d)->activations += (s)->activations;                                                 \
-        (d)->events += (s)->events;                                                           \
-        (d)->discarded += (s)->discarded;                                                     \
-        for (int j_ = 0; j_ < PERFGROUP_JANK_BUCKETS; j_++)                                   \
-            (d)->jank[j_] += (s)->jank[j_];                                                   \
-    } while (0)
-
 struct pg_nest {          /* an event suspended by a nested loop */
     const char *name;
     uint32_t open;        /* PG_EV_* */

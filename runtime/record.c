@@ -52,7 +52,6 @@
 
 #include "perfgroup.h"
 #include "perfgroup/crc32c.h"
-#include "internal.h" /* PG_TOTALS_FOLD */
 
 #define DEFAULT_BUFFER (256ull << 20)
 #define DEFAULT_CHUNK  (64u << 10)
@@ -178,10 +177,9 @@ static inline int span_write(void *data, const char *buf, size_t len) {
     return 0;
 }
 
-/* Growable buffer target for definitions (cold). Mapped (rec_map), never malloc'd: a
+/* Growable buffer target for definitions (cold). Mapped (perfgroup__map), never malloc'd: a
  * definition can be written from a hook in a signal handler that interrupted malloc. */
 struct grow { uint8_t **buf; size_t *len, *cap; int oom; };
-static void *rec_map(size_t size);
 
 static int grow_write(void *data, const char *buf, size_t len) {
     struct grow *gr = data;
@@ -189,7 +187,7 @@ static int grow_write(void *data, const char *buf, size_t len) {
         size_t nc = *gr->cap ? *gr->cap * 2 : 4096;
         while (nc < *gr->len + len)
             nc *= 2;
-        uint8_t *nb = rec_map(nc);
+        uint8_t *nb = perfgroup__map(nc);
         if (!nb) {
             gr->oom = 1;
             return -1;
@@ -763,41 +761,14 @@ void perfgroup__rec_function(uint32_t function_id, const char *function, const c
     unlock();
 }
 
-static uint32_t hash_str(const char *s) {
-    uint32_t h = 2166136261u;
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 16777619u;
-    return h;
-}
-
 /*
  * Memory the recorder takes while a thread may be in a signal handler (a hook there can be a
  * thread's first, or commit an event with a new name): never malloc, which may hold its lock
  * in the interrupted code. Under g.mu: a bump arena of anonymous pages (zeroed, never given
  * back: strings and writers live as long as the process) and a free list of writers.
  */
-static char *arena_cur, *arena_end;
+static struct pg_arena arena = {NULL, NULL, 64u << 10};
 static struct writer *writers_free;
-
-static void *rec_map(size_t size) {
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-}
-
-static void *rec_alloc(size_t size) {
-    size = (size + 15) & ~(size_t)15;
-    if ((size_t)(arena_end - arena_cur) < size) {
-        size_t chunk = size > (64u << 10) ? size : (64u << 10);
-        char *p = rec_map(chunk);
-        if (!p)
-            return NULL;
-        arena_cur = p;
-        arena_end = p + chunk;
-    }
-    void *p = arena_cur;
-    arena_cur += size;
-    return p;
-}
 
 static struct writer *writer_alloc(void) {
     struct writer *w = writers_free;
@@ -810,7 +781,7 @@ static struct writer *writer_alloc(void) {
         w->tmap = tmap, w->tmap_cap = cap;
         return w;
     }
-    return rec_alloc(sizeof *w);
+    return perfgroup__arena_alloc(&arena, sizeof *w);
 }
 
 static void writer_free(struct writer *w) {
@@ -821,12 +792,12 @@ static void writer_free(struct writer *w) {
 uint32_t perfgroup__rec_string(const char *text) {
     if (!text)
         text = "";
-    uint32_t h = hash_str(text), id = 0;
+    uint32_t h = pg_hash_str(text, PG_HASH_SEED), id = 0;
     if (lock())
         return 0;
     if (g.str_count * 2 >= g.str_cap) {
         uint32_t nc = g.str_cap ? g.str_cap * 2 : 64;
-        struct str_ent *ns = rec_map(nc * sizeof *ns); /* zeroed; no malloc here */
+        struct str_ent *ns = perfgroup__map(nc * sizeof *ns); /* zeroed; no malloc here */
         if (!ns)
             goto out;
         for (uint32_t i = 0; i < g.str_cap; i++)
@@ -847,10 +818,10 @@ uint32_t perfgroup__rec_string(const char *text) {
             id = g.strs[j].id;
             goto out;
         }
-    char *copy = rec_alloc(strnlen(text, MAX_TEXT) + 1);
+    char *copy = perfgroup__arena_alloc(&arena, strnlen(text, MAX_TEXT) + 1);
     if (!copy)
         goto out;
-    memcpy(copy, text, strnlen(text, MAX_TEXT)); /* rec_alloc's memory is zeroed */
+    memcpy(copy, text, strnlen(text, MAX_TEXT)); /* the arena's memory is zeroed */
     id = ++g.str_count;
     g.strs[j] = (struct str_ent){ copy, id, h };
     {
@@ -1003,7 +974,7 @@ static void totals_fold_locked(void) {
             uint32_t nc = g.ended_cap ? g.ended_cap : 1024;
             while (nc <= gid)
                 nc *= 2;
-            uint32_t *n = rec_map(nc * sizeof *n);
+            uint32_t *n = perfgroup__map(nc * sizeof *n);
             if (!n)
                 continue;
             if (g.ended_row) {
@@ -1087,7 +1058,7 @@ static struct pgf_totals_slot *totals_slot(struct writer *w, uint32_t gid) {
         uint32_t nc = w->tmap_cap ? w->tmap_cap : 1024;
         while (nc <= gid)
             nc *= 2;
-        uint32_t *n = rec_map(nc * sizeof *n);
+        uint32_t *n = perfgroup__map(nc * sizeof *n);
         if (!n)
             goto out;
         if (w->tmap) {
