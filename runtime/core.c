@@ -763,7 +763,7 @@ PG_HIDDEN void perfgroup__resync(struct pg_thread *t, uint32_t keep, uint64_t ts
     pg_latch_drop(latch);
 }
 
-/* A recording opened or closed by the API (record.c calls it after its lock is let go). */
+/* A recording opened or closed by the API (rec_file.c calls it after its lock is let go). */
 static void recording_changed(int opened)
 {
     if (opened)
@@ -1061,7 +1061,7 @@ static void rekey_locked(void)
     modules_walk_locked(1);
 }
 
-/* The recording mode changed (record.c, after its lock is let go): trace mode has no keys. */
+/* The recording mode changed (rec_file.c, after its lock is let go): trace mode has no keys. */
 PG_HIDDEN void perfgroup__rekey(void)
 {
     pthread_mutex_lock(&reg_lock);

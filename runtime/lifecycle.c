@@ -2,7 +2,7 @@
 /*
  * runtime/lifecycle.c — the life of a thread's entry and of the process around it: thread
  * registration and exit, the dead-thread pool, fork, process exit. core.c holds the registry
- * and events, hooks.c the hot path, record.c / rec_exec.c the recording file's side of the
+ * and events, hooks.c the hot path, rec_*.c the recording file's side of the
  * same transitions.
  *
  * A thread's entry (struct pg_thread, never freed, reused by later threads):
@@ -26,9 +26,9 @@
  *          | from main (destructor),        | then the recording is closed        |
  *          | quick_exit() (at_quick_exit)   |                                     |
  *
- * The process and its recording file (record.c, rec_exec.c):
+ * The process and its recording file (rec_file.c, rec_exec.c):
  *
- *   event              | runtime (this file)          | file (record.c / rec_exec.c)
+ *   event              | runtime (this file)          | file (rec_file.c, rec_exec.c)
  *   -------------------+------------------------------+----------------------------------
  *   start-up           | init: thread key, fork       | PERFGROUP_OUTPUT made unnamed,
  *                      | handlers, at_quick_exit      | linked whole (RECORDING)

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * runtime/record.h — internal interface between the accounting core (core.c, hooks.c) and
- * the recorder (record.c: msgpack records into the file-backed chunk buffer).
+ * the recorder (rec_*.c, rec_state.h lists them: msgpack records into the file-backed chunk
+ * buffer).
  *
  * The core calls these; every one is cheap and safe when recording is off
  * (perfgroup__rec_mode == 0). Nothing here is public API. The trace-mode interval record
  * is written by an inline function below (msgpack-c's inline packer) so that the exit
  * hook's only cost is a bounds compare and 29 bytes of stores; everything else (chunk
- * switch, definitions, events) is out of line in record.c.
+ * switch, definitions, events) is out of line in rec_*.c.
  */
 #ifndef PERFGROUP_RUNTIME_RECORD_H
 #define PERFGROUP_RUNTIME_RECORD_H
@@ -39,7 +40,7 @@ struct perfgroup_rec_thread {
     uint8_t *end;                    /* end of the current chunk (atomic, relaxed) */
     uint8_t *data;                   /* first record of the current chunk */
     struct pgf_chunk_header *chunk;  /* current chunk (in the file mapping) */
-    /* cold fields follow in record.c's private part */
+    /* cold fields follow in rec_state.h's struct writer */
 };
 
 /* The slow path: make room for `need` bytes (switch chunks, attach to a new recording).
