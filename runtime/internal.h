@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * runtime/internal.h — the runtime's internal data structures, shared by hooks.c (hot path),
- * core.c (registry, events, commits), lifecycle.c (threads, fork, exit), snapshot.c and
- * text.c. Not installed.
+ * registry.c, events.c, lifecycle.c (threads, fork, exit), control.c, snapshot.c and text.c.
+ * Not installed.
  *
  * Who writes what:
  *   struct pg_group, struct pg_func   global, created under the registry lock, never freed;
@@ -397,30 +397,37 @@ pg_charge_frame(struct pg_thread *t, const struct pg_frame *f, uint64_t tsc, uin
             pg_charge(t, fn->gid[i], delta, ok, finished);
 }
 
-/* ---- core.c ---------------------------------------------------------------------------- */
+/* ---- control.c: start-up, the gate, the public control --------------------------------- */
 PG_HIDDEN void perfgroup__init(void);
-PG_HIDDEN void *perfgroup__map(size_t size);           /* anonymous mmap; NULL on failure */
 PG_HIDDEN int perfgroup__disabled(void);               /* off for good (ABI mismatch) */
+PG_HIDDEN void perfgroup__disable(const char *why);    /* off for good, said once on stderr */
+
+/* ---- registry.c: groups, functions, modules, re-keying ---------------------------------- */
+PG_HIDDEN void perfgroup__registry_init(void);         /* start-up: the top group */
 PG_HIDDEN void perfgroup__reg_lock(void);              /* the registry of groups and sites */
 PG_HIDDEN void perfgroup__reg_unlock(void);
+PG_HIDDEN struct pg_func *perfgroup__site_resolve(struct perfgroup_site *site);
+PG_HIDDEN void perfgroup__register_module(uint32_t abi_version, struct perfgroup_site *start,
+                                          struct perfgroup_site *stop);
+PG_HIDDEN int perfgroup__group_set_active(const char *name, int on); /* -ENOENT: no such */
+PG_HIDDEN struct pg_group *perfgroup__group_at(uint32_t id);
+PG_HIDDEN uint32_t perfgroup__group_count(void);
+struct dl_phdr_info;
+/* One of the object's PT_LOAD segments holds addr (inside dl_iterate_phdr). */
+PG_HIDDEN int perfgroup__object_holds(const struct dl_phdr_info *info, const void *addr);
+
+/* ---- events.c: events, commits, resync, nested loops ------------------------------------ */
 PG_HIDDEN void perfgroup__thread_totals_zero(struct pg_thread *t);
 /* Close the thread's open event, if any, outside the hooks (one CPU-clock read). */
 PG_HIDDEN void perfgroup__event_close(struct pg_thread *t, uint64_t tsc);
 /* Trace mode: interval records for the frames [from, to) up to `tsc`, innermost first. */
 PG_HIDDEN void perfgroup__trace_frames(struct pg_thread *t, uint32_t from, uint32_t to,
                                        uint64_t tsc);
-PG_HIDDEN struct pg_func *perfgroup__site_resolve(struct perfgroup_site *site);
-PG_HIDDEN int perfgroup__grow_groups(struct pg_thread *t, uint32_t max_gid);
 /* Drop frames above `keep` (skipped exits): their stopwatches are cancelled; traced up to
  * `tsc` (0: now). */
 PG_HIDDEN void perfgroup__resync(struct pg_thread *t, uint32_t keep, uint64_t tsc);
 PG_HIDDEN void perfgroup__implicit_begin(struct pg_thread *t, uint64_t tsc);
 PG_HIDDEN void perfgroup__implicit_end(struct pg_thread *t, uint64_t tsc);
-PG_HIDDEN struct pg_group *perfgroup__group_at(uint32_t id);
-PG_HIDDEN uint32_t perfgroup__group_count(void);
-struct dl_phdr_info;
-/* One of the object's PT_LOAD segments holds addr (inside dl_iterate_phdr). */
-PG_HIDDEN int perfgroup__object_holds(const struct dl_phdr_info *info, const void *addr);
 
 /* ---- owner.c: one runtime per process -------------------------------------------------- */
 struct pg_mark;
@@ -444,6 +451,14 @@ PG_HIDDEN void perfgroup__register_own(uint32_t abi_version, struct perfgroup_si
 PG_HIDDEN void perfgroup__lifecycle_init(void);
 /* First hook or API call of a thread: take an entry. Returns NULL to skip. */
 PG_HIDDEN struct pg_thread *perfgroup__thread_slow(void);
+/* The calling thread's entry outside the hooks (the API): taken now if it has none. */
+static inline struct pg_thread *pg_self(void)
+{
+    struct pg_thread *t = perfgroup__tls;
+    return t ? t : perfgroup__thread_slow();
+}
+/* The thread's group tables grown to hold group max_gid (0, or -ENOMEM). */
+PG_HIDDEN int perfgroup__grow_groups(struct pg_thread *t, uint32_t max_gid);
 PG_HIDDEN struct pg_thread *perfgroup__threads(void);
 /* The dead pool's lock (snapshots hold it while they walk the thread list). */
 PG_HIDDEN void perfgroup__lock_registry(void);

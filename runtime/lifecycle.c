@@ -48,12 +48,15 @@
  *
  * Locks: `dead_lock` guards the dead pool and is held by snapshots while they walk the
  * thread list; `free_lock` the free list, only to push or pop; lock order registry
- * (core.c), dead pool, free list, recorder.
+ * (registry.c), dead pool, free list, recorder.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -385,4 +388,69 @@ PG_HIDDEN void perfgroup__lifecycle_init(void)
     pthread_key_create(&thread_key, thread_exit);
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     at_quick_exit(process_exit);
+}
+
+/* ---- per-thread group tables ------------------------------------------------------------ */
+
+/* The group table, and with it the list of groups executed in an event (at most one entry
+ * per group) and the groups' off-CPU ticks in the event (cold: only cputime.c's settling
+ * and commits touch them): the exit hook never has to grow anything. The first
+ * PG_GROUPS_INLINE groups' live in the thread's entry; beyond, a mapping each for the group
+ * table and for exec + goff + shares (an event's groups for its record), doubled as needed. */
+PG_HIDDEN int perfgroup__grow_groups(struct pg_thread *t, uint32_t max_gid)
+{
+    if (t->cap == 0) { /* a new entry: the tables inside it, no mapping of their own */
+        t->g = t->g0;
+        t->exec = t->exec0;
+        t->goff = t->goff0;
+        t->shares = t->shares0;
+        t->cap = t->exec_cap = PG_GROUPS_INLINE;
+    }
+    if (max_gid < t->cap)
+        return 0;
+    uint32_t cap = t->cap;
+    while (cap <= max_gid)
+        cap *= 2;
+    struct pg_gstate *g = perfgroup__map(sizeof *g * cap);
+    /* exec[i], goff[i], shares[i] */
+    const size_t esz = sizeof(uint32_t) + sizeof(uint64_t) + sizeof(struct perfgroup_rec_group_share);
+    uint32_t *e = perfgroup__map(esz * cap);
+    if (!g || !e) {
+        if (g)
+            munmap(g, sizeof *g * cap);
+        if (e)
+            munmap(e, esz * cap);
+        return -ENOMEM;
+    }
+    uint64_t *goff = (uint64_t *)(void *)(e + cap); /* cap >= 64, a power of 2: aligned */
+    struct perfgroup_rec_group_share *shares = (void *)(goff + cap);
+    memcpy(g, t->g, sizeof *g * t->cap);
+    memcpy(e, t->exec, sizeof *e * t->nexec);
+    memcpy(goff, t->goff, sizeof *goff * t->cap);
+    if (t->g != t->g0)
+        munmap(t->g, sizeof *g * t->cap);
+    if (t->exec != t->exec0)
+        munmap(t->exec, esz * t->exec_cap);
+    t->g = g;
+    t->exec = e;
+    t->goff = goff;
+    t->shares = shares;
+    t->exec_cap = cap;
+    t->cap = cap;
+    return 0;
+}
+
+/* ---- public: thread names ---------------------------------------------------------------- */
+
+int perfgroup_thread_name(const char *name)
+{
+    if (!name)
+        return -EINVAL;
+    struct pg_thread *t = pg_self();
+    if (!t)
+        return -ENOTSUP;
+    snprintf(t->name, sizeof t->name, "%s", name);
+    if (t->rec)
+        perfgroup__rec_thread_name(t->rec, t->name);
+    return 0;
 }
