@@ -20,44 +20,7 @@
 
 #include "internal.h"
 
-PG_HIDDEN _Atomic uint32_t perfgroup__gate = PG_GATE_OFF;
-PG_HIDDEN __thread struct pg_thread *perfgroup__tls __attribute__((tls_model("initial-exec")));
-PG_HIDDEN __thread uint32_t perfgroup__tls_state __attribute__((tls_model("initial-exec")));
-PG_HIDDEN _Atomic uint64_t perfgroup__refused;
-PG_HIDDEN _Atomic uint64_t perfgroup__clamped;
-/* 0: exact (the default); PG_EST_WINDOW with PERFGROUP_ACCOUNTING=adaptive (opt-in while a
- * long hook-free gap before an estimated start can still land in one event's group:
- * docs/accounting.md, "Hot threads") */
-PG_HIDDEN uint32_t perfgroup__est_window;
-PG_HIDDEN _Atomic uint64_t perfgroup__estimated;
-PG_HIDDEN _Atomic uint32_t perfgroup__reset_epoch = 1;
-
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-
-static _Atomic int user_on = 1;     /* perfgroup_start / perfgroup_stop */
-static _Atomic int disabled;        /* ABI mismatch: off for good */
-
-/* ---- gate -------------------------------------------------------------------------------- */
-
-static void gate_update(void)
-{
-    uint32_t g = PG_GATE_OFF;
-    if (perfgroup__owner) /* another copy owns the process: every hook forwards (owner.c) */
-        g = PG_GATE_SPECIAL;
-    else if (!atomic_load(&disabled) && atomic_load(&user_on))
-        g = perfgroup__text_on || !pg_clocks_fast() ? PG_GATE_SPECIAL : PG_GATE_ON;
-    atomic_store(&perfgroup__gate, g);
-}
-
-PG_HIDDEN void perfgroup__disable(const char *why)
-{
-    int was = atomic_exchange(&disabled, 1);
-    if (!was)
-        fprintf(stderr, "perfgroup: %s; the runtime stays off\n", why);
-    gate_update();
-}
-
-PG_HIDDEN int perfgroup__disabled(void) { return atomic_load(&disabled) || perfgroup__owner; }
 
 /* A recording opened or closed by the API (rec_file.c calls it after its lock is let go). */
 static void recording_changed(int opened)
@@ -76,7 +39,7 @@ static void init_once_fn(void)
      * destructor, not its own */
     perfgroup__rec_host(&rec_host);
     if (perfgroup__owner_elect()) { /* a deferring copy starts nothing: owner.c */
-        gate_update();
+        perfgroup__gate_update();
         return;
     }
     perfgroup__clock_init();
@@ -93,8 +56,8 @@ static void init_once_fn(void)
         perfgroup__est_window = PG_EST_WINDOW; /* hot events estimate their starts */
     const char *en = perfgroup__getenv("PERFGROUP_ENABLE");
     if (en && strcmp(en, "0") == 0)
-        atomic_store(&user_on, 0);
-    gate_update();
+        perfgroup__gate_user(0);
+    perfgroup__gate_update();
     if (perfgroup__rec_mode_now() || perfgroup__rseq_cs_off < 0)
         perfgroup__sampler_ensure(); /* the open events' slots (progress.c); implicit events'
                                       * CPU without rseq (implicit.c): never from a hook */
@@ -134,16 +97,14 @@ int perfgroup_start(void)
     perfgroup__init();
     if (perfgroup__disabled())
         return -ENOTSUP;
-    atomic_store(&user_on, 1);
-    gate_update();
+    perfgroup__gate_user(1);
     return 0;
 }
 
 int perfgroup_stop(void)
 {
     perfgroup__init();
-    atomic_store(&user_on, 0);
-    gate_update();
+    perfgroup__gate_user(0);
     return 0;
 }
 

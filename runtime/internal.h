@@ -327,7 +327,8 @@ static inline void pg_cur_refresh(const struct pg_thread *t)
     pg_cur_on(mask, open && d != 0 ? t->stack[d - 1].sp : 0);
 }
 
-PG_HIDDEN void perfgroup__key_locked(struct pg_func *fn);
+/* fn's re-entry key and bits (reentry.c), groups[i] being fn->gid[i]'s; registry lock held. */
+PG_HIDDEN void perfgroup__key_locked(struct pg_func *fn, struct pg_group *const *groups);
 PG_HIDDEN void perfgroup__rekey(void);
 
 /* A call the latch turns away (busy, being registered, or gone): counted, lock-free. */
@@ -399,6 +400,10 @@ pg_charge_frame(struct pg_thread *t, const struct pg_frame *f, uint64_t tsc, uin
 
 /* ---- control.c: start-up, the gate, the public control --------------------------------- */
 PG_HIDDEN void perfgroup__init(void);
+
+/* ---- gate.c: the gate, the latch's thread-locals, the process-wide counters ------------- */
+PG_HIDDEN void perfgroup__gate_update(void);           /* the gate from the switches below */
+PG_HIDDEN void perfgroup__gate_user(int on);           /* perfgroup_start / _stop */
 PG_HIDDEN int perfgroup__disabled(void);               /* off for good (ABI mismatch) */
 PG_HIDDEN void perfgroup__disable(const char *why);    /* off for good, said once on stderr */
 
@@ -527,7 +532,7 @@ PG_HIDDEN void perfgroup__progress_close(struct pg_thread *t);
  * the others'; 1 if any thread has an event open. */
 PG_HIDDEN int perfgroup__progress_round(uint64_t period_ns);
 
-/* ---- snapshot.c ------------------------------------------------------------------------ */
+/* ---- alerts.c ------------------------------------------------------------------------ */
 PG_HIDDEN void perfgroup__alerts_check(struct pg_thread *t, const char *event, uint32_t gid,
                                        uint64_t cpu_ns, uint64_t wall_ns, uint64_t event_cpu_ns);
 PG_HIDDEN void perfgroup__alerts_deliver(struct pg_thread *t);

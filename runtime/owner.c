@@ -52,7 +52,6 @@ struct pg_mark {
 static struct pg_mark mark = {PG_MARK_MAGIC, PERFGROUP_ABI_VERSION, MARK_NONE, 0,
                               perfgroup__enter_own, perfgroup__exit_own,
                               perfgroup__register_own};
-PG_HIDDEN const struct pg_mark *perfgroup__owner;
 
 PG_HIDDEN uint64_t perfgroup__forward_enter(struct perfgroup_site *site)
 {

@@ -178,6 +178,15 @@ static const char *module_path_locked(const void *addr)
     return q.path ? q.path : "?";
 }
 
+/* fn's re-entry key (reentry.c) from its groups. */
+static void key_locked(struct pg_func *fn)
+{
+    struct pg_group *g[PG_SITE_GROUPS];
+    for (unsigned i = 0; i < fn->ngroups; i++)
+        g[i] = perfgroup__group_at(fn->gid[i]);
+    perfgroup__key_locked(fn, g);
+}
+
 static void modules_walk_locked(int rekey);
 
 /* ---- sites and functions ----------------------------------------------------------------- */
@@ -261,7 +270,7 @@ static struct pg_func *resolve_locked(struct perfgroup_site *site, const char *m
     fn->id = nfuncs++;
     fn->rec_head = perfgroup__rec_interval_head(fn->id);
     func_update_mask(fn);
-    perfgroup__key_locked(fn);
+    key_locked(fn);
     fn->hash_next = func_hash[h];
     func_hash[h] = fn;
     fn->all_next = all_funcs;
@@ -275,7 +284,8 @@ found:
 
 PG_HIDDEN struct pg_func *perfgroup__site_resolve(struct perfgroup_site *site)
 {
-    perfgroup__init();
+    /* (no perfgroup__init here: the hook that calls this has a thread entry, taken after
+     * start-up: perfgroup__thread_slow) */
     /* Never block in a hook: try a bounded while (another thread resolving its first
      * sites holds the lock for microseconds; yield now and then so that, on a busy
      * machine, it gets the CPU to finish), then refuse this one call, counted
@@ -416,7 +426,7 @@ static void modules_walk_locked(int rekey)
 static void rekey_locked(void)
 {
     for (struct pg_func *fn = all_funcs; fn; fn = fn->all_next)
-        perfgroup__key_locked(fn);
+        key_locked(fn);
     modules_walk_locked(1);
 }
 
