@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * runtime/events.c — events: their open, their commit (the thread's totals, the alerts, the
- * event's record), implicit events begun and ended by the hooks, explicit ones by the API
- * (perfgroup_event_begin / _end), resync (frames whose exits were skipped), and nested
- * loops (perfgroup_nested_loop_begin / _end: the outer event committed in two parts).
+ * event's record), implicit events begun and ended by the hooks, explicit ones ended, and
+ * resync (frames whose exits were skipped). The public API over them is event_api.c's.
  * Own thread only, the latch held (internal.h) while the runtime is busy on it.
  */
 #define _GNU_SOURCE
@@ -36,7 +35,7 @@ static struct pg_totals *totals_for(struct pg_thread *t, uint32_t gid)
 
 /* ---- events and commits ------------------------------------------------------------------ */
 
-static void event_open(struct pg_thread *t, uint64_t tsc, int kind, const char *name)
+PG_HIDDEN void perfgroup__event_open(struct pg_thread *t, uint64_t tsc, int kind, const char *name)
 {
     struct pg_thread *latch = pg_latch_take();
     PG_TEST_POINT(1);
@@ -242,7 +241,7 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
 
 PG_HIDDEN void perfgroup__implicit_begin(struct pg_thread *t, uint64_t tsc)
 {
-    event_open(t, tsc, PG_EV_IMPLICIT, NULL);
+    perfgroup__event_open(t, tsc, PG_EV_IMPLICIT, NULL);
     t->implicit_frame = t->depth;
 }
 
@@ -252,7 +251,7 @@ PG_HIDDEN void perfgroup__implicit_begin(struct pg_thread *t, uint64_t tsc)
  * Inside a hook (own_read == 0) nothing reads the CPU clock; callers outside the hooks
  * (thread exit, event_begin, nested loops) read it once for an exact end.
  */
-static void implicit_commit(struct pg_thread *t, uint64_t tsc, int own_read)
+PG_HIDDEN void perfgroup__implicit_commit(struct pg_thread *t, uint64_t tsc, int own_read)
 {
     int64_t own = own_read && !t->measured ? pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID) : -1;
     commit(t, tsc, perfgroup__implicit_cpu(t, t->event_begin_tsc, tsc, own));
@@ -260,11 +259,11 @@ static void implicit_commit(struct pg_thread *t, uint64_t tsc, int own_read)
 
 PG_HIDDEN void perfgroup__implicit_end(struct pg_thread *t, uint64_t tsc)
 {
-    implicit_commit(t, tsc, 0);
+    perfgroup__implicit_commit(t, tsc, 0);
 }
 
 /* The end is read here, after the CPU clock (the reading settles the off-CPU time up to it). */
-static void explicit_end(struct pg_thread *t)
+PG_HIDDEN void perfgroup__explicit_end(struct pg_thread *t)
 {
     uint64_t tsc;
     int64_t cpu = perfgroup__cputime_read(t, &tsc);
@@ -279,9 +278,9 @@ static void explicit_end(struct pg_thread *t)
 PG_HIDDEN void perfgroup__event_close(struct pg_thread *t, uint64_t tsc)
 {
     if (t->event_open == PG_EV_EXPLICIT)
-        explicit_end(t);
+        perfgroup__explicit_end(t);
     else if (t->event_open == PG_EV_IMPLICIT)
-        implicit_commit(t, tsc, 1);
+        perfgroup__implicit_commit(t, tsc, 1);
 }
 
 /* Trace mode: the frames [from, to) get an interval record up to `tsc` now, innermost first
@@ -321,150 +320,4 @@ PG_HIDDEN void perfgroup__resync(struct pg_thread *t, uint32_t keep, uint64_t ts
     if (t->event_open == PG_EV_IMPLICIT && t->implicit_frame >= keep)
         perfgroup__implicit_end(t, pg_clock_settled(t));
     pg_latch_drop(latch);
-}
-
-/* ---- public: events ---------------------------------------------------------------------- */
-
-int perfgroup_event_begin(const char *name)
-{
-    struct pg_thread *t = pg_self();
-    if (!t)
-        return -ENOTSUP;
-    if (t->event_open == PG_EV_EXPLICIT)
-        return -EALREADY;
-    if (perfgroup__rec_mode_now())
-        perfgroup__sampler_ensure(); /* a fork child's first event: its slot (progress.c) */
-    perfgroup__alerts_deliver(t);
-    struct pg_thread *latch = pg_latch_take(); /* a signal handler's hooks: refused */
-    if (t->event_open == PG_EV_IMPLICIT)
-        implicit_commit(t, pg_clock_settled(t), 1);
-    PG_TEST_POINT(17);
-    event_open(t, pg_clock_now(), PG_EV_EXPLICIT, name ? name : "event");
-    pg_latch_drop(latch);
-    return 0;
-}
-
-int perfgroup_event_end(void)
-{
-    struct pg_thread *t = perfgroup__tls;
-    if (!t || t->event_open != PG_EV_EXPLICIT)
-        return -ENOENT;
-    struct pg_thread *latch = pg_latch_take();
-    explicit_end(t);
-    pg_latch_drop(latch);
-    perfgroup__alerts_deliver(t);
-    return 0;
-}
-
-/* Charge, or restart, the stopwatches of the live frames [0, depth) of iteration `iter`.
- * Only nested-loop calls walk the shadow stack: the hooks never do. */
-static void bank_frames(struct pg_thread *t, uint32_t depth, uint64_t iter, uint64_t tsc)
-{
-    uint32_t cpu = pg_cpu_now();
-    for (uint32_t i = 0; i < depth; i++) {
-        struct pg_frame *f = &t->stack[i];
-        if (f->mask && f->iter == iter)
-            pg_charge_frame(t, f, tsc, cpu, 0); /* no activation yet: it goes on after */
-    }
-}
-
-static void restart_frames(struct pg_thread *t, uint32_t depth, uint64_t old_iter, uint64_t tsc)
-{
-    uint32_t cpu = pg_cpu_now();
-    for (uint32_t i = 0; i < depth && i < t->depth; i++) {
-        struct pg_frame *f = &t->stack[i];
-        if (!f->mask || f->iter != old_iter)
-            continue;
-        f->iter = t->iter;
-        f->tsc = tsc;
-        f->cpu = cpu;
-        for (unsigned j = 0; j < f->fn->ngroups; j++)
-            if (f->mask & (1u << j))
-                t->g[f->fn->gid[j]].running = t->iter;
-    }
-}
-
-/* Trace mode, a nested loop's end: the frames live around it are recorded as two pairs, the
- * first from their entry to here (it holds the nested loop), the second from here to their
- * exit, because restart_frames moves the start of those it restarts. */
-static void split_frames(struct pg_thread *t, uint32_t depth, uint64_t tsc)
-{
-    if (depth > t->depth)
-        depth = t->depth;
-    if (!t->rec || perfgroup__rec_mode_now() != PGF_MODE_TRACE)
-        return;
-    perfgroup__trace_frames(t, 0, depth, tsc);
-    for (uint32_t i = 0; i < depth; i++)
-        t->stack[i].tsc = tsc; /* only the record reads a frame that is not restarted */
-}
-
-/*
- * A nested loop: the stopwatches running now are charged up to here (into the outer event,
- * committed now as its first part) and then become stale, so nothing the nested loop runs
- * is charged to them; at the nested loop's end they restart for the outer event's second
- * part. The groups that were running are charged their own time before and after the
- * nested loop and nothing for the nested part.
- */
-void perfgroup_nested_loop_begin(void)
-{
-    struct pg_thread *t = pg_self();
-    if (!t)
-        return;
-    struct pg_thread *latch = pg_latch_take(); /* a signal handler's hooks: refused */
-    uint64_t tsc = pg_clock_settled(t);
-    PG_TEST_POINT(13);
-    if (t->nest_depth < PG_NEST_MAX) {
-        struct pg_nest *n = &t->nest[t->nest_depth];
-        n->name = t->event_name;
-        n->open = t->event_open;
-        n->implicit_frame = t->implicit_frame;
-        n->depth = t->depth;
-        n->iter = t->iter;
-    }
-    t->nest_depth++;
-    if (t->event_open != PG_EV_NONE) {
-        bank_frames(t, t->depth, t->iter, tsc);
-        PG_TEST_POINT(14);
-        t->event_flags |= PGF_EVENT_F_NESTED;
-        perfgroup__event_close(t, tsc); /* the outer event up to here; commit() bumps the iteration */
-    } else {
-        t->iter++;           /* every running stopwatch becomes stale */
-    }
-    pg_cur_refresh(t);
-    pg_latch_drop(latch);
-}
-
-void perfgroup_nested_loop_end(void)
-{
-    struct pg_thread *t = perfgroup__tls;
-    if (!t || t->nest_depth == 0)
-        return;
-    struct pg_thread *latch = pg_latch_take();
-    uint64_t tsc = pg_clock_settled(t);
-    perfgroup__event_close(t, tsc); /* an inner event left open */
-    PG_TEST_POINT(15);
-    t->nest_depth--;
-    t->iter++;           /* what the nested loop started is stale too */
-    if (t->nest_depth < PG_NEST_MAX) {
-        struct pg_nest *n = &t->nest[t->nest_depth];
-        if (n->open != PG_EV_NONE) {
-            uint64_t now = pg_clock_now();
-            if (n->open == PG_EV_IMPLICIT) { /* outside the hooks: a real begin, settled */
-                int64_t c = perfgroup__cputime_read(t, &now);
-                perfgroup__implicit_own(t, now, c);
-            }
-            event_open(t, now, (int)n->open, n->name);
-            t->event_flags |= PGF_EVENT_F_NESTED;
-            if (n->open == PG_EV_IMPLICIT)
-                t->implicit_frame = n->implicit_frame;
-            split_frames(t, n->depth, t->event_begin_tsc);
-            PG_TEST_POINT(16);
-            restart_frames(t, n->depth, n->iter, t->event_begin_tsc);
-        } else {
-            split_frames(t, n->depth, tsc);
-        }
-    }
-    pg_cur_refresh(t); /* restarted frames are of the new iteration */
-    pg_latch_drop(latch);
-    perfgroup__alerts_deliver(t);
 }

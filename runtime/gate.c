@@ -4,7 +4,7 @@
  * gate (off, on, or on through the slow path), the latch's thread-locals (internal.h), the
  * copy that owns the process when this one defers (owner.c elects it), and the process-wide
  * counters the snapshots and the file's header report (refused calls, clamped events,
- * estimated starts) with the reset epoch that zeroes them.
+ * estimated starts) with the reset epoch that zeroes them, and the list of thread entries.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -22,6 +22,8 @@ PG_HIDDEN _Atomic uint64_t perfgroup__clamped;
 PG_HIDDEN uint32_t perfgroup__est_window;
 PG_HIDDEN _Atomic uint64_t perfgroup__estimated;
 PG_HIDDEN _Atomic uint32_t perfgroup__reset_epoch = 1;
+/* Every thread entry (lifecycle.c links them; the sampler and snapshots walk them). */
+PG_HIDDEN _Atomic(struct pg_thread *) perfgroup__thread_list;
 /* The copy that owns the process when this one defers to it (owner.c); NULL: this one. */
 PG_HIDDEN const struct pg_mark *perfgroup__owner;
 

@@ -433,6 +433,12 @@ PG_HIDDEN void perfgroup__trace_frames(struct pg_thread *t, uint32_t from, uint3
 PG_HIDDEN void perfgroup__resync(struct pg_thread *t, uint32_t keep, uint64_t tsc);
 PG_HIDDEN void perfgroup__implicit_begin(struct pg_thread *t, uint64_t tsc);
 PG_HIDDEN void perfgroup__implicit_end(struct pg_thread *t, uint64_t tsc);
+/* For the event API (event_api.c): an event of kind PG_EV_* opened at `tsc`; the implicit
+ * event committed at `tsc` (own_read: its CPU clock read now for an exact end); the explicit
+ * event ended now. */
+PG_HIDDEN void perfgroup__event_open(struct pg_thread *t, uint64_t tsc, int kind, const char *name);
+PG_HIDDEN void perfgroup__implicit_commit(struct pg_thread *t, uint64_t tsc, int own_read);
+PG_HIDDEN void perfgroup__explicit_end(struct pg_thread *t);
 
 /* ---- owner.c: one runtime per process -------------------------------------------------- */
 struct pg_mark;
@@ -464,7 +470,12 @@ static inline struct pg_thread *pg_self(void)
 }
 /* The thread's group tables grown to hold group max_gid (0, or -ENOMEM). */
 PG_HIDDEN int perfgroup__grow_groups(struct pg_thread *t, uint32_t max_gid);
-PG_HIDDEN struct pg_thread *perfgroup__threads(void);
+/* Every thread entry, newest first, never unlinked (gate.c: below all that walks it). */
+extern PG_HIDDEN _Atomic(struct pg_thread *) perfgroup__thread_list;
+static inline struct pg_thread *perfgroup__threads(void)
+{
+    return atomic_load(&perfgroup__thread_list);
+}
 /* The dead pool's lock (snapshots hold it while they walk the thread list). */
 PG_HIDDEN void perfgroup__lock_registry(void);
 PG_HIDDEN void perfgroup__unlock_registry(void);

@@ -63,7 +63,6 @@
 
 static pthread_mutex_t dead_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t thread_key;
-static _Atomic(struct pg_thread *) thread_list;
 /* FREE entries, for the next thread to take at once: a new thread of a process with
  * thousands never walks the live ones (a walk CASing each made thread start O(threads),
  * 3,000 threads started together 4.5x slower than plain, issue 34). Held only to push or
@@ -122,7 +121,6 @@ static struct pg_totals *dead_blocks[PG_GROUP_BLOCKS];
 
 PG_HIDDEN void perfgroup__lock_registry(void) { pthread_mutex_lock(&dead_lock); }
 PG_HIDDEN void perfgroup__unlock_registry(void) { pthread_mutex_unlock(&dead_lock); }
-PG_HIDDEN struct pg_thread *perfgroup__threads(void) { return atomic_load(&thread_list); }
 
 PG_HIDDEN const struct pg_totals *perfgroup__dead_totals(uint32_t gid)
 {
@@ -177,10 +175,10 @@ static struct pg_thread *thread_build(void)
         if (!t)
             return NULL;
         atomic_store(&t->state, PG_THREAD_LIVE);
-        struct pg_thread *head = atomic_load(&thread_list);
+        struct pg_thread *head = atomic_load(&perfgroup__thread_list);
         do
             t->next = head;
-        while (!atomic_compare_exchange_weak(&thread_list, &head, t));
+        while (!atomic_compare_exchange_weak(&perfgroup__thread_list, &head, t));
     }
     if (t->g) {
         memset(t->g, 0, sizeof *t->g * t->cap);
@@ -354,7 +352,7 @@ static void atfork_child(void)
     /* Every other thread's entry is freed with its totals zeroed: the next thread of the
      * child to take it starts from zero, not from a parent thread's totals. */
     free_head = NULL;
-    for (struct pg_thread *t = atomic_load(&thread_list); t; t = t->next) {
+    for (struct pg_thread *t = atomic_load(&perfgroup__thread_list); t; t = t->next) {
         if (t == me)
             continue;
         perfgroup__thread_totals_zero(t);
@@ -388,6 +386,61 @@ PG_HIDDEN void perfgroup__lifecycle_init(void)
     pthread_key_create(&thread_key, thread_exit);
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     at_quick_exit(process_exit);
+}
+
+/* ---- process start-up: once, from the constructor or the first call that needs it ------- */
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+/* A recording opened or closed by the API (rec_file.c calls it after its lock is let go). */
+static void recording_changed(int opened)
+{
+    if (opened)
+        perfgroup__sampler_ensure(); /* it keeps the open events' slots (progress.c) */
+    perfgroup__rekey();              /* trace mode has no keys (reentry.c) */
+}
+
+static const struct perfgroup_rec_host rec_host = {
+    &perfgroup__refused, &perfgroup__clamped, recording_changed};
+
+static void init_once_fn(void)
+{
+    /* the recorder is hosted from here on, a deferring copy's too: our fork handlers and
+     * destructor, not its own */
+    perfgroup__rec_host(&rec_host);
+    if (perfgroup__owner_elect()) { /* a deferring copy starts nothing: owner.c */
+        perfgroup__gate_update();
+        return;
+    }
+    perfgroup__clock_init();
+    perfgroup__cputime_init();
+    perfgroup__implicit_init();
+    perfgroup__lifecycle_init(); /* thread key, fork handlers, at_quick_exit */
+    perfgroup__rec_init(); /* before the first definition, so the recorder sees them all */
+    perfgroup__registry_init(); /* the top group, id 0 == PG_TOP_GROUP */
+    const char *text = perfgroup__getenv("PERFGROUP_TEXT");
+    if (text && *text && perfgroup__text_init(text) == 0)
+        perfgroup__text_on = 1;
+    const char *acc = perfgroup__getenv("PERFGROUP_ACCOUNTING");
+    if (acc && strcmp(acc, "adaptive") == 0)
+        perfgroup__est_window = PG_EST_WINDOW; /* hot events estimate their starts */
+    const char *en = perfgroup__getenv("PERFGROUP_ENABLE");
+    if (en && strcmp(en, "0") == 0)
+        perfgroup__gate_user(0);
+    perfgroup__gate_update();
+    if (perfgroup__rec_mode_now() || perfgroup__rseq_cs_off < 0)
+        perfgroup__sampler_ensure(); /* the open events' slots (progress.c); implicit events'
+                                      * CPU without rseq (implicit.c): never from a hook */
+}
+
+PG_HIDDEN void perfgroup__init(void)
+{
+    pthread_once(&init_once, init_once_fn);
+}
+
+__attribute__((constructor(101))) static void perfgroup_ctor(void)
+{
+    perfgroup__init();
 }
 
 /* ---- per-thread group tables ------------------------------------------------------------ */

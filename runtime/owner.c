@@ -177,3 +177,20 @@ PG_HIDDEN int perfgroup__owner_elect(void)
     }
     return 0;
 }
+
+/* ---- module registration: this copy's, or forwarded to the owner ----------------------- */
+
+void PERFGROUP_MODULE_REGISTER(uint32_t abi_version, struct perfgroup_site *start,
+                               struct perfgroup_site *stop)
+{
+    perfgroup__init();
+    if (perfgroup__owner) { /* registered with the copy that owns the process (owner.c) */
+        perfgroup__forward_register(abi_version, start, stop);
+        return;
+    }
+    perfgroup__register_module(abi_version, start, stop); /* registry.c */
+}
+
+/* This copy's own registration, for the mark another copy forwards through (owner.c). */
+extern __typeof__(perfgroup__register_own) perfgroup__register_own
+    __attribute__((alias(PERFGROUP_MODULE_REGISTER_NAME)));
