@@ -36,13 +36,13 @@ int perfgroup_is_active(void)
 int perfgroup_reset(void)
 {
     perfgroup__init();
-    perfgroup__lock_registry();
+    perfgroup__dead_lock();
     atomic_fetch_add(&perfgroup__reset_epoch, 1);
     perfgroup__dead_clear_locked();
     atomic_store(&perfgroup__refused, 0);
     atomic_store(&perfgroup__clamped, 0);
     atomic_store(&perfgroup__estimated, 0);
-    perfgroup__unlock_registry();
+    perfgroup__dead_unlock();
     return 0;
 }
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * runtime/internal.h — the runtime's internal data structures, shared by hooks.c (hot path),
- * registry.c, events.c, lifecycle.c (threads, fork, exit), control.c, snapshot.c and text.c.
+ * registry.c, events.c, lifecycle.c (threads, fork, exit), the sampler, alerts, snapshots and
+ * the text trace.
  * Not installed.
  *
  * Who writes what:
@@ -16,7 +17,7 @@
  *                                     sampler reads `life`, `imp_open`, `imp_count`, `cpu_clock`
  *   pg_thread.pub_*                   the open event, written by its thread at open and
  *                                     commit inside `pub_seq`, read by the sampler
- *                                     (progress.c); `sp_*` are the sampler's own
+ *                                     (progress.c); `smp_*` are the sampler's own
  */
 #ifndef PERFGROUP_RUNTIME_INTERNAL_H
 #define PERFGROUP_RUNTIME_INTERNAL_H
@@ -174,7 +175,7 @@ struct pg_thread {
     uint8_t own_n;              /* own CPU-clock readings kept (outside the hooks), <= 2 */
     uint64_t own_tsc[2];        /* newest last */
     int64_t own_cpu[2];
-    uint32_t sp_count, sp_idle, sp_life; /* the sampler's own bookkeeping of this thread */
+    uint32_t smp_count, smp_idle, smp_life; /* the sampler's own bookkeeping of this thread */
     uint32_t pending_alerts;
     struct perfgroup_alert_info alerts[PG_PENDING_ALERTS];
     int alert_ids[PG_PENDING_ALERTS];
@@ -209,8 +210,8 @@ struct pg_thread {
      * first PGF_OPEN_GROUPS ids (pg_exec_add, pg_exec_clear) */
     _Atomic uint32_t pub_nexec;
     _Atomic uint32_t pub_exec[PGF_OPEN_GROUPS];
-    uint64_t sp_slot_begin;                  /* sampler: the event in the slot, 0: empty */
-    uint32_t sp_slot_index;                  /* sampler: that slot's thread index */
+    uint64_t smp_slot_begin;                 /* sampler: the event in the slot, 0: empty */
+    uint32_t smp_slot_index;                 /* sampler: that slot's thread index */
     struct pg_samples samples;
     uint32_t index;                          /* 1-based, stable for the process */
     uint32_t tid;
@@ -477,8 +478,8 @@ static inline struct pg_thread *perfgroup__threads(void)
     return atomic_load(&perfgroup__thread_list);
 }
 /* The dead pool's lock (snapshots hold it while they walk the thread list). */
-PG_HIDDEN void perfgroup__lock_registry(void);
-PG_HIDDEN void perfgroup__unlock_registry(void);
+PG_HIDDEN void perfgroup__dead_lock(void);
+PG_HIDDEN void perfgroup__dead_unlock(void);
 PG_HIDDEN const struct pg_totals *perfgroup__dead_totals(uint32_t gid);
 PG_HIDDEN void perfgroup__dead_clear_locked(void);
 extern PG_HIDDEN _Atomic uint32_t perfgroup__reset_epoch;

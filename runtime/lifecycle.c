@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * runtime/lifecycle.c — the life of a thread's entry and of the process around it: thread
- * registration and exit, the dead-thread pool, fork, process exit. core.c holds the registry
- * and events, hooks.c the hot path, rec_*.c the recording file's side of the
- * same transitions.
+ * registration and exit, their group tables and names, the dead-thread pool, process
+ * start-up (perfgroup__init), fork, process exit. registry.c holds the registry, events.c
+ * the events, hooks.c the hot path, rec_*.c the recording file's side of the same
+ * transitions.
  *
  * A thread's entry (struct pg_thread, never freed, reused by later threads):
  *
@@ -119,8 +120,8 @@ static struct pg_totals *dead_blocks[PG_GROUP_BLOCKS];
 
 /* ---- the dead-thread pool ---------------------------------------------------------------- */
 
-PG_HIDDEN void perfgroup__lock_registry(void) { pthread_mutex_lock(&dead_lock); }
-PG_HIDDEN void perfgroup__unlock_registry(void) { pthread_mutex_unlock(&dead_lock); }
+PG_HIDDEN void perfgroup__dead_lock(void) { pthread_mutex_lock(&dead_lock); }
+PG_HIDDEN void perfgroup__dead_unlock(void) { pthread_mutex_unlock(&dead_lock); }
 
 PG_HIDDEN const struct pg_totals *perfgroup__dead_totals(uint32_t gid)
 {

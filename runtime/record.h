@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * runtime/record.h — internal interface between the accounting core (core.c, hooks.c) and
+ * runtime/record.h — internal interface between the accounting core (events.c, lifecycle.c, hooks.c) and
  * the recorder (rec_*.c, rec_state.h lists them: msgpack records into the file-backed chunk
  * buffer).
  *

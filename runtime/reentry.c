@@ -21,7 +21,7 @@
  *
  * What changes a function's groups or makes skipping wrong for everyone — a group's
  * activation, the recording mode (trace mode records every call), the text trace — re-keys
- * (core.c, perfgroup__rekey): every function's key recomputed, every site of every registered
+ * (registry.c, perfgroup__rekey): every function's key recomputed, every site of every registered
  * module rewritten. A thread's mask stays true (it says which groups run, not which are
  * active). A site that the walk does not reach (a module past the registry's limit) keeps key
  * 0, which never matches.

@@ -80,7 +80,7 @@ struct perfgroup_snapshot *perfgroup_snapshot_take(void)
     snap->refused = atomic_load_explicit(&perfgroup__refused, memory_order_relaxed);
     snap->clamped = atomic_load_explicit(&perfgroup__clamped, memory_order_relaxed);
     snap->estimated = atomic_load_explicit(&perfgroup__estimated, memory_order_relaxed);
-    perfgroup__lock_registry();
+    perfgroup__dead_lock();
     for (uint32_t gid = 0; gid < n; gid++) {
         const struct pg_totals *d = perfgroup__dead_totals(gid);
         if (d)
@@ -93,7 +93,7 @@ struct perfgroup_snapshot *perfgroup_snapshot_take(void)
         for (uint32_t gid = 0; gid < n; gid++)
             add_totals(&all[gid], &tmp[gid]);
     }
-    perfgroup__unlock_registry();
+    perfgroup__dead_unlock();
     free(tmp);
 
     size_t k = 0;
