@@ -17,19 +17,13 @@
 
 #include <stdint.h>
 #include <time.h>
+#include "base.h"
 #include "perfgroup/format.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
 #endif
 
-#define PG_LIKELY(x)   __builtin_expect(!!(x), 1)
-#define PG_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define PG_HIDDEN      __attribute__((visibility("hidden")))
-#define PG_COLD        __attribute__((noinline, cold))
-
-/* The runtime's only way to read its environment: secure_getenv (runtime/env.c). */
-PG_HIDDEN const char *perfgroup__getenv(const char *name);
 
 /* PGF_CLOCK_TSC / PGF_CLOCK_CNTVCT / PGF_CLOCK_MONOTONIC: what pg_clock_now() returns. */
 extern PG_HIDDEN uint32_t perfgroup__clock_kind;
@@ -60,18 +54,9 @@ struct perfgroup_test_vclock {
     int64_t cpu_ns;
 };
 extern struct perfgroup_test_vclock perfgroup__test_vclock;
-/* Called, if set, at numbered points inside event open, commit, resync and the hooks' and
- * event API's busy sections: a test raises a signal there. Production builds: nothing. */
-extern void (*perfgroup__test_point)(int point);
-#define PG_TEST_POINT(p)                                                                      \
-    do {                                                                                      \
-        if (perfgroup__test_point)                                                            \
-            perfgroup__test_point(p);                                                         \
-    } while (0)
 #define PG_TEST_VCLOCK (perfgroup__test_vclock.on)
 #else
 #define PG_TEST_CLOCK_ADJ(v) (v)
-#define PG_TEST_POINT(p) ((void)0)
 #define PG_TEST_VCLOCK 0
 #endif
 

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <sys/auxv.h>
 
-#include "clock.h"
+#include "base.h"
 
 PG_HIDDEN const char *perfgroup__getenv(const char *name)
 {

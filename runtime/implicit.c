@@ -67,7 +67,7 @@ PG_HIDDEN void perfgroup__implicit_init(void)
 /* ---- the sampler thread ------------------------------------------------------------------ */
 
 /* Sampler only: a new ring for a new life of the entry, or one more reading. Release stores
- * keep every write after the odd `seq` store (as the totals' seqlock in core.c). */
+ * keep every write after the odd `seq` store (as the totals' seqlock in events.c). */
 static void ring_reset(struct pg_samples *r, uint32_t life)
 {
     uint32_t seq = atomic_load_explicit(&r->seq, memory_order_relaxed);
@@ -94,20 +94,20 @@ static int sample_thread(struct pg_thread *t)
     uint32_t life = atomic_load_explicit(&t->life, memory_order_acquire);
     uint32_t open = atomic_load_explicit(&t->imp_open, memory_order_relaxed);
     uint32_t count = atomic_load_explicit(&t->imp_count, memory_order_relaxed);
-    if (t->sp_life != life) {
-        t->sp_life = life;
-        t->sp_count = 0;
-        t->sp_idle = PG_SAMPLER_KEEP; /* not sampled until it has an implicit event */
+    if (t->smp_life != life) {
+        t->smp_life = life;
+        t->smp_count = 0;
+        t->smp_idle = PG_SAMPLER_KEEP; /* not sampled until it has an implicit event */
         ring_reset(&t->samples, life);
     }
-    if (!open && count == t->sp_count) {
-        if (t->sp_idle >= PG_SAMPLER_KEEP)
+    if (!open && count == t->smp_count) {
+        if (t->smp_idle >= PG_SAMPLER_KEEP)
             return 0;
-        t->sp_idle++;
+        t->smp_idle++;
     } else {
-        t->sp_idle = 0;
+        t->smp_idle = 0;
     }
-    t->sp_count = count;
+    t->smp_count = count;
     clockid_t id = (clockid_t)atomic_load_explicit(&t->cpu_clock, memory_order_relaxed);
     struct timespec ts;
     uint64_t a = pg_clock_now();
@@ -203,7 +203,7 @@ PG_HIDDEN int perfgroup__implicit_atfork_child(struct pg_thread *me)
     for (struct pg_thread *t = perfgroup__threads(); t; t = t->next) {
         atomic_store(&t->samples.seq, 0);
         atomic_store(&t->samples.n, 0);
-        t->sp_life = 0;
+        t->smp_life = 0;
     }
     if (me) { /* a new CPU clock (the child's thread, from zero) and a new life */
         uint32_t open = atomic_load(&me->imp_open);

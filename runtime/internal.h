@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * runtime/internal.h — the runtime's internal data structures, shared by hooks.c (hot path),
- * core.c (registry, events, commits), lifecycle.c (threads, fork, exit), snapshot.c and
- * text.c. Not installed.
+ * registry.c, events.c, lifecycle.c (threads, fork, exit), the sampler, alerts, snapshots and
+ * the text trace.
+ * Not installed.
  *
  * Who writes what:
  *   struct pg_group, struct pg_func   global, created under the registry lock, never freed;
@@ -16,7 +17,7 @@
  *                                     sampler reads `life`, `imp_open`, `imp_count`, `cpu_clock`
  *   pg_thread.pub_*                   the open event, written by its thread at open and
  *                                     commit inside `pub_seq`, read by the sampler
- *                                     (progress.c); `sp_*` are the sampler's own
+ *                                     (progress.c); `smp_*` are the sampler's own
  */
 #ifndef PERFGROUP_RUNTIME_INTERNAL_H
 #define PERFGROUP_RUNTIME_INTERNAL_H
@@ -107,47 +108,6 @@ struct pg_frame {
     uint8_t pad;
 };
 
-/* The layout of struct pgf_totals (format.h): a recording's whole-run totals slot takes a
- * copy (perfgroup__rec_totals). max_wall_ns is the file's only: snapshots and the dead pool
- * do not fold it. */
-struct pg_totals {
-    uint64_t cpu_ns, wall_ns, blocked_ns, cycles, activations, events;
-    uint64_t max_event_ns, min_event_ns;
-    uint64_t jank[PERFGROUP_JANK_BUCKETS];
-    uint64_t discarded;
-    uint64_t max_wall_ns;
-};
-_Static_assert(sizeof(struct pg_totals) == sizeof(struct pgf_totals), "pg_totals is pgf_totals");
-_Static_assert(offsetof(struct pg_totals, jank) == offsetof(struct pgf_totals, jank),
-               "pg_totals is pgf_totals");
-_Static_assert(offsetof(struct pg_totals, max_wall_ns) == offsetof(struct pgf_totals, max_wall_ns),
-               "pg_totals is pgf_totals");
-
-/* Fold totals `s` (a struct pg_totals) into `d`: a struct pg_totals (the dead-thread pool,
- * lifecycle.c) or a struct perfgroup_stats (snapshots, snapshot.c), which share these field
- * names. One definition of how totals combine. A group whose every measure was discarded
- * (no event) still brings its `discarded`. */
-#define PG_TOTALS_FOLD(d, s)                                                                  \
-    do {                                                                                      \
-        if ((s)->events == 0) {                                                               \
-            (d)->discarded += (s)->discarded;                                                 \
-            break;                                                                            \
-        }                                                                                     \
-        if ((s)->max_event_ns > (d)->max_event_ns)                                            \
-            (d)->max_event_ns = (s)->max_event_ns;                                            \
-        if ((d)->events == 0 || (s)->min_event_ns < (d)->min_event_ns)                        \
-            (d)->min_event_ns = (s)->min_event_ns;                                            \
-        (d)->cpu_ns += (s)->cpu_ns;                                                           \
-        (d)->wall_ns += (s)->wall_ns;                                                         \
-        (d)->blocked_ns += (s)->blocked_ns;                                                   \
-        (d)->cycles += (s)->cycles;                                                           \
-        (d)->activations += (s)->activations;                                                 \
-        (d)->events += (s)->events;                                                           \
-        (d)->discarded += (s)->discarded;                                                     \
-        for (int j_ = 0; j_ < PERFGROUP_JANK_BUCKETS; j_++)                                   \
-            (d)->jank[j_] += (s)->jank[j_];                                                   \
-    } while (0)
-
 struct pg_nest {          /* an event suspended by a nested loop */
     const char *name;
     uint32_t open;        /* PG_EV_* */
@@ -215,7 +175,7 @@ struct pg_thread {
     uint8_t own_n;              /* own CPU-clock readings kept (outside the hooks), <= 2 */
     uint64_t own_tsc[2];        /* newest last */
     int64_t own_cpu[2];
-    uint32_t sp_count, sp_idle, sp_life; /* the sampler's own bookkeeping of this thread */
+    uint32_t smp_count, smp_idle, smp_life; /* the sampler's own bookkeeping of this thread */
     uint32_t pending_alerts;
     struct perfgroup_alert_info alerts[PG_PENDING_ALERTS];
     int alert_ids[PG_PENDING_ALERTS];
@@ -250,8 +210,8 @@ struct pg_thread {
      * first PGF_OPEN_GROUPS ids (pg_exec_add, pg_exec_clear) */
     _Atomic uint32_t pub_nexec;
     _Atomic uint32_t pub_exec[PGF_OPEN_GROUPS];
-    uint64_t sp_slot_begin;                  /* sampler: the event in the slot, 0: empty */
-    uint32_t sp_slot_index;                  /* sampler: that slot's thread index */
+    uint64_t smp_slot_begin;                 /* sampler: the event in the slot, 0: empty */
+    uint32_t smp_slot_index;                 /* sampler: that slot's thread index */
     struct pg_samples samples;
     uint32_t index;                          /* 1-based, stable for the process */
     uint32_t tid;
@@ -368,7 +328,8 @@ static inline void pg_cur_refresh(const struct pg_thread *t)
     pg_cur_on(mask, open && d != 0 ? t->stack[d - 1].sp : 0);
 }
 
-PG_HIDDEN void perfgroup__key_locked(struct pg_func *fn);
+/* fn's re-entry key and bits (reentry.c), groups[i] being fn->gid[i]'s; registry lock held. */
+PG_HIDDEN void perfgroup__key_locked(struct pg_func *fn, struct pg_group *const *groups);
 PG_HIDDEN void perfgroup__rekey(void);
 
 /* A call the latch turns away (busy, being registered, or gone): counted, lock-free. */
@@ -438,30 +399,47 @@ pg_charge_frame(struct pg_thread *t, const struct pg_frame *f, uint64_t tsc, uin
             pg_charge(t, fn->gid[i], delta, ok, finished);
 }
 
-/* ---- core.c ---------------------------------------------------------------------------- */
+/* ---- control.c: start-up, the gate, the public control --------------------------------- */
 PG_HIDDEN void perfgroup__init(void);
-PG_HIDDEN void *perfgroup__map(size_t size);           /* anonymous mmap; NULL on failure */
+
+/* ---- gate.c: the gate, the latch's thread-locals, the process-wide counters ------------- */
+PG_HIDDEN void perfgroup__gate_update(void);           /* the gate from the switches below */
+PG_HIDDEN void perfgroup__gate_user(int on);           /* perfgroup_start / _stop */
 PG_HIDDEN int perfgroup__disabled(void);               /* off for good (ABI mismatch) */
+PG_HIDDEN void perfgroup__disable(const char *why);    /* off for good, said once on stderr */
+
+/* ---- registry.c: groups, functions, modules, re-keying ---------------------------------- */
+PG_HIDDEN void perfgroup__registry_init(void);         /* start-up: the top group */
 PG_HIDDEN void perfgroup__reg_lock(void);              /* the registry of groups and sites */
 PG_HIDDEN void perfgroup__reg_unlock(void);
+PG_HIDDEN struct pg_func *perfgroup__site_resolve(struct perfgroup_site *site);
+PG_HIDDEN void perfgroup__register_module(uint32_t abi_version, struct perfgroup_site *start,
+                                          struct perfgroup_site *stop);
+PG_HIDDEN int perfgroup__group_set_active(const char *name, int on); /* -ENOENT: no such */
+PG_HIDDEN struct pg_group *perfgroup__group_at(uint32_t id);
+PG_HIDDEN uint32_t perfgroup__group_count(void);
+struct dl_phdr_info;
+/* One of the object's PT_LOAD segments holds addr (inside dl_iterate_phdr). */
+PG_HIDDEN int perfgroup__object_holds(const struct dl_phdr_info *info, const void *addr);
+
+/* ---- events.c: events, commits, resync, nested loops ------------------------------------ */
 PG_HIDDEN void perfgroup__thread_totals_zero(struct pg_thread *t);
 /* Close the thread's open event, if any, outside the hooks (one CPU-clock read). */
 PG_HIDDEN void perfgroup__event_close(struct pg_thread *t, uint64_t tsc);
 /* Trace mode: interval records for the frames [from, to) up to `tsc`, innermost first. */
 PG_HIDDEN void perfgroup__trace_frames(struct pg_thread *t, uint32_t from, uint32_t to,
                                        uint64_t tsc);
-PG_HIDDEN struct pg_func *perfgroup__site_resolve(struct perfgroup_site *site);
-PG_HIDDEN int perfgroup__grow_groups(struct pg_thread *t, uint32_t max_gid);
 /* Drop frames above `keep` (skipped exits): their stopwatches are cancelled; traced up to
  * `tsc` (0: now). */
 PG_HIDDEN void perfgroup__resync(struct pg_thread *t, uint32_t keep, uint64_t tsc);
 PG_HIDDEN void perfgroup__implicit_begin(struct pg_thread *t, uint64_t tsc);
 PG_HIDDEN void perfgroup__implicit_end(struct pg_thread *t, uint64_t tsc);
-PG_HIDDEN struct pg_group *perfgroup__group_at(uint32_t id);
-PG_HIDDEN uint32_t perfgroup__group_count(void);
-struct dl_phdr_info;
-/* One of the object's PT_LOAD segments holds addr (inside dl_iterate_phdr). */
-PG_HIDDEN int perfgroup__object_holds(const struct dl_phdr_info *info, const void *addr);
+/* For the event API (event_api.c): an event of kind PG_EV_* opened at `tsc`; the implicit
+ * event committed at `tsc` (own_read: its CPU clock read now for an exact end); the explicit
+ * event ended now. */
+PG_HIDDEN void perfgroup__event_open(struct pg_thread *t, uint64_t tsc, int kind, const char *name);
+PG_HIDDEN void perfgroup__implicit_commit(struct pg_thread *t, uint64_t tsc, int own_read);
+PG_HIDDEN void perfgroup__explicit_end(struct pg_thread *t);
 
 /* ---- owner.c: one runtime per process -------------------------------------------------- */
 struct pg_mark;
@@ -485,10 +463,23 @@ PG_HIDDEN void perfgroup__register_own(uint32_t abi_version, struct perfgroup_si
 PG_HIDDEN void perfgroup__lifecycle_init(void);
 /* First hook or API call of a thread: take an entry. Returns NULL to skip. */
 PG_HIDDEN struct pg_thread *perfgroup__thread_slow(void);
-PG_HIDDEN struct pg_thread *perfgroup__threads(void);
+/* The calling thread's entry outside the hooks (the API): taken now if it has none. */
+static inline struct pg_thread *pg_self(void)
+{
+    struct pg_thread *t = perfgroup__tls;
+    return t ? t : perfgroup__thread_slow();
+}
+/* The thread's group tables grown to hold group max_gid (0, or -ENOMEM). */
+PG_HIDDEN int perfgroup__grow_groups(struct pg_thread *t, uint32_t max_gid);
+/* Every thread entry, newest first, never unlinked (gate.c: below all that walks it). */
+extern PG_HIDDEN _Atomic(struct pg_thread *) perfgroup__thread_list;
+static inline struct pg_thread *perfgroup__threads(void)
+{
+    return atomic_load(&perfgroup__thread_list);
+}
 /* The dead pool's lock (snapshots hold it while they walk the thread list). */
-PG_HIDDEN void perfgroup__lock_registry(void);
-PG_HIDDEN void perfgroup__unlock_registry(void);
+PG_HIDDEN void perfgroup__dead_lock(void);
+PG_HIDDEN void perfgroup__dead_unlock(void);
 PG_HIDDEN const struct pg_totals *perfgroup__dead_totals(uint32_t gid);
 PG_HIDDEN void perfgroup__dead_clear_locked(void);
 extern PG_HIDDEN _Atomic uint32_t perfgroup__reset_epoch;
@@ -553,7 +544,7 @@ PG_HIDDEN void perfgroup__progress_close(struct pg_thread *t);
  * the others'; 1 if any thread has an event open. */
 PG_HIDDEN int perfgroup__progress_round(uint64_t period_ns);
 
-/* ---- snapshot.c ------------------------------------------------------------------------ */
+/* ---- alerts.c ------------------------------------------------------------------------ */
 PG_HIDDEN void perfgroup__alerts_check(struct pg_thread *t, const char *event, uint32_t gid,
                                        uint64_t cpu_ns, uint64_t wall_ns, uint64_t event_cpu_ns);
 PG_HIDDEN void perfgroup__alerts_deliver(struct pg_thread *t);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * runtime/lifecycle.c — the life of a thread's entry and of the process around it: thread
- * registration and exit, the dead-thread pool, fork, process exit. core.c holds the registry
- * and events, hooks.c the hot path, record.c / rec_exec.c the recording file's side of the
- * same transitions.
+ * registration and exit, their group tables and names, the dead-thread pool, process
+ * start-up (perfgroup__init), fork, process exit. registry.c holds the registry, events.c
+ * the events, hooks.c the hot path, rec_*.c the recording file's side of the same
+ * transitions.
  *
  * A thread's entry (struct pg_thread, never freed, reused by later threads):
  *
@@ -26,9 +27,9 @@
  *          | from main (destructor),        | then the recording is closed        |
  *          | quick_exit() (at_quick_exit)   |                                     |
  *
- * The process and its recording file (record.c, rec_exec.c):
+ * The process and its recording file (rec_file.c, rec_exec.c):
  *
- *   event              | runtime (this file)          | file (record.c / rec_exec.c)
+ *   event              | runtime (this file)          | file (rec_file.c, rec_exec.c)
  *   -------------------+------------------------------+----------------------------------
  *   start-up           | init: thread key, fork       | PERFGROUP_OUTPUT made unnamed,
  *                      | handlers, at_quick_exit      | linked whole (RECORDING)
@@ -48,19 +49,21 @@
  *
  * Locks: `dead_lock` guards the dead pool and is held by snapshots while they walk the
  * thread list; `free_lock` the free list, only to push or pop; lock order registry
- * (core.c), dead pool, free list, recorder.
+ * (registry.c), dead pool, free list, recorder.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "internal.h"
 
 static pthread_mutex_t dead_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t thread_key;
-static _Atomic(struct pg_thread *) thread_list;
 /* FREE entries, for the next thread to take at once: a new thread of a process with
  * thousands never walks the live ones (a walk CASing each made thread start O(threads),
  * 3,000 threads started together 4.5x slower than plain, issue 34). Held only to push or
@@ -117,9 +120,8 @@ static struct pg_totals *dead_blocks[PG_GROUP_BLOCKS];
 
 /* ---- the dead-thread pool ---------------------------------------------------------------- */
 
-PG_HIDDEN void perfgroup__lock_registry(void) { pthread_mutex_lock(&dead_lock); }
-PG_HIDDEN void perfgroup__unlock_registry(void) { pthread_mutex_unlock(&dead_lock); }
-PG_HIDDEN struct pg_thread *perfgroup__threads(void) { return atomic_load(&thread_list); }
+PG_HIDDEN void perfgroup__dead_lock(void) { pthread_mutex_lock(&dead_lock); }
+PG_HIDDEN void perfgroup__dead_unlock(void) { pthread_mutex_unlock(&dead_lock); }
 
 PG_HIDDEN const struct pg_totals *perfgroup__dead_totals(uint32_t gid)
 {
@@ -174,10 +176,10 @@ static struct pg_thread *thread_build(void)
         if (!t)
             return NULL;
         atomic_store(&t->state, PG_THREAD_LIVE);
-        struct pg_thread *head = atomic_load(&thread_list);
+        struct pg_thread *head = atomic_load(&perfgroup__thread_list);
         do
             t->next = head;
-        while (!atomic_compare_exchange_weak(&thread_list, &head, t));
+        while (!atomic_compare_exchange_weak(&perfgroup__thread_list, &head, t));
     }
     if (t->g) {
         memset(t->g, 0, sizeof *t->g * t->cap);
@@ -292,7 +294,6 @@ __attribute__((destructor)) static void perfgroup_dtor(void)
  * goes on in the child from the fork (fork_restart_event); the other threads' entries are
  * freed with their totals zeroed, and the child's totals start from zero: a child is a
  * process of its own (and the recorder gives it a file of its own). */
-PG_HIDDEN const int perfgroup__core_fork_handlers = 1; /* record.c: ours call its */
 
 static void atfork_prepare(void)
 {
@@ -352,7 +353,7 @@ static void atfork_child(void)
     /* Every other thread's entry is freed with its totals zeroed: the next thread of the
      * child to take it starts from zero, not from a parent thread's totals. */
     free_head = NULL;
-    for (struct pg_thread *t = atomic_load(&thread_list); t; t = t->next) {
+    for (struct pg_thread *t = atomic_load(&perfgroup__thread_list); t; t = t->next) {
         if (t == me)
             continue;
         perfgroup__thread_totals_zero(t);
@@ -386,4 +387,124 @@ PG_HIDDEN void perfgroup__lifecycle_init(void)
     pthread_key_create(&thread_key, thread_exit);
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     at_quick_exit(process_exit);
+}
+
+/* ---- process start-up: once, from the constructor or the first call that needs it ------- */
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+/* A recording opened or closed by the API (rec_file.c calls it after its lock is let go). */
+static void recording_changed(int opened)
+{
+    if (opened)
+        perfgroup__sampler_ensure(); /* it keeps the open events' slots (progress.c) */
+    perfgroup__rekey();              /* trace mode has no keys (reentry.c) */
+}
+
+static const struct perfgroup_rec_host rec_host = {
+    &perfgroup__refused, &perfgroup__clamped, recording_changed};
+
+static void init_once_fn(void)
+{
+    /* the recorder is hosted from here on, a deferring copy's too: our fork handlers and
+     * destructor, not its own */
+    perfgroup__rec_host(&rec_host);
+    if (perfgroup__owner_elect()) { /* a deferring copy starts nothing: owner.c */
+        perfgroup__gate_update();
+        return;
+    }
+    perfgroup__clock_init();
+    perfgroup__cputime_init();
+    perfgroup__implicit_init();
+    perfgroup__lifecycle_init(); /* thread key, fork handlers, at_quick_exit */
+    perfgroup__rec_init(); /* before the first definition, so the recorder sees them all */
+    perfgroup__registry_init(); /* the top group, id 0 == PG_TOP_GROUP */
+    const char *text = perfgroup__getenv("PERFGROUP_TEXT");
+    if (text && *text && perfgroup__text_init(text) == 0)
+        perfgroup__text_on = 1;
+    const char *acc = perfgroup__getenv("PERFGROUP_ACCOUNTING");
+    if (acc && strcmp(acc, "adaptive") == 0)
+        perfgroup__est_window = PG_EST_WINDOW; /* hot events estimate their starts */
+    const char *en = perfgroup__getenv("PERFGROUP_ENABLE");
+    if (en && strcmp(en, "0") == 0)
+        perfgroup__gate_user(0);
+    perfgroup__gate_update();
+    if (perfgroup__rec_mode_now() || perfgroup__rseq_cs_off < 0)
+        perfgroup__sampler_ensure(); /* the open events' slots (progress.c); implicit events'
+                                      * CPU without rseq (implicit.c): never from a hook */
+}
+
+PG_HIDDEN void perfgroup__init(void)
+{
+    pthread_once(&init_once, init_once_fn);
+}
+
+__attribute__((constructor(101))) static void perfgroup_ctor(void)
+{
+    perfgroup__init();
+}
+
+/* ---- per-thread group tables ------------------------------------------------------------ */
+
+/* The group table, and with it the list of groups executed in an event (at most one entry
+ * per group) and the groups' off-CPU ticks in the event (cold: only cputime.c's settling
+ * and commits touch them): the exit hook never has to grow anything. The first
+ * PG_GROUPS_INLINE groups' live in the thread's entry; beyond, a mapping each for the group
+ * table and for exec + goff + shares (an event's groups for its record), doubled as needed. */
+PG_HIDDEN int perfgroup__grow_groups(struct pg_thread *t, uint32_t max_gid)
+{
+    if (t->cap == 0) { /* a new entry: the tables inside it, no mapping of their own */
+        t->g = t->g0;
+        t->exec = t->exec0;
+        t->goff = t->goff0;
+        t->shares = t->shares0;
+        t->cap = t->exec_cap = PG_GROUPS_INLINE;
+    }
+    if (max_gid < t->cap)
+        return 0;
+    uint32_t cap = t->cap;
+    while (cap <= max_gid)
+        cap *= 2;
+    struct pg_gstate *g = perfgroup__map(sizeof *g * cap);
+    /* exec[i], goff[i], shares[i] */
+    const size_t esz = sizeof(uint32_t) + sizeof(uint64_t) + sizeof(struct perfgroup_rec_group_share);
+    uint32_t *e = perfgroup__map(esz * cap);
+    if (!g || !e) {
+        if (g)
+            munmap(g, sizeof *g * cap);
+        if (e)
+            munmap(e, esz * cap);
+        return -ENOMEM;
+    }
+    uint64_t *goff = (uint64_t *)(void *)(e + cap); /* cap >= 64, a power of 2: aligned */
+    struct perfgroup_rec_group_share *shares = (void *)(goff + cap);
+    memcpy(g, t->g, sizeof *g * t->cap);
+    memcpy(e, t->exec, sizeof *e * t->nexec);
+    memcpy(goff, t->goff, sizeof *goff * t->cap);
+    if (t->g != t->g0)
+        munmap(t->g, sizeof *g * t->cap);
+    if (t->exec != t->exec0)
+        munmap(t->exec, esz * t->exec_cap);
+    t->g = g;
+    t->exec = e;
+    t->goff = goff;
+    t->shares = shares;
+    t->exec_cap = cap;
+    t->cap = cap;
+    return 0;
+}
+
+/* ---- public: thread names ---------------------------------------------------------------- */
+
+int perfgroup_thread_name(const char *name)
+{
+    if (!name)
+        return -EINVAL;
+    struct pg_thread *t = pg_self();
+    if (!t)
+        return -ENOTSUP;
+    snprintf(t->name, sizeof t->name, "%s", name);
+    if (t->rec)
+        perfgroup__rec_thread_name(t->rec, t->name);
+    return 0;
 }

@@ -57,7 +57,6 @@ struct pg_mark {
 PG_HIDDEN struct pg_mark perfgroup__mark = {PG_MARK_MAGIC, PERFGROUP_ABI_VERSION, MARK_NONE, 0,
                                             perfgroup__enter_own, perfgroup__exit_own,
                                             perfgroup__register_own};
-PG_HIDDEN const struct pg_mark *perfgroup__owner;
 
 PG_HIDDEN uint64_t perfgroup__forward_enter(struct perfgroup_site *site)
 {
@@ -184,3 +183,20 @@ PG_HIDDEN int perfgroup__owner_elect(void)
     }
     return 0;
 }
+
+/* ---- module registration: this copy's, or forwarded to the owner ----------------------- */
+
+void PERFGROUP_MODULE_REGISTER(uint32_t abi_version, struct perfgroup_site *start,
+                               struct perfgroup_site *stop)
+{
+    perfgroup__init();
+    if (perfgroup__owner) { /* registered with the copy that owns the process (owner.c) */
+        perfgroup__forward_register(abi_version, start, stop);
+        return;
+    }
+    perfgroup__register_module(abi_version, start, stop); /* registry.c */
+}
+
+/* This copy's own registration, for the mark another copy forwards through (owner.c). */
+extern __typeof__(perfgroup__register_own) perfgroup__register_own
+    __attribute__((alias(PERFGROUP_MODULE_REGISTER_NAME)));

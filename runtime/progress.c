@@ -208,15 +208,15 @@ PG_HIDDEN int perfgroup__progress_round(uint64_t period_ns)
                 v.cpu_ns = (uint64_t)(c - bcpu) < wall ? (uint64_t)(c - bcpu) : wall;
                 v.flags |= PGF_OPEN_F_CPU;
             }
-            if (t->sp_slot_begin && t->sp_slot_index != v.thread) /* its index changed */
-                put[n++] = (struct slot_put){t->sp_slot_index, {0}};
+            if (t->smp_slot_begin && t->smp_slot_index != v.thread) /* its index changed */
+                put[n++] = (struct slot_put){t->smp_slot_index, {0}};
             put[n++] = (struct slot_put){v.thread, v};
-            t->sp_slot_begin = v.begin_tsc;
-            t->sp_slot_index = v.thread;
+            t->smp_slot_begin = v.begin_tsc;
+            t->smp_slot_index = v.thread;
             make = 1;
-        } else if (t->sp_slot_begin && (pub < 0 || v.begin_tsc != t->sp_slot_begin)) {
-            put[n++] = (struct slot_put){t->sp_slot_index, {0}}; /* its event ended */
-            t->sp_slot_begin = 0;
+        } else if (t->smp_slot_begin && (pub < 0 || v.begin_tsc != t->smp_slot_begin)) {
+            put[n++] = (struct slot_put){t->smp_slot_index, {0}}; /* its event ended */
+            t->smp_slot_begin = 0;
         }
         if (n >= 30) {
             flush(put, n, make);

@@ -1,17 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * runtime/record.h — internal interface between the accounting core (core.c, hooks.c) and
- * the recorder (record.c: msgpack records into the file-backed chunk buffer).
+ * runtime/record.h — internal interface between the accounting core (events.c, lifecycle.c, hooks.c) and
+ * the recorder (rec_*.c, rec_state.h lists them: msgpack records into the file-backed chunk
+ * buffer).
  *
  * The core calls these; every one is cheap and safe when recording is off
  * (perfgroup__rec_mode == 0). Nothing here is public API. The trace-mode interval record
  * is written by an inline function below (msgpack-c's inline packer) so that the exit
  * hook's only cost is a bounds compare and 29 bytes of stores; everything else (chunk
- * switch, definitions, events) is out of line in record.c.
+ * switch, definitions, events) is out of line in rec_*.c.
  */
 #ifndef PERFGROUP_RUNTIME_RECORD_H
 #define PERFGROUP_RUNTIME_RECORD_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stddef.h>
 #include <string.h>
@@ -38,7 +40,7 @@ struct perfgroup_rec_thread {
     uint8_t *end;                    /* end of the current chunk (atomic, relaxed) */
     uint8_t *data;                   /* first record of the current chunk */
     struct pgf_chunk_header *chunk;  /* current chunk (in the file mapping) */
-    /* cold fields follow in record.c's private part */
+    /* cold fields follow in rec_state.h's struct writer */
 };
 
 /* The slow path: make room for `need` bytes (switch chunks, attach to a new recording).
@@ -52,6 +54,27 @@ int perfgroup__rec_reserve(struct perfgroup_rec_thread *w, uint32_t need);
  * PERFGROUP_OUTPUT / PERFGROUP_MODE / PERFGROUP_BUFFER / PERFGROUP_CHUNK. Both idempotent. */
 void perfgroup__rec_init(void);
 void perfgroup__rec_close(void);
+
+/* The runtime the recorder runs in, told once at its start-up (perfgroup__rec_host, before
+ * perfgroup__rec_init): the recorder calls nothing of the runtime by name, it is the leaf.
+ * With a host, the host's fork handlers call perfgroup__rec_atfork_* (registry lock first)
+ * and the host's destructor closes the file (after the exiting thread's event reached it);
+ * without one (the recorder's own tests) the recorder registers its own fork handlers and
+ * closes the file from its own destructor. */
+struct perfgroup_rec_host {
+    /* the process's refused calls and clamped events, stored into the file's header */
+    const _Atomic uint64_t *refused, *clamped;
+    /* after perfgroup_record_open (opened = 1) or perfgroup_record_close (0) succeeded,
+     * outside the recorder's lock: the host re-keys (trace mode has no keys) and starts its
+     * sampler (the open events' slots) */
+    void (*recording_changed)(int opened);
+};
+void perfgroup__rec_host(const struct perfgroup_rec_host *host);
+/* fork(), from the host's pthread_atfork handlers (after the host's own locks are taken;
+ * child: after the host has fixed the thread's tid) */
+void perfgroup__rec_atfork_prepare(void);
+void perfgroup__rec_atfork_parent(void);
+void perfgroup__rec_atfork_child(void);
 
 /* Around exec (rec_exec.c wraps the exec family): begin marks the file CLOSED with its
  * end_tsc; failed (the exec returned) marks it RECORDING again. */
@@ -210,11 +233,5 @@ perfgroup__rec_interval(struct perfgroup_rec_thread *w, uint32_t function_id,
     }
     perfgroup__rec_interval_put(w, function_id, group_mask, depth, start_tsc, duration);
 }
-
-/* fork(), from the core's pthread_atfork handlers (after the core's own locks are taken;
- * child: after the core has fixed the thread's tid). */
-void perfgroup__rec_atfork_prepare(void);
-void perfgroup__rec_atfork_parent(void);
-void perfgroup__rec_atfork_child(void);
 
 #endif /* PERFGROUP_RUNTIME_RECORD_H */

@@ -21,7 +21,7 @@
  *
  * What changes a function's groups or makes skipping wrong for everyone — a group's
  * activation, the recording mode (trace mode records every call), the text trace — re-keys
- * (core.c, perfgroup__rekey): every function's key recomputed, every site of every registered
+ * (registry.c, perfgroup__rekey): every function's key recomputed, every site of every registered
  * module rewritten. A thread's mask stays true (it says which groups run, not which are
  * active). A site that the walk does not reach (a module past the registry's limit) keeps key
  * 0, which never matches.
@@ -52,10 +52,9 @@ PERFGROUP_ABI_EXPORT_ __thread struct perfgroup_cur PERFGROUP_TLS_CUR
 
 static uint32_t nbits; /* bits given so far, < 64 */
 
-/* Group `gid`'s bit (given now if it has none and one is left), 0 if none. */
-static uint64_t group_bit_locked(uint32_t gid, int give)
+/* Group g's bit (given now if it has none and one is left), 0 if none. */
+static uint64_t group_bit_locked(struct pg_group *g, int give)
 {
-    struct pg_group *g = perfgroup__group_at(gid);
     if (!g)
         return 0;
     if (!g->bit && give && nbits < 63)
@@ -63,8 +62,9 @@ static uint64_t group_bit_locked(uint32_t gid, int give)
     return g->bit ? 1ull << (g->bit - 1) : 0;
 }
 
-/* fn's key and its groups' bits now (registry lock held; hooks read both, relaxed). */
-PG_HIDDEN void perfgroup__key_locked(struct pg_func *fn)
+/* fn's key and its groups' bits now, groups[i] being fn->gid[i]'s (registry lock held; hooks
+ * read both, relaxed). */
+PG_HIDDEN void perfgroup__key_locked(struct pg_func *fn, struct pg_group *const *groups)
 {
     unsigned act = atomic_load_explicit(&fn->active_mask, memory_order_relaxed);
     uint64_t bits = 0;
@@ -72,7 +72,7 @@ PG_HIDDEN void perfgroup__key_locked(struct pg_func *fn)
                 perfgroup__rec_mode_now() != PGF_MODE_TRACE;
     for (unsigned i = 0; i < fn->ngroups; i++) {
         /* a group gets its bit when it is first active (inactive, it is never started) */
-        uint64_t b = group_bit_locked(fn->gid[i], (act & (1u << i)) != 0);
+        uint64_t b = group_bit_locked(groups[i], (act & (1u << i)) != 0);
         __atomic_store_n(&fn->gbit[i], b, __ATOMIC_RELAXED);
         if (act & (1u << i)) {
             if (!b)

@@ -19,6 +19,8 @@
 
 #include "internal.h"
 
+PG_HIDDEN int perfgroup__text_on; /* PERFGROUP_TEXT: set once at start-up (control.c) */
+
 static int text_fd = -1;
 
 /* The descriptor a path names when it only stands for a descriptor the process already has

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runtime/event_api.c — the public event API: perfgroup_event_begin / _end (explicit
+ * events) and perfgroup_nested_loop_begin / _end (a nested loop: the outer event committed
+ * up to it, its stopwatches stale inside it, restarted for the outer event's second part
+ * after it). Over events.c; outside any hook, the latch held while the runtime is busy.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* ---- public: events ---------------------------------------------------------------------- */
+
+int perfgroup_event_begin(const char *name)
+{
+    struct pg_thread *t = pg_self();
+    if (!t)
+        return -ENOTSUP;
+    if (t->event_open == PG_EV_EXPLICIT)
+        return -EALREADY;
+    if (perfgroup__rec_mode_now())
+        perfgroup__sampler_ensure(); /* a fork child's first event: its slot (progress.c) */
+    perfgroup__alerts_deliver(t);
+    struct pg_thread *latch = pg_latch_take(); /* a signal handler's hooks: refused */
+    if (t->event_open == PG_EV_IMPLICIT)
+        perfgroup__implicit_commit(t, pg_clock_settled(t), 1);
+    PG_TEST_POINT(17);
+    perfgroup__event_open(t, pg_clock_now(), PG_EV_EXPLICIT, name ? name : "event");
+    pg_latch_drop(latch);
+    return 0;
+}
+
+int perfgroup_event_end(void)
+{
+    struct pg_thread *t = perfgroup__tls;
+    if (!t || t->event_open != PG_EV_EXPLICIT)
+        return -ENOENT;
+    struct pg_thread *latch = pg_latch_take();
+    perfgroup__explicit_end(t);
+    pg_latch_drop(latch);
+    perfgroup__alerts_deliver(t);
+    return 0;
+}
+
+/* Charge, or restart, the stopwatches of the live frames [0, depth) of iteration `iter`.
+ * Only nested-loop calls walk the shadow stack: the hooks never do. */
+static void bank_frames(struct pg_thread *t, uint32_t depth, uint64_t iter, uint64_t tsc)
+{
+    uint32_t cpu = pg_cpu_now();
+    for (uint32_t i = 0; i < depth; i++) {
+        struct pg_frame *f = &t->stack[i];
+        if (f->mask && f->iter == iter)
+            pg_charge_frame(t, f, tsc, cpu, 0); /* no activation yet: it goes on after */
+    }
+}
+
+static void restart_frames(struct pg_thread *t, uint32_t depth, uint64_t old_iter, uint64_t tsc)
+{
+    uint32_t cpu = pg_cpu_now();
+    for (uint32_t i = 0; i < depth && i < t->depth; i++) {
+        struct pg_frame *f = &t->stack[i];
+        if (!f->mask || f->iter != old_iter)
+            continue;
+        f->iter = t->iter;
+        f->tsc = tsc;
+        f->cpu = cpu;
+        for (unsigned j = 0; j < f->fn->ngroups; j++)
+            if (f->mask & (1u << j))
+                t->g[f->fn->gid[j]].running = t->iter;
+    }
+}
+
+/* Trace mode, a nested loop's end: the frames live around it are recorded as two pairs, the
+ * first from their entry to here (it holds the nested loop), the second from here to their
+ * exit, because restart_frames moves the start of those it restarts. */
+static void split_frames(struct pg_thread *t, uint32_t depth, uint64_t tsc)
+{
+    if (depth > t->depth)
+        depth = t->depth;
+    if (!t->rec || perfgroup__rec_mode_now() != PGF_MODE_TRACE)
+        return;
+    perfgroup__trace_frames(t, 0, depth, tsc);
+    for (uint32_t i = 0; i < depth; i++)
+        t->stack[i].tsc = tsc; /* only the record reads a frame that is not restarted */
+}
+
+/*
+ * A nested loop: the stopwatches running now are charged up to here (into the outer event,
+ * committed now as its first part) and then become stale, so nothing the nested loop runs
+ * is charged to them; at the nested loop's end they restart for the outer event's second
+ * part. The groups that were running are charged their own time before and after the
+ * nested loop and nothing for the nested part.
+ */
+void perfgroup_nested_loop_begin(void)
+{
+    struct pg_thread *t = pg_self();
+    if (!t)
+        return;
+    struct pg_thread *latch = pg_latch_take(); /* a signal handler's hooks: refused */
+    uint64_t tsc = pg_clock_settled(t);
+    PG_TEST_POINT(13);
+    if (t->nest_depth < PG_NEST_MAX) {
+        struct pg_nest *n = &t->nest[t->nest_depth];
+        n->name = t->event_name;
+        n->open = t->event_open;
+        n->implicit_frame = t->implicit_frame;
+        n->depth = t->depth;
+        n->iter = t->iter;
+    }
+    t->nest_depth++;
+    if (t->event_open != PG_EV_NONE) {
+        bank_frames(t, t->depth, t->iter, tsc);
+        PG_TEST_POINT(14);
+        t->event_flags |= PGF_EVENT_F_NESTED;
+        perfgroup__event_close(t, tsc); /* the outer event up to here; commit() bumps the iteration */
+    } else {
+        t->iter++;           /* every running stopwatch becomes stale */
+    }
+    pg_cur_refresh(t);
+    pg_latch_drop(latch);
+}
+
+void perfgroup_nested_loop_end(void)
+{
+    struct pg_thread *t = perfgroup__tls;
+    if (!t || t->nest_depth == 0)
+        return;
+    struct pg_thread *latch = pg_latch_take();
+    uint64_t tsc = pg_clock_settled(t);
+    perfgroup__event_close(t, tsc); /* an inner event left open */
+    PG_TEST_POINT(15);
+    t->nest_depth--;
+    t->iter++;           /* what the nested loop started is stale too */
+    if (t->nest_depth < PG_NEST_MAX) {
+        struct pg_nest *n = &t->nest[t->nest_depth];
+        if (n->open != PG_EV_NONE) {
+            uint64_t now = pg_clock_now();
+            if (n->open == PG_EV_IMPLICIT) { /* outside the hooks: a real begin, settled */
+                int64_t c = perfgroup__cputime_read(t, &now);
+                perfgroup__implicit_own(t, now, c);
+            }
+            perfgroup__event_open(t, now, (int)n->open, n->name);
+            t->event_flags |= PGF_EVENT_F_NESTED;
+            if (n->open == PG_EV_IMPLICIT)
+                t->implicit_frame = n->implicit_frame;
+            split_frames(t, n->depth, t->event_begin_tsc);
+            PG_TEST_POINT(16);
+            restart_frames(t, n->depth, n->iter, t->event_begin_tsc);
+        } else {
+            split_frames(t, n->depth, tsc);
+        }
+    }
+    pg_cur_refresh(t); /* restarted frames are of the new iteration */
+    pg_latch_drop(latch);
+    perfgroup__alerts_deliver(t);
+}
