@@ -15,6 +15,7 @@
 #define PERFGROUP_TEST_BOUNDS_H
 
 /* needs _GNU_SOURCE, defined by the test before any include (RUSAGE_THREAD) */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -69,14 +70,29 @@ struct pg_obs { int64_t wall, cpu, steal, self; long nivcsw; };
  * "Error bounds", stolen σ): system-wide, an upper bound for one thread. */
 static inline int64_t pg_steal_ns(void)
 {
-    FILE *f = fopen("/proc/stat", "r");
-    unsigned long long v[8] = {0};
-    int n = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
-                       &v[3], &v[4], &v[5], &v[6], &v[7]) : 0;
-    if (f)
-        fclose(f);
+    /* open/read/close and no stdio: tests read it in signal handlers too (async-signal-safe;
+     * TSan reports fopen's malloc there). "cpu  user nice system idle iowait irq softirq
+     * steal ...": the 8th number. */
+    char buf[256];
+    int fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n < 5 || memcmp(buf, "cpu ", 4) != 0)
+        return 0;
+    buf[n] = 0;
+    unsigned long long v = 0;
+    const char *p = buf + 4;
+    for (int field = 0; field < 8; field++) {
+        while (*p == ' ')
+            p++;
+        if (*p < '0' || *p > '9')
+            return 0;
+        for (v = 0; *p >= '0' && *p <= '9'; p++)
+            v = v * 10 + (unsigned long long)(*p - '0');
+    }
     long hz = sysconf(_SC_CLK_TCK);
-    return n == 8 && hz > 0 ? (int64_t)(v[7] * (1000000000ull / (unsigned long long)hz)) : 0;
+    return hz > 0 ? (int64_t)(v * (1000000000ull / (unsigned long long)hz)) : 0;
 }
 
 static inline struct pg_obs pg_obs_now(void)
