@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pgm_make.c — writes a large recording with the real recorder (runtime/record.c, through
+ * pgm_make.c — writes a large recording with the real recorder (runtime/rec_*.c, through
  * runtime/record.h) for the converter benchmark: 4 threads, each iteration one event with 3
  * groups and, in trace mode, 8 nested intervals under one outermost interval (25 µs of
  * synthetic time per iteration, on the recorder's clock), until the file holds SIZE_MB of

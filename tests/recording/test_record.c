@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_record.c — the recorder (runtime/record.c) driven through runtime/record.h and the
+ * test_record.c — the recorder (runtime/rec_*.c) driven through runtime/record.h and the
  * public recording API, read back with pgreader. One test per argv[1]; every test records
  * a real file through the real mapping and reads it back from disk.
  *
