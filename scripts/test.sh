@@ -93,6 +93,23 @@ for cc in gcc-11 clang-19; do
     echo "real.lua.$cc: passed"
   fi
 done
+# A build for one compiler only, as a user with clang 19 alone configures it: the runtime,
+# the converter and the Clang plugin all compiled by clang 19 (it once deleted the stores
+# that elect one runtime per process, which no other compiler did: runtime/owner.c), then
+# the runtime, recording, add-on and plugin tests of that build.
+phase "clang-19-only build: runtime, recording, add-ons, plugin"
+echo "== clang-19-only build (-DCMAKE_C_COMPILER=clang-19, llvm-config-19): its runtime, recording, add-on and plugin tests"
+if ! { cmake -S . -B build-clang-19 -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-19 \
+         -DCMAKE_CXX_COMPILER=clang++-19 -DPERFGROUP_LLVM_CONFIG=llvm-config-19 \
+         -DPERFGROUP_GCC_PLUGIN=OFF -DPERFGROUP_BENCH=OFF >build-clang-19.build.log 2>&1 &&
+       cmake --build build-clang-19 -j"$jobs" >>build-clang-19.build.log 2>&1; }; then
+  cat build-clang-19.build.log; failed+=("clang-19-only build")
+elif ! ctest --test-dir build-clang-19 -L '^(runtime|recording|addons|plugin-clang)$' -LE '^slow$' \
+       -j"$jobs" --output-on-failure >build-clang-19/ctest.log 2>&1; then
+  cat build-clang-19/ctest.log; failed+=("clang-19-only build: tests")
+else
+  grep -E 'tests passed|tests failed' build-clang-19/ctest.log
+fi
 phase "main build: every test (ctest)"
 echo "== main build: every test"
 rc=0
