@@ -549,7 +549,7 @@ static void case_cpu_clock_in_hooks(void)
         __perfgroup_exit(&site_b, tb);
         __perfgroup_exit(&site_a, ta);
     }
-    struct pg_obs r0 = {0, 0, 0, 0, 0};
+    struct pg_obs r0 = {0};
     for (int i = 0; i < 5; i++) {
         if (i == 4)
             r0 = pg_obs_now();
