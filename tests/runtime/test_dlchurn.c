@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 
 #include "task.h"
+#include "../bounds/bounds.h"
 
 SITE(bg_site, "bg", "bg_work");
 static atomic_int stop;
@@ -55,6 +56,7 @@ int main(int argc, char **argv)
     pthread_create(&bg, NULL, bg_main, NULL);
     pthread_create(&rk, NULL, rekey_main, NULL);
     unsigned seed = 31;
+    int64_t steal0 = pg_steal_ns();
     for (int round = 0; round < 40; round++) {
         int i = (int)(rand_r(&seed) % 2);
         void *h = dlopen(path[i], RTLD_NOW | RTLD_LOCAL);
@@ -68,6 +70,10 @@ int main(int argc, char **argv)
         }
         ASSERT(dlclose(h) == 0);
     }
+    /* time stolen from the vCPUs meanwhile (docs/accounting.md, stolen σ: a stopwatch
+     * counts it, the thread CPU clock does not), + 1 tick of /proc/stat */
+    int64_t stolen = pg_steal_ns() - steal0;
+    stolen = stolen > 0 ? stolen + 10 * PG_BOUND_MS : 0;
     atomic_store(&stop, 1);
     pthread_join(bg, NULL);
     pthread_join(rk, NULL);
@@ -79,7 +85,7 @@ int main(int argc, char **argv)
         printf("group %s: %.3f ms, thread CPU clock %.3f ms\n", group[i], got / 1e6,
                truth[i] / 1e6);
         ASSERT(truth[i] > 0);
-        ASSERT_NEAR(got, truth[i], 0.05 * (double)truth[i]);
+        ASSERT_NEAR(got, truth[i], 0.05 * (double)truth[i] + (double)stolen);
     }
     perfgroup_snapshot_free(s);
     printf("ok dlchurn\n");
