@@ -65,6 +65,18 @@ static inline struct pg_cfg pg_cfg_now(void)
  * truth may not hold: a bound adds it for both ends. */
 struct pg_obs { int64_t wall, cpu, steal, self, run_delay; long nivcsw, nvcsw; };
 
+/* The first size - 1 bytes of a /proc file into buf, NUL-terminated; its length, or -1.
+ * open/read/close and no stdio: tests read these in signal handlers (async-signal-safe). */
+static inline ssize_t pg_read_head(const char *path, char *buf, size_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, size - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    buf[n > 0 ? n : 0] = 0;
+    return n;
+}
+
 /* Time the hypervisor stole from the machine's vCPUs (/proc/stat, every CPU), ns; 0 if
  * unknown. A stopwatch counts it, the thread's CPU clock does not (docs/accounting.md,
  * "Error bounds", stolen σ): system-wide, an upper bound for one thread. */
@@ -74,13 +86,9 @@ static inline int64_t pg_steal_ns(void)
      * TSan reports fopen's malloc there). "cpu  user nice system idle iowait irq softirq
      * steal ...": the 8th number. */
     char buf[256];
-    int fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-    if (fd >= 0)
-        close(fd);
+    ssize_t n = pg_read_head("/proc/stat", buf, sizeof buf);
     if (n < 5 || memcmp(buf, "cpu ", 4) != 0)
         return 0;
-    buf[n] = 0;
     unsigned long long v = 0;
     const char *p = buf + 4;
     for (int field = 0; field < 8; field++) {
@@ -100,13 +108,8 @@ static inline int64_t pg_steal_ns(void)
 static inline int64_t pg_run_delay_ns(void)
 {
     char buf[128];
-    int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    if (n < 3)
+    if (pg_read_head("/proc/thread-self/schedstat", buf, sizeof buf) < 3)
         return -1;
-    buf[n] = 0;
     const char *p = buf;
     while (*p >= '0' && *p <= '9')
         p++;
