@@ -303,7 +303,7 @@ PG_HIDDEN void perfgroup__rec_unlock(void) {
 PG_HIDDEN void perfgroup__rec_thread_def(struct writer *w) {
     if (!recorder.hdr)
         return;
-    uint8_t rec[16 + 64];
+    uint8_t rec[THREAD_DEF_MAX];
     struct span s = { rec, rec + sizeof rec };
     msgpack_packer pk = { &s, span_write };
     msgpack_pack_array(&pk, 4);
@@ -340,6 +340,8 @@ PG_HIDDEN void perfgroup__rec_attach(struct writer *w) {
     w->hot.chunk = NULL;
     w->hot.pos = w->hot.data = NULL;
     __atomic_store_n(&w->hot.end, NULL, __ATOMIC_RELAXED);
+    if (w == &recorder.defs)
+        recorder.defs_need = recorder.defs_fill = 0;
     if (!w->is_defs)
         perfgroup__rec_thread_def(w);
 }
@@ -425,6 +427,14 @@ PG_HIDDEN int perfgroup__rec_reserve_locked(struct writer *w, uint32_t need) {
     }
     if (w->gen != recorder.gen)
         perfgroup__rec_attach(w);
+    if (w == &recorder.defs && need <= recorder.chunk_size - PGF_CHUNK_HEADER_SIZE) {
+        /* packed as below, whether or not a chunk is there for it */
+        if (!recorder.defs_need || recorder.defs_fill + need > recorder.chunk_size - PGF_CHUNK_HEADER_SIZE) {
+            recorder.defs_need++;
+            recorder.defs_fill = 0;
+        }
+        recorder.defs_fill += need;
+    }
     if (!w->is_defs)
         refresh_name(w, now_tsc());
     if (!w->is_defs && w->no_def) {

@@ -387,13 +387,12 @@ static void close_locked(void) {
     uint64_t lost = recorder.threads_undefined + recorder.threads_starved;
     if (lost > recorder.warned_threads) { /* their records are in header.records_dropped */
         /* the smallest buffer that holds, for the most threads at once, a current and a next
-         * chunk each, with the definitions' chunks and the open events' one */
-        uint64_t defs = 0;
-        for (uint32_t i = 0; i < recorder.chunk_count; i++) {
-            const struct pgf_chunk_header *c = perfgroup__rec_chunk_at(i);
-            defs += c->magic == PGF_CHUNK_MAGIC && c->kind != PGF_CHUNK_DATA;
-        }
-        uint64_t need = PGF_HEADER_SIZE + (2ull * recorder.peak_live + defs + 1) * recorder.chunk_size;
+         * chunk each; every definition (also those that found no room: defs_need); the
+         * thread definitions of that many threads; and the open events' chunk */
+        uint64_t room = recorder.chunk_size - PGF_CHUNK_HEADER_SIZE;
+        uint64_t tdefs = (recorder.peak_live * (uint64_t)THREAD_DEF_MAX + room - 1) / room;
+        uint64_t need = PGF_HEADER_SIZE + (2ull * recorder.peak_live + recorder.defs_need +
+                                           (tdefs ? tdefs : 1) + 1) * recorder.chunk_size;
         fprintf(stderr, "perfgroup: %llu threads found no room in the buffer (%llu for their "
                 "definition, %llu for a chunk): their records were dropped (their whole-run "
                 "totals are kept); PERFGROUP_BUFFER=%lluK would have held a chunk for each of "

@@ -51,6 +51,7 @@
 #define MAX_TOTALS (1u << 22)
 #define RUNTIME_VERSION "perfgroup 0.1.0"
 #define CLOCK_MAX      (1 + 1 + 4 * 9) /* bytes of a PGF_REC_CLOCK record at most */
+#define THREAD_DEF_MAX (16 + 64)     /* bytes of a PGF_REC_THREAD record at most */
 
 
 /* A thread's writer: the hot part the inline writer sees, then the cold part. */
@@ -116,6 +117,9 @@ struct pg_recorder {
     uint32_t ntdefs;
     uint64_t threads_undefined, threads_starved, warned_threads;
     uint32_t nlive, peak_live;        /* threads with a writer now, and at most at once */
+    /* the DEFS chunks this file's definitions take, counted as if each fitted (the ones
+     * that did not are counted too): what the close-time warning's buffer size must hold */
+    uint32_t defs_need, defs_fill;
     struct writer tdefs;
     struct writer defs;
     struct writer *live;

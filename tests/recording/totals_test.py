@@ -11,6 +11,8 @@ recycled at least 100 times:
   tiny     the same with PERFGROUP_BUFFER=256K: no room for the thread's definition, no event
            kept, the totals still whole; the warning names the buffer that has room for the
            thread, and it does: no warning, its newest events kept
+  tiny16   the same with 16K chunks in a 64K buffer: the definitions take 12 chunks, 3 fit;
+           the buffer the warning names counts those that found no room too
   threads  1,000 short-lived threads, PERFGROUP_TOTALS=256: ended threads folded, counted
   many     2,000 groups in every event: a record lists what fits its chunk, the totals all
   kill     the program holds after its events and is SIGKILLed: the file stays RECORDING,
@@ -104,6 +106,9 @@ def main():
     d = tempfile.mkdtemp(prefix="pg-totals-")
     cases = [("one", ["one", "200000"], {"PERFGROUP_BUFFER": "1M"}, 100),
              ("tiny", ["one", "100000"], {"PERFGROUP_BUFFER": "256K"}, 0),
+             # the definitions take 12 chunks of 16K; 3 fit: the warning's buffer must
+             # count the ones that found no room too
+             ("tiny16", ["one", "20000"], {"PERFGROUP_BUFFER": "64K", "PERFGROUP_CHUNK": "16K"}, 0),
              ("threads", ["threads", "1000"],
               {"PERFGROUP_BUFFER": "1M", "PERFGROUP_CHUNK": "16K", "PERFGROUP_TOTALS": "256"}, 100),
              ("many", ["many", "300"], {"PERFGROUP_BUFFER": "1M"}, 100)]
@@ -144,7 +149,7 @@ def main():
                   f"({more[0][-30:] if more else None})")
             check(proc["events_kept"] > 0, f"{name}: events of 2,000 groups kept "
                   f"({proc['events_kept']}), as much of each as fits its chunk")
-        if name == "tiny":
+        if name.startswith("tiny"):
             check(proc["events_kept"] == 0, f"{name}: no event kept ({proc['events_kept']})")
             # the warning says what was lost and the smallest buffer that holds it: with that
             # buffer, no warning and every event kept
@@ -153,7 +158,7 @@ def main():
             check(m is not None, f"{name}: the warning names the buffer that holds it: {warn.strip()}")
             if m:
                 out2 = os.path.join(d, "tiny2.pgm")
-                snap2 = finished(run(prog, out2, args, {"PERFGROUP_BUFFER": m.group(1)}), name)
+                snap2 = finished(run(prog, out2, args, dict(env, PERFGROUP_BUFFER=m.group(1))), name)
                 p2 = summary(conv, out2)
                 check("no room" not in finished.stderr and p2 and p2["events_kept"] > 0 and
                       p2["events"] == snap2["top"]["events"],
@@ -162,7 +167,7 @@ def main():
         if name == "threads":
             check(h["folded"] > 0 and proc["threads_folded"] == h["folded"],
                   f"{name}: {h['folded']} ended threads folded into one row")
-        if name == "one" or name == "tiny":
+        if name in ("one", "tiny", "tiny16"):
             parse = [g for g in proc["groups"] if g["group"] == "parse"]
             check(parse and parse[0]["jank"][5] == 1,
                   f"{name}: the one janky event (> 32 ms) is in the table")
