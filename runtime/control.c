@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * runtime/control.c — the public control: perfgroup_start / _stop / _is_active / _reset,
- * perfgroup_group_activate / _deactivate. The gate they set is gate.c's, start-up
+ * perfgroup_group_activate / _deactivate, perfgroup_thread_name. The gate they set is gate.c's, start-up
  * lifecycle.c's, the groups registry.c's.
  */
 #define _GNU_SOURCE
@@ -56,3 +56,18 @@ static int set_active(const char *name, int on)
 
 int perfgroup_group_activate(const char *name) { return set_active(name, 1); }
 int perfgroup_group_deactivate(const char *name) { return set_active(name, 0); }
+
+/* ---- public: thread names ---------------------------------------------------------------- */
+
+int perfgroup_thread_name(const char *name)
+{
+    if (!name)
+        return -EINVAL;
+    struct pg_thread *t = pg_self();
+    if (!t)
+        return -ENOTSUP;
+    snprintf(t->name, sizeof t->name, "%s", name);
+    if (t->rec)
+        perfgroup__rec_thread_name(t->rec, t->name);
+    return 0;
+}

@@ -25,7 +25,7 @@ PG_HIDDEN _Atomic uint32_t perfgroup__reset_epoch = 1;
 /* Every thread entry (lifecycle.c links them; the sampler and snapshots walk them). */
 PG_HIDDEN _Atomic(struct pg_thread *) perfgroup__thread_list;
 /* The copy that owns the process when this one defers to it (owner.c); NULL: this one. */
-PG_HIDDEN const struct pg_mark *perfgroup__owner;
+PG_HIDDEN const struct pg_entries *perfgroup__owner;
 
 static _Atomic int user_on = 1;     /* perfgroup_start / perfgroup_stop */
 static _Atomic int disabled;        /* ABI mismatch: off for good */

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * runtime/hooks.c — the hot path: __perfgroup_enter and __perfgroup_exit, nothing else.
+ * runtime/hooks.c — the instrumented code's entry points: the hot path (__perfgroup_enter,
+ * __perfgroup_exit), the module registration, and this copy's start-up (perfgroup__init, which
+ * hands these entry points to the election: owner.c, lifecycle.c).
  *
  * No syscall, lock, malloc or I/O here. Every not-ready case (first call of a thread or a
  * site, a group id past the thread's table, a skipped exit to resynchronise, the start and
@@ -313,10 +315,10 @@ static PG_ALWAYS_INLINE void exit_frame(struct pg_thread *t, uint32_t idx, uint6
 static PG_COLD uint64_t enter_slow(struct perfgroup_site *site, uintptr_t sp, uintptr_t ra)
 {
     if (PG_UNLIKELY(perfgroup__owner != NULL)) /* another copy owns the process: owner.c */
-        return perfgroup__forward_enter(site);
+        return perfgroup__owner->enter(site);
     PG_ERRNO_SAVE();
     struct pg_thread *t = perfgroup__tls; /* NULL: new, busy (latched) or gone: see there */
-    if (!t && !(t = perfgroup__thread_slow())) {
+    if (!t && !(t = perfgroup__self_slow())) {
         PG_ERRNO_RESTORE();
         return 0;
     }
@@ -346,7 +348,7 @@ static PG_COLD uint64_t enter_slow(struct perfgroup_site *site, uintptr_t sp, ui
 static PG_COLD void exit_slow(struct perfgroup_site *site, uint64_t token, uint64_t tsc)
 {
     if (PG_UNLIKELY(perfgroup__owner != NULL)) { /* the owner's token: owner.c */
-        perfgroup__forward_exit(site, token);
+        perfgroup__owner->exit(site, token);
         return;
     }
     if (tsc == 0)
@@ -481,8 +483,48 @@ void PERFGROUP_HOOK_EXIT(struct perfgroup_site *site, uint64_t token)
     exit_frame(t, idx, tsc, 1, trace);
 }
 
-/* This copy's own hooks, for the mark another copy forwards through (owner.c). */
+/* ---- the module registration: this copy's, or forwarded to the owner -------------------- */
+
+void PERFGROUP_MODULE_REGISTER(uint32_t abi_version, struct perfgroup_site *start,
+                               struct perfgroup_site *stop)
+{
+    perfgroup__init();
+    if (perfgroup__owner) { /* registered with the copy that owns the process (owner.c) */
+        perfgroup__owner->reg(abi_version, start, stop);
+        return;
+    }
+    perfgroup__register_module(abi_version, start, stop); /* registry.c */
+}
+
+/* ---- start-up: this copy's entry points to the election -------------------------------- */
+
+/* This copy's own hooks and registration, for the mark another copy forwards through. */
 extern __typeof__(perfgroup__enter_own) perfgroup__enter_own
     __attribute__((alias(PERFGROUP_HOOK_ENTER_NAME)));
 extern __typeof__(perfgroup__exit_own) perfgroup__exit_own
     __attribute__((alias(PERFGROUP_HOOK_EXIT_NAME)));
+extern __typeof__(perfgroup__register_own) perfgroup__register_own
+    __attribute__((alias(PERFGROUP_MODULE_REGISTER_NAME)));
+
+static const struct pg_entries own_entries = {perfgroup__enter_own, perfgroup__exit_own,
+                                              perfgroup__register_own};
+
+/* Once per process, from the constructor below or the first call that needs it: the
+ * election (owner.c) with this copy's entry points, then the rest (lifecycle.c). Here, not
+ * below: the entry points are this file's, and nothing below calls up to them. */
+PG_HIDDEN void perfgroup__init(void)
+{
+    perfgroup__start(&own_entries);
+}
+
+/* The calling thread's entry, taken now (the first call of a thread): after start-up. */
+PG_HIDDEN struct pg_thread *perfgroup__self_slow(void)
+{
+    perfgroup__init();
+    return perfgroup__thread_slow();
+}
+
+__attribute__((constructor(101))) static void perfgroup_ctor(void)
+{
+    perfgroup__init();
+}

@@ -399,7 +399,7 @@ pg_charge_frame(struct pg_thread *t, const struct pg_frame *f, uint64_t tsc, uin
             pg_charge(t, fn->gid[i], delta, ok, finished);
 }
 
-/* ---- control.c: start-up, the gate, the public control --------------------------------- */
+/* ---- hooks.c: start-up (this copy's entry points to the election, lifecycle.c) ---------- */
 PG_HIDDEN void perfgroup__init(void);
 
 /* ---- gate.c: the gate, the latch's thread-locals, the process-wide counters ------------- */
@@ -442,16 +442,19 @@ PG_HIDDEN void perfgroup__implicit_commit(struct pg_thread *t, uint64_t tsc, int
 PG_HIDDEN void perfgroup__explicit_end(struct pg_thread *t);
 
 /* ---- owner.c: one runtime per process -------------------------------------------------- */
-struct pg_mark;
+/* A copy's entry points, as its mark offers them to the others (hidden aliases: never an
+ * interposed symbol). hooks.c hands its own to the election at start-up. */
+struct pg_entries {
+    uint64_t (*enter)(struct perfgroup_site *site);
+    void (*exit)(struct perfgroup_site *site, uint64_t token);
+    void (*reg)(uint32_t abi_version, struct perfgroup_site *start, struct perfgroup_site *stop);
+};
 /* The copy that owns the process when this one defers to it (NULL: this copy owns it).
  * Set once at start-up, before this copy's first hook or registration goes on. */
-extern PG_HIDDEN const struct pg_mark *perfgroup__owner;
-/* Start-up: 1 if another copy owns the process (this one forwards), 0 if this one owns it. */
-PG_HIDDEN int perfgroup__owner_elect(void);
-PG_HIDDEN uint64_t perfgroup__forward_enter(struct perfgroup_site *site);
-PG_HIDDEN void perfgroup__forward_exit(struct perfgroup_site *site, uint64_t token);
-PG_HIDDEN void perfgroup__forward_register(uint32_t abi_version, struct perfgroup_site *start,
-                                           struct perfgroup_site *stop);
+extern PG_HIDDEN const struct pg_entries *perfgroup__owner;
+/* Start-up: 1 if another copy owns the process (this one forwards to perfgroup__owner), 0
+ * if this one owns it (its mark then offers `own` to the others). */
+PG_HIDDEN int perfgroup__owner_elect(const struct pg_entries *own);
 /* This copy's own entry points (hidden aliases of the hooks and the registration). */
 PG_HIDDEN uint64_t perfgroup__enter_own(struct perfgroup_site *site) PERFGROUP_ABI_NOTHROW_;
 PG_HIDDEN void perfgroup__exit_own(struct perfgroup_site *site,
@@ -461,13 +464,18 @@ PG_HIDDEN void perfgroup__register_own(uint32_t abi_version, struct perfgroup_si
 
 /* ---- lifecycle.c: thread entries, the dead pool, fork, process exit --------------------- */
 PG_HIDDEN void perfgroup__lifecycle_init(void);
-/* First hook or API call of a thread: take an entry. Returns NULL to skip. */
+/* First hook or API call of a thread, after start-up (perfgroup__self_slow): take an entry.
+ * Returns NULL to skip. */
 PG_HIDDEN struct pg_thread *perfgroup__thread_slow(void);
+/* Start-up, once (hooks.c's perfgroup__init passes its entry points for the election). */
+PG_HIDDEN void perfgroup__start(const struct pg_entries *own);
+/* start-up (hooks.c: perfgroup__init), then the calling thread's entry (perfgroup__thread_slow) */
+PG_HIDDEN struct pg_thread *perfgroup__self_slow(void);
 /* The calling thread's entry outside the hooks (the API): taken now if it has none. */
 static inline struct pg_thread *pg_self(void)
 {
     struct pg_thread *t = perfgroup__tls;
-    return t ? t : perfgroup__thread_slow();
+    return t ? t : perfgroup__self_slow();
 }
 /* The thread's group tables grown to hold group max_gid (0, or -ENOMEM). */
 PG_HIDDEN int perfgroup__grow_groups(struct pg_thread *t, uint32_t max_gid);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * runtime/lifecycle.c — the life of a thread's entry and of the process around it: thread
- * registration and exit, their group tables and names, the dead-thread pool, process
- * start-up (perfgroup__init), fork, process exit. registry.c holds the registry, events.c
+ * registration and exit, their group tables, the dead-thread pool, process start-up
+ * (perfgroup__start, from hooks.c's perfgroup__init), fork, process exit. registry.c holds the registry, events.c
  * the events, hooks.c the hot path, rec_*.c the recording file's side of the same
  * transitions.
  *
@@ -167,8 +167,7 @@ PG_HIDDEN struct pg_thread *perfgroup__thread_slow(void)
 
 static struct pg_thread *thread_build(void)
 {
-    perfgroup__init();
-    if (perfgroup__disabled())
+    if (perfgroup__disabled()) /* started up by the caller (perfgroup__self_slow) */
         return NULL;
     struct pg_thread *t = free_pop();
     if (!t) {
@@ -389,7 +388,7 @@ PG_HIDDEN void perfgroup__lifecycle_init(void)
     at_quick_exit(process_exit);
 }
 
-/* ---- process start-up: once, from the constructor or the first call that needs it ------- */
+/* ---- process start-up: once, from hooks.c (its constructor, or the first call) ----------- */
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
@@ -404,12 +403,14 @@ static void recording_changed(int opened)
 static const struct perfgroup_rec_host rec_host = {
     &perfgroup__refused, &perfgroup__clamped, recording_changed};
 
+static const struct pg_entries *start_own;
+
 static void init_once_fn(void)
 {
     /* the recorder is hosted from here on, a deferring copy's too: our fork handlers and
      * destructor, not its own */
     perfgroup__rec_host(&rec_host);
-    if (perfgroup__owner_elect()) { /* a deferring copy starts nothing: owner.c */
+    if (perfgroup__owner_elect(start_own)) { /* a deferring copy starts nothing: owner.c */
         perfgroup__gate_update();
         return;
     }
@@ -434,14 +435,10 @@ static void init_once_fn(void)
                                       * CPU without rseq (implicit.c): never from a hook */
 }
 
-PG_HIDDEN void perfgroup__init(void)
+PG_HIDDEN void perfgroup__start(const struct pg_entries *own)
 {
+    __atomic_store_n(&start_own, own, __ATOMIC_RELAXED); /* every caller passes the same */
     pthread_once(&init_once, init_once_fn);
-}
-
-__attribute__((constructor(101))) static void perfgroup_ctor(void)
-{
-    perfgroup__init();
 }
 
 /* ---- per-thread group tables ------------------------------------------------------------ */
@@ -491,20 +488,5 @@ PG_HIDDEN int perfgroup__grow_groups(struct pg_thread *t, uint32_t max_gid)
     t->shares = shares;
     t->exec_cap = cap;
     t->cap = cap;
-    return 0;
-}
-
-/* ---- public: thread names ---------------------------------------------------------------- */
-
-int perfgroup_thread_name(const char *name)
-{
-    if (!name)
-        return -EINVAL;
-    struct pg_thread *t = pg_self();
-    if (!t)
-        return -ENOTSUP;
-    snprintf(t->name, sizeof t->name, "%s", name);
-    if (t->rec)
-        perfgroup__rec_thread_name(t->rec, t->name);
     return 0;
 }

@@ -38,15 +38,13 @@
 #define PG_NOTE_TYPE 0x31524750u  /* "PGR1" */
 enum { MARK_NONE = 0, MARK_OWNER = 1, MARK_DEFERRED = 2 };
 
-/* The owner's entry points as its copy has them (hidden aliases: never an interposed symbol). */
+/* The owner's entry points as its copy has them: the layout every copy of this ABI reads. */
 struct pg_mark {
     uint32_t magic;
     uint32_t abi;                 /* PERFGROUP_ABI_VERSION of the copy */
     _Atomic uint32_t state;       /* MARK_* */
     uint32_t pad;
-    uint64_t (*enter)(struct perfgroup_site *site);
-    void (*exit)(struct perfgroup_site *site, uint64_t token);
-    void (*reg)(uint32_t abi_version, struct perfgroup_site *start, struct perfgroup_site *stop);
+    struct pg_entries e;          /* set before state says MARK_OWNER */
 };
 
 /* External (hidden) linkage, not static: the other copies read it through the note, which
@@ -55,24 +53,7 @@ struct pg_mark {
  * the stores to it: every copy then found no owner and each recorded (addons.*.static-shared
  * with a clang-19-built runtime). */
 PG_HIDDEN struct pg_mark perfgroup__mark = {PG_MARK_MAGIC, PERFGROUP_ABI_VERSION, MARK_NONE, 0,
-                                            perfgroup__enter_own, perfgroup__exit_own,
-                                            perfgroup__register_own};
-
-PG_HIDDEN uint64_t perfgroup__forward_enter(struct perfgroup_site *site)
-{
-    return perfgroup__owner->enter(site);
-}
-
-PG_HIDDEN void perfgroup__forward_exit(struct perfgroup_site *site, uint64_t token)
-{
-    perfgroup__owner->exit(site, token);
-}
-
-PG_HIDDEN void perfgroup__forward_register(uint32_t abi_version, struct perfgroup_site *start,
-                                           struct perfgroup_site *stop)
-{
-    perfgroup__owner->reg(abi_version, start, stop);
-}
+                                            {NULL, NULL, NULL}};
 
 /* The note: namesz, descsz, type, "perfgroup\0" padded to 4, then the mark's offset from the
  * descriptor (a link-time constant: no relocation at load). */
@@ -161,14 +142,16 @@ static const char *own_object(void)
 
 /*
  * Start-up, before anything else of this copy runs: 1 if another copy owns the process (this
- * one then forwards to it: perfgroup__owner), 0 if this copy is the owner.
+ * one then forwards to it: perfgroup__owner), 0 if this copy is the owner. `own`: this copy's
+ * entry points (hooks.c's), which its mark offers from here on.
  */
-PG_HIDDEN int perfgroup__owner_elect(void)
+PG_HIDDEN int perfgroup__owner_elect(const struct pg_entries *own)
 {
     struct owner_search q = {NULL};
     dl_iterate_phdr(search_cb, &q);
+    perfgroup__mark.e = *own; /* before the state a searching copy reads (seq_cst store) */
     if (q.found) {
-        perfgroup__owner = q.found;
+        perfgroup__owner = &q.found->e;
         atomic_store(&perfgroup__mark.state, MARK_DEFERRED);
         return 1;
     }
@@ -183,20 +166,3 @@ PG_HIDDEN int perfgroup__owner_elect(void)
     }
     return 0;
 }
-
-/* ---- module registration: this copy's, or forwarded to the owner ----------------------- */
-
-void PERFGROUP_MODULE_REGISTER(uint32_t abi_version, struct perfgroup_site *start,
-                               struct perfgroup_site *stop)
-{
-    perfgroup__init();
-    if (perfgroup__owner) { /* registered with the copy that owns the process (owner.c) */
-        perfgroup__forward_register(abi_version, start, stop);
-        return;
-    }
-    perfgroup__register_module(abi_version, start, stop); /* registry.c */
-}
-
-/* This copy's own registration, for the mark another copy forwards through (owner.c). */
-extern __typeof__(perfgroup__register_own) perfgroup__register_own
-    __attribute__((alias(PERFGROUP_MODULE_REGISTER_NAME)));
