@@ -12,15 +12,6 @@
 
 #include "gecko.h"
 
-int pgc_gecko_oom(struct gecko *prof)
-{
-    if (!prof->err->set) {
-        prof->err->set = 1;
-        snprintf(prof->err->msg, sizeof(prof->err->msg), "%s: byte 0: out of memory", prof->f->path);
-    }
-    return -1;
-}
-
 /* ---- Processes ----------------------------------------------------------------------- */
 /* The runtime gives a thread that records a marker before its core has seen it a second
  * ("lazy") thread index with the same tid. Rather than a second, marker-only track for one

@@ -226,7 +226,7 @@ static inline void seen(struct gthread *t, int64_t ns)
 }
 
 /* ---- Across the files ---------------------------------------------------------------- */
-/* gecko.c: sets the run's error to "<file>: byte 0: out of memory"; returns -1 */
+/* gecko_tables.c: sets the run's error to "<file>: byte 0: out of memory"; returns -1 */
 int pgc_gecko_oom(struct gecko *prof);
 /* gecko_meta.c: categories */
 uint32_t pgc_category_of(const struct cats *c, const char *name, uint32_t kind);

@@ -1,12 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * gecko_tables.c — a Gecko thread's string, frame and stack tables: unique entries interned
- * as records are read (hash maps over the rows), written after the thread's samples.
+ * as records are read (hash maps over the rows), written after the thread's samples; and
+ * the line a run out of memory ends with.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gecko.h"
+
+int pgc_gecko_oom(struct gecko *prof)
+{
+    if (!prof->err->set) {
+        prof->err->set = 1;
+        snprintf(prof->err->msg, sizeof(prof->err->msg), "%s: byte 0: out of memory", prof->f->path);
+    }
+    return -1;
+}
 
 uint32_t pgc_intern_string(struct gthread *t, const char *s, size_t n)
 {

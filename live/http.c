@@ -206,9 +206,8 @@ static void answer_ready(struct pgl_http *sv, const unsigned char *ready)
             continue;
         if (!rendered) {
             rendered = 1;
-            pgl_set_refresh(sv->set);
             pg = calloc(1, sizeof(*pg));
-            if (pg && !(pg->buf = pgl_metrics_render(sv->set, &pg->len))) {
+            if (pg && !(pg->buf = sv->render(sv->arg, &pg->len))) {
                 free(pg);
                 pg = NULL;
             }

@@ -17,7 +17,10 @@ struct pgl_http {
     int lfd;                               /* the listening socket, -1: none */
     struct conn *c[PGL_HTTP_MAX_CONNS];    /* connections, oldest first */
     size_t n;
-    struct pgl_set *set;                   /* what a scrape refreshes and renders */
+    /* a scrape's page: refreshed and rendered by the caller (metrics.c), in a malloc'd
+     * buffer of *len bytes, NULL when out of memory */
+    char *(*render)(void *arg, size_t *len);
+    void *arg;
 };
 
 /* HOST:PORT, [V6HOST]:PORT or PORT (HOST 127.0.0.1): numeric addresses only. Returns the
@@ -30,8 +33,5 @@ void pgl_http_turn(struct pgl_http *sv, int64_t until_ms);
 void pgl_http_close(struct pgl_http *sv);
 /* CLOCK_MONOTONIC in ms. */
 int64_t pgl_now_ms(void);
-/* metrics.c: the exposition (every followed file) in a malloc'd buffer of *len bytes, NULL
- * when out of memory. */
-char *pgl_metrics_render(const struct pgl_set *s, size_t *len);
 
 #endif /* PGL_HTTP_H */

@@ -291,7 +291,7 @@ static void render(FILE *o, const struct pgl_set *s)
 }
 
 /* The exposition in a malloc'd buffer. */
-char *pgl_metrics_render(const struct pgl_set *s, size_t *len)
+static char *metrics_render(const struct pgl_set *s, size_t *len)
 {
     char *buf = NULL;
     FILE *o = open_memstream(&buf, len);
@@ -305,10 +305,17 @@ char *pgl_metrics_render(const struct pgl_set *s, size_t *len)
     return buf;
 }
 
+/* A scrape (http.c): the files refreshed, then the exposition. */
+static char *scrape(void *arg, size_t *len)
+{
+    pgl_set_refresh(arg);
+    return metrics_render(arg, len);
+}
+
 static int write_textfile(const char *path, const struct pgl_set *s)
 {
     size_t len;
-    char *buf = pgl_metrics_render(s, &len);
+    char *buf = metrics_render(s, &len);
     if (!buf)
         return -1;
     size_t n = strlen(path) + 16;
@@ -427,7 +434,7 @@ int pgl_metrics_main(int argc, char **argv)
         pgl_set_free(&s);
         return rc ? PGC_EXIT_USAGE : 0;
     }
-    struct pgl_http sv = {.lfd = -1, .set = &s};
+    struct pgl_http sv = {.lfd = -1, .render = scrape, .arg = &s};
     if (listen_spec) {
         sv.lfd = pgl_http_listen(listen_spec);
         if (sv.lfd == -1) {

@@ -6,7 +6,6 @@
  *   perfgroup map MAPFILE compile_commands.json   the file groups a map gives a build (map.c)
  * (perfgroup-convert turns recordings into profiles and summaries after the fact.)
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,19 +22,6 @@ static const char usage[] =
     "  map      each source file's group under a map file, and the globs matching nothing\n"
     "Recordings come from PERFGROUP_OUTPUT; perfgroup-convert makes profiles of them.\n";
 
-static const char *cmd_name = "perfgroup";
-
-int pgl_usage(const char *use, const char *fmt, ...)
-{
-    va_list ap;
-    fprintf(stderr, "%s: ", cmd_name);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n%s", use);
-    return PGC_EXIT_USAGE;
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -45,15 +31,15 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[1], "top")) {
-        cmd_name = "perfgroup top";
+        pgl_cmd_name = "perfgroup top";
         return pgl_top_main(argc - 1, argv + 1);
     }
     if (!strcmp(argv[1], "metrics")) {
-        cmd_name = "perfgroup metrics";
+        pgl_cmd_name = "perfgroup metrics";
         return pgl_metrics_main(argc - 1, argv + 1);
     }
     if (!strcmp(argv[1], "map")) {
-        cmd_name = "perfgroup map";
+        pgl_cmd_name = "perfgroup map";
         return pgl_map_main(argc - 1, argv + 1);
     }
     return pgl_usage(usage, "unknown command %s", argv[1]);

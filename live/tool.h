@@ -9,7 +9,9 @@
 int pgl_top_main(int argc, char **argv);
 int pgl_metrics_main(int argc, char **argv);
 int pgl_map_main(int argc, char **argv); /* map.c: `perfgroup map` */
-/* "perfgroup <cmd>: <message>" and the usage on stderr; returns PGC_EXIT_USAGE. */
+/* usage.c: "perfgroup <cmd>: <message>" and the usage on stderr; returns PGC_EXIT_USAGE.
+ * pgl_cmd_name: "perfgroup <cmd>", set by perfgroup.c's main. */
+extern const char *pgl_cmd_name;
 int pgl_usage(const char *usage, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

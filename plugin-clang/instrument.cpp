@@ -235,22 +235,4 @@ void Instrumenter::emitModuleConstructor()
     appendToGlobalCtors(M, ctor, 101, ctor);
 }
 
-void instrumentAll(Module &M, const WorkList &work, bool cxx, bool weak,
-                   const std::set<const Function *> &roots)
-{
-    Instrumenter ins(M, cxx, weak);
-    ins.Roots = roots;
-    for (auto &fw : work) {
-        if (!pgIsPresplitCoroutine(*fw.first)) {
-            ins.instrument(*fw.first, fw.second);
-        } else if (const char *why = ins.instrumentCoroutine(*fw.first, fw.second)) {
-            /* the front end announced it as instrumented: say it is not, whatever verbose says */
-            StringRef name = fw.second.display.empty() ? fw.first->getName() : StringRef(fw.second.display);
-            errs() << fw.second.file << ':' << fw.second.line << ": warning: "
-                   << pgFormat(PGTEXT_NOTE_SKIPPED, name.str().c_str(), why) << '\n';
-        }
-    }
-    ins.emitModuleConstructor();
-}
-
 } // namespace perfgroup_clang

@@ -66,6 +66,7 @@
 
 #include "llvm-compat.h" /* after clang/LLVM: every version #if */
 #include "../common/pathmap.h" /* PGMAP_RULE_TEXT */
+#include "instrument.h"          /* instrumentAll drives it */
 
 #include <dlfcn.h>
 
@@ -74,6 +75,26 @@
 using namespace llvm;
 
 namespace perfgroup_clang {
+
+/* Every function of the work list: its hook pair (instrument.cpp), a coroutine's per run
+ * (coroutines.cpp); then the module's constructor. */
+void instrumentAll(Module &M, const WorkList &work, bool cxx, bool weak,
+                   const std::set<const Function *> &roots)
+{
+    Instrumenter ins(M, cxx, weak);
+    ins.Roots = roots;
+    for (auto &fw : work) {
+        if (!pgIsPresplitCoroutine(*fw.first)) {
+            ins.instrument(*fw.first, fw.second);
+        } else if (const char *why = ins.instrumentCoroutine(*fw.first, fw.second)) {
+            /* the front end announced it as instrumented: say it is not, whatever verbose says */
+            StringRef name = fw.second.display.empty() ? fw.first->getName() : StringRef(fw.second.display);
+            errs() << fw.second.file << ':' << fw.second.line << ": warning: "
+                   << pgFormat(PGTEXT_NOTE_SKIPPED, name.str().c_str(), why) << '\n';
+        }
+    }
+    ins.emitModuleConstructor();
+}
 
 namespace {
 

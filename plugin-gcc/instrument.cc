@@ -432,10 +432,11 @@ build_exit_call (tree site, tree tok, location_t loc)
 }
 
 /* tok = 0; if (<not a re-entry>) tok = enter(&site); try { BODY } finally { if (tok) exit(&site, tok); }
- * (add_enter, add_exit; weak-hooks: if (&enter) tok = enter(&site)). CORO: FUN is a
- * coroutine's actor, whose runs may end in a symmetric transfer (coroutines.cc). */
+ * (add_enter, add_exit; weak-hooks: if (&enter) tok = enter(&site)). END_TRANSFERS: FUN is a
+ * coroutine's actor, whose runs may end in a symmetric transfer (coroutines.cc's, passed by
+ * the caller: this file builds, it does not call up). */
 void
-wrap_body (function *fun, tree site, bool coro)
+wrap_body (function *fun, tree site, transfers_fn end_transfers)
 {
   tree fndecl = fun->decl;
   tree tok = create_tmp_var (uint64_type_node, "perfgroup_tok");
@@ -444,7 +445,7 @@ wrap_body (function *fun, tree site, bool coro)
                     &leave);
 
   tree done = NULL_TREE; /* perfgroup_transferred: the run ended in a transfer */
-  unsigned transfers = coro ? end_runs_before_transfers (fndecl, site, tok, &done) : 0;
+  unsigned transfers = end_transfers ? end_transfers (fndecl, site, tok, &done) : 0;
   gimple_seq cleanup = NULL;
   tree skip = NULL_TREE;
   if (transfers)

@@ -79,7 +79,7 @@ instrument_function (function *fun)
   tree site = build_site (shown, attr, file);
   record_site (shown, site);
   bool omp = charge_omp_regions (fun, site) > 0;
-  wrap_body (fun, site, ramp != NULL_TREE);
+  wrap_body (fun, site, ramp != NULL_TREE ? end_runs_before_transfers : NULL);
   emit_module_constructor ();
   hooked_fn h = { fndecl, site, shown, xstrdup (attr ? attr : ""), xstrdup (file ? file : ""),
                   omp, ramp != NULL_TREE };

@@ -70,7 +70,10 @@ void build_hook_calls (tree site, tree tok, location_t in, location_t out, gcall
 gcall *build_exit_call (tree site, tree tok, location_t loc);
 void add_enter (gimple_seq *seq, tree site, tree tok, gcall *enter, bool check = true);
 void add_exit (gimple_seq *seq, tree tok, gcall *leave);
-void wrap_body (function *fun, tree site, bool coro);
+/* A coroutine actor's runs ended before its symmetric transfers (coroutines.cc's
+ * end_runs_before_transfers), given to wrap_body by its caller. */
+typedef unsigned (*transfers_fn) (tree fndecl, tree site, tree tok, tree *done);
+void wrap_body (function *fun, tree site, transfers_fn transfers = NULL);
 void emit_module_constructor (void);
 bool is_hook_call_of (gimple *stmt, tree site);
 bool is_our_tmp (tree t, bool any);

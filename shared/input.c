@@ -16,14 +16,6 @@
 
 const char *pgc_stdin_path;
 
-void pgc_read_fail(struct pgc_error *err, const char *path, uint64_t off, const char *what)
-{
-    if (err->set)
-        return;
-    err->set = 1;
-    snprintf(err->msg, sizeof(err->msg), "%s: byte %" PRIu64 ": %s", path, off, what);
-}
-
 static int reader_err(struct pgc_file *f, struct pgc_error *err)
 {
     const struct pgr_error *e = pgr_error(f->r);
@@ -31,12 +23,6 @@ static int reader_err(struct pgc_file *f, struct pgc_error *err)
         pgc_read_fail(err, f->path, e->offset, e->message);
     else
         pgc_read_fail(err, f->path, 0, "unreadable recording");
-    return -1;
-}
-
-int pgc_read_oom(struct pgc_file *f, struct pgc_error *err)
-{
-    pgc_read_fail(err, f->path, 0, "out of memory");
     return -1;
 }
 

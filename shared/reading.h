@@ -17,9 +17,9 @@ void pgc_clip_init(struct pgc_file *f, int following);
 /* clip.c: brings r's times within f's clocks, counting what it changes (f->counts.clipped). */
 void pgc_clip_record(struct pgc_file *f, struct pgr_record *r);
 
-/* input.c: sets err to "<path>: byte <off>: <what>" (the first error wins) */
+/* util.c: sets err to "<path>: byte <off>: <what>" (the first error wins) */
 void pgc_read_fail(struct pgc_error *err, const char *path, uint64_t off, const char *what);
-/* input.c: "out of memory" for f; returns -1 */
+/* util.c: "out of memory" for f; returns -1 */
 int pgc_read_oom(struct pgc_file *f, struct pgc_error *err);
 
 /* defs.c: one definition record into f's tables; 0, or -1 with err set */

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * util.c — the small pieces both programs share: a u64 hash map, a buffered writer with JSON
- * number/string formatting and UTF-8 text for terminals, and C++ demangling.
+ * number/string formatting and UTF-8 text for terminals, C++ demangling, and the one error
+ * line of a bad input (file, byte offset).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pgshared.h"
+#include "reading.h"
 
 /* ---- Hash map ------------------------------------------------------------------------ */
 #define EMPTY UINT64_MAX
@@ -396,4 +399,20 @@ char *pgc_demangle(const char *name)
         return NULL;
     }
     return d;
+}
+
+/* ---- Errors: the one line (file, byte offset) ------------------------------------------ */
+
+void pgc_read_fail(struct pgc_error *err, const char *path, uint64_t off, const char *what)
+{
+    if (err->set)
+        return;
+    err->set = 1;
+    snprintf(err->msg, sizeof(err->msg), "%s: byte %" PRIu64 ": %s", path, off, what);
+}
+
+int pgc_read_oom(struct pgc_file *f, struct pgc_error *err)
+{
+    pgc_read_fail(err, f->path, 0, "out of memory");
+    return -1;
 }
