@@ -16,6 +16,13 @@
  *   seal_64k     sealing alone (format version 2): pgf_chunk_crc over a full 64 KiB chunk of
  *                interval records, once per 2258 records (what a 64 KiB chunk holds), in ns
  *                per record: the share of the writer's cost that sealing adds
+ *   event_K      a commit's recording (issue 32), in ns per event: the EVENT record of an
+ *                event of K groups (1 or 8; record.h perfgroup__rec_event, their order
+ *                sorted), after the floor's call
+ *   event_K_tot  the same plus what a commit adds to keep the whole-run totals: its groups'
+ *                and the top group's cumulative totals copied into their slots of the file
+ *                (perfgroup__rec_totals, a seqlock write of 160 bytes each); the difference
+ *                is the totals' cost per commit
  *
  * hand and msgpack run in a 4 MiB file with 64 KiB chunks that wraps (pages resident).
  * A chunk switch costs (switch_4k - switch_64k) / (1/138 - 1/2260) ns.
@@ -49,9 +56,35 @@ interval_hand(struct perfgroup_rec_thread *w, uint64_t head, uint8_t mask, uint8
     perfgroup__rec_interval_put_head(w, head, mask, depth, start, dur);
 }
 
-enum { FLOOR, HAND, MSGPACK, SW64, SW4, SEAL, NCONF };
+enum { FLOOR, HAND, MSGPACK, SW64, SW4, SEAL, EV1, EV1_TOT, EV8, EV8_TOT, NCONF };
 static const char *names[NCONF] = {"floor", "hand", "msgpack", "switch_64k", "switch_4k",
-                                   "seal_64k"};
+                                   "seal_64k", "event_1", "event_1_tot", "event_8",
+                                   "event_8_tot"};
+
+/* n/10 commits' recording of events of k groups (event_K), with the totals (tot) or not */
+static double commits(struct perfgroup_rec_thread *w, long n, unsigned k, int tot) {
+    static struct pgf_totals top, g[8];
+    struct perfgroup_rec_group_share sh[8];
+    long m = n / 10;
+    double t0 = bench_now_ns();
+    for (long i = 0; i < m; i++) {
+        uint64_t a = __rdtsc();
+        bench_leaf();
+        uint64_t b = __rdtsc();
+        top.events++, top.cpu_ns += 600, top.wall_ns += b - a;
+        for (unsigned j = 0; j < k; j++) {
+            sh[j] = (struct perfgroup_rec_group_share){1 + j, (b - a) >> j, 500u >> j, 1};
+            g[j].events++, g[j].cpu_ns += 500u >> j, g[j].activations++;
+        }
+        perfgroup__rec_event(w, 1, a, b, 600, 0, sh, k);
+        if (tot) {
+            perfgroup__rec_totals(w, 0, &top);
+            for (unsigned j = 0; j < k; j++)
+                perfgroup__rec_totals(w, 1 + j, &g[j]);
+        }
+    }
+    return (bench_now_ns() - t0) * (double)n / (double)m; /* divided by n: per event */
+}
 #define PER_64K ((65536u - 64u) / 29u) /* interval records in a 64 KiB chunk */
 
 /* n records' worth of sealing: a CRC-32C of a full 64 KiB chunk every PER_64K records */
@@ -101,14 +134,17 @@ static double run(int conf, long n) {
     if (conf == SEAL)
         return seal(n) / (double)n;
     uint64_t head7 = perfgroup__rec_interval_head(7);
-    double t0 = bench_now_ns();
-    if (conf == HAND) {
+    double t0 = bench_now_ns(), t;
+    if (conf >= EV1) {
+        t = commits(w, n, conf >= EV8 ? 8 : 1, conf == EV1_TOT || conf == EV8_TOT);
+    } else if (conf == HAND) {
         for (long i = 0; i < n; i++) {
             uint64_t a = __rdtsc();
             bench_leaf();
             uint64_t b = __rdtsc();
             interval_hand(w, head7, 1, 3, a, b - a);
         }
+        t = bench_now_ns() - t0;
     } else { /* MSGPACK (record.h), SW64, SW4 */
         for (long i = 0; i < n; i++) {
             uint64_t a = __rdtsc();
@@ -116,8 +152,8 @@ static double run(int conf, long n) {
             uint64_t b = __rdtsc();
             perfgroup__rec_interval(w, 7, 1, 3, a, b - a);
         }
+        t = bench_now_ns() - t0;
     }
-    double t = bench_now_ns() - t0;
     if (w) {
         perfgroup__rec_thread_end(w, 0);
         perfgroup_record_close();
@@ -147,7 +183,11 @@ int main(int argc, char **argv) {
            "the msgpack writer's cost over the floor (64 KiB chunks: it includes the sealing)\n",
            pgf_crc32c_have_sse42() ? "SSE4.2 crc32 instruction" : "table", med[SEAL] * PER_64K,
            med[SEAL], 100.0 * med[SEAL] / (med[MSGPACK] - med[FLOOR]));
-    printf("(N=%ld records x %d interleaved repetitions, medians of thread CPU time)\n", n,
-           reps);
+    printf("whole-run totals per commit (event_K_tot - event_K): %.2f ns with 1 group, %.2f ns "
+           "with 8 (the EVENT record alone: %.2f / %.2f ns over the floor)\n",
+           med[EV1_TOT] - med[EV1], med[EV8_TOT] - med[EV8], med[EV1] - med[FLOOR],
+           med[EV8] - med[FLOOR]);
+    printf("(N=%ld records, N/10 events x %d interleaved repetitions, medians of thread CPU "
+           "time)\n", n, reps);
     return 0;
 }

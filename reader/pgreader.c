@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* Orders the reads of successive preads of a live chunk header (an acquire fence; the
@@ -212,48 +213,100 @@ static int read_open_slots(pgr_reader *r, uint64_t at) {
     return 0;
 }
 
-/* A live file's slots read as a seqlock's reader reads them: the seq, the copy, the seq
- * again, through a read-only mapping of the region — tens of ns between the two loads. A
- * thread that commits an event every microsecond rewrites its slots as often, and two preads
- * of the region, microseconds apart, almost never saw such a slot's seq unchanged (the
- * slot was left out and the live totals went back: recording.totals). Slots not read
- * whole after 4096 tries stay !ok; 0 if the region cannot be mapped (the caller preads). */
-static int read_totals_mapped(pgr_reader *r, uint32_t n, uint32_t sz, uint8_t *ok,
-                              uint32_t *left)
+#define TOT_SEG 256u /* totals slots a pread (48 KiB) */
+
+/* Can this process read its own memory with process_vm_readv (a seccomp profile or an old
+ * kernel may refuse it)? Asked once. */
+static int can_read_self(void) {
+    static int known; /* 0 not asked, 1 yes, 2 no */
+    int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
+    if (!k) {
+        uint32_t from = 1, to = 0;
+        struct iovec l = {&to, sizeof to}, rm = {&from, sizeof from};
+        k = process_vm_readv(getpid(), &l, 1, &rm, 1, 0) == (ssize_t)sizeof to && to == 1 ? 1 : 2;
+        __atomic_store_n(&known, k, __ATOMIC_RELAXED);
+    }
+    return k == 1;
+}
+
+/* A live file's slots not yet read whole (ok[i] 0), read as a seqlock's reader reads them:
+ * the seq, the copy, the seq again, within one system call — not the microseconds between
+ * two preads: a thread that commits an event every microsecond rewrites its slots as often,
+ * and preads almost never saw such a slot's seq unchanged (the slot was left out and the live
+ * totals went back: recording.totals). The copies are one process_vm_readv from a read-only
+ * mapping of the region that this reader never touches itself: a neighbour that truncates
+ * the file under it makes the call fail with EFAULT (or stop short), where a load from the
+ * mapping would take SIGBUS. Up to PVR_SLOTS slots a call; slots not read whole after 4096
+ * tries, or PVR_BUDGET slot reads in all, stay !ok; the file shrank under the read: those not read stay !ok, a warning says
+ * so. The region cannot be mapped: nothing more is read. */
+#define PVR_SLOTS 340    /* 3 iovecs a slot, IOV_MAX 1024 */
+#define PVR_BUDGET 32768 /* slot reads in all: ~0.25 s at ~7 us each (a 2-vCPU VM) */
+static void read_totals_live(pgr_reader *r, uint32_t n, uint32_t sz, uint8_t *ok,
+                             uint32_t *left)
 {
     long page = sysconf(_SC_PAGESIZE);
     if (page <= 0)
-        return 0;
+        return;
     uint64_t off = r->hdr.totals_offset & ~(uint64_t)(page - 1);
     size_t len = (size_t)(r->hdr.totals_offset - off) + (size_t)n * sz;
-    const uint8_t *map = mmap(NULL, len, PROT_READ, MAP_SHARED, r->fd, (off_t)off);
+    uint8_t *map = mmap(NULL, len, PROT_READ, MAP_SHARED, r->fd, (off_t)off);
     if (map == MAP_FAILED)
-        return 0;
+        return;
     const uint8_t *base = map + (r->hdr.totals_offset - off);
-    for (uint32_t i = 0; i < n; i++) {
-        const struct pgf_totals_slot *x = (const void *)(base + (size_t)i * sz);
-        for (int tries = 0; tries < 4096 && !ok[i]; tries++) {
-            uint32_t s1 = __atomic_load_n(&x->seq, __ATOMIC_ACQUIRE);
-            if (s1 & 1)
-                continue;
-            memcpy(&r->totals[i], x, PGF_TOTALS_SLOT_MIN);
-            __atomic_thread_fence(__ATOMIC_ACQUIRE);
-            if (__atomic_load_n(&x->seq, __ATOMIC_RELAXED) != s1)
-                continue;
-            ok[i] = 1 + ((r->totals[i].flags & PGF_TOTALS_F_USED) != 0);
-            (*left)--;
+    struct iovec loc[3 * PVR_SLOTS], rem[3 * PVR_SLOTS];
+    uint32_t s1[PVR_SLOTS], s2[PVR_SLOTS], idx[PVR_SLOTS];
+    pid_t self = getpid();
+    int cut = 0;
+    /* bounded work: 4,096 tries of each slot left, at most PVR_BUDGET slot reads in all (a
+     * writer killed in its copy leaves a slot odd for good; a crafted file, all of them) */
+    uint32_t budget = PVR_BUDGET;
+    for (int tries = 0; tries < 4096 && *left && !cut && budget; tries++) {
+        for (uint32_t i = 0; i < n && !cut && budget;) {
+            int k = 0;
+            for (; i < n && k < PVR_SLOTS && (uint32_t)k < budget; i++) {
+                if (ok[i])
+                    continue;
+                void *slot = (void *)(base + (size_t)i * sz);
+                idx[k] = i;
+                loc[3 * k] = (struct iovec){&s1[k], sizeof s1[k]};
+                loc[3 * k + 1] = (struct iovec){&r->totals[i], PGF_TOTALS_SLOT_MIN};
+                loc[3 * k + 2] = (struct iovec){&s2[k], sizeof s2[k]};
+                rem[3 * k] = (struct iovec){slot, sizeof s1[k]};
+                rem[3 * k + 1] = (struct iovec){slot, PGF_TOTALS_SLOT_MIN};
+                rem[3 * k + 2] = (struct iovec){slot, sizeof s2[k]};
+                k++;
+            }
+            if (!k)
+                break;
+            budget -= (uint32_t)k;
+            ssize_t got = process_vm_readv(self, loc, (unsigned long)(3 * k), rem,
+                                           (unsigned long)(3 * k), 0);
+            const size_t each = 2 * sizeof s1[0] + PGF_TOTALS_SLOT_MIN;
+            int whole = got < 0 ? 0 : (int)((size_t)got / each);
+            if (whole < k)
+                cut = 1; /* the file shrank under us (EFAULT), or an error: stop here */
+            for (int j = 0; j < whole; j++) {
+                uint32_t x = idx[j];
+                if ((s1[j] & 1) || s2[j] != s1[j] || r->totals[x].seq != s1[j])
+                    continue;
+                ok[x] = 1 + ((r->totals[x].flags & PGF_TOTALS_F_USED) != 0);
+                (*left)--;
+            }
         }
     }
-    munmap((void *)map, len);
-    return 1;
+    munmap(map, len);
+    if (cut)
+        warn(r, r->hdr.totals_offset, "the file shrank while its totals were read (truncated "
+             "by another process?): %u of %u slots not read", *left, n);
 }
 
 /* The whole-run totals region (format.h, version 3). A closed file: read whole, then read
  * again; a slot whose seq is odd or changed between the two is torn (a writer killed in
- * it), left out and counted. A live file: mapped and read slot by slot as a seqlock
- * (read_totals_mapped), else with preads as a closed one but up to 8 times. Slots in use
- * are kept, in file order. A region past the end of the file (cut) is read as far as it
- * goes. */
+ * it), left out and counted. A live file: read whole three times, then the slots that
+ * changed meanwhile one by one as a seqlock (read_totals_live), else more whole reads, up
+ * to 8. Only preads and process_vm_readv touch the file: a neighbour that truncates it
+ * while it is read costs slots (a warning says so), never a SIGBUS. Slots in use are kept,
+ * in file order. A region past the end of the file (cut) is read as far as it goes. */
 static void read_totals(pgr_reader *r) {
     const struct pgf_file_header *h = &r->hdr;
     if (h->version < 3 || h->totals_offset == 0)
@@ -288,43 +341,60 @@ static void read_totals(pgr_reader *r) {
         n = (uint32_t)((r->file_size - h->totals_offset) / sz);
     if (!n)
         return;
-    uint8_t *a = malloc((size_t)n * sz), *b = malloc((size_t)n * sz);
-    r->totals = calloc(n, sizeof *r->totals);
-    if (!a || !b || !r->totals) {
-        free(a), free(b);
-        fail(r, 0, "out of memory for %u totals slots", n);
-        return;
-    }
-    size_t len = (size_t)n * sz;
+    int live = h->state != PGF_STATE_CLOSED;
+    size_t len = (size_t)TOT_SEG * sz;
+    uint8_t *buf[3] = {malloc(len), malloc(len), live ? malloc(len) : NULL};
     uint8_t *ok = calloc(n, 1);
-    if (!ok) {
-        free(a), free(b);
+    r->totals = calloc(n, sizeof *r->totals);
+    if (!buf[0] || !buf[1] || (live && !buf[2]) || !ok || !r->totals) {
+        free(buf[0]), free(buf[1]), free(buf[2]), free(ok);
         fail(r, 0, "out of memory for %u totals slots", n);
         return;
     }
     uint32_t left = n;
-    /* mapped: what it could not read whole stays torn */
-    int mapped = h->state != PGF_STATE_CLOSED && read_totals_mapped(r, n, sz, ok, &left);
-    for (int tries = 0; !mapped && tries < 8 && left; tries++) {
-        if (read_at(r, a, len, h->totals_offset) != (long)len)
-            break;
-        READ_FENCE();
-        if (read_at(r, b, len, h->totals_offset) != (long)len)
-            break;
-        for (uint32_t i = 0; i < n; i++) {
-            if (ok[i])
+    /* TOT_SEG slots at a time, each read whole, each read after the one before
+     * (READ_FENCE): a closed file's slot is taken from the first read when the second has
+     * its seq; a live file's from the middle one of three with the same even seq (its copy
+     * lies between two reads of an unchanged seq). That takes the slots nobody writes now;
+     * a live file's others are read one by one (read_totals_live), else by more reads of
+     * their stretch, up to 8. */
+    int pvr = live && can_read_self();
+    int reads = !live ? 2 : pvr ? 3 : 8, need = live ? 3 : 2, shrank = 0;
+    for (uint32_t s0 = 0; s0 < n && !shrank; s0 += TOT_SEG) {
+        uint32_t m = n - s0 < TOT_SEG ? n - s0 : TOT_SEG, mleft = m;
+        uint64_t at = h->totals_offset + (uint64_t)s0 * sz;
+        for (int t = 0; t < reads && mleft; t++) {
+            long got = read_at(r, buf[t % 3], (size_t)m * sz, at);
+            if (got != (long)((size_t)m * sz)) {
+                if (got >= 0)
+                    warn(r, at + (uint64_t)got, "the file shrank while its totals were "
+                         "read (truncated by another process?): %u of %u slots not read",
+                         n - s0, n);
+                shrank = 1;
+                break;
+            }
+            READ_FENCE();
+            if (t + 1 < need)
                 continue;
-            const struct pgf_totals_slot *x = (const void *)(a + (size_t)i * sz);
-            const struct pgf_totals_slot *y = (const void *)(b + (size_t)i * sz);
-            if ((x->seq & 1) || x->seq != y->seq)
-                continue;
-            ok[i] = 1 + ((x->flags & PGF_TOTALS_F_USED) != 0);
-            memcpy(&r->totals[i], x, PGF_TOTALS_SLOT_MIN);
-            left--;
+            const uint8_t *first = buf[(t + 1 - need) % 3], *data = buf[(t + 2 - need) % 3],
+                          *last = buf[t % 3];
+            for (uint32_t j = 0; j < m; j++) {
+                if (ok[s0 + j])
+                    continue;
+                const struct pgf_totals_slot *x = (const void *)(first + (size_t)j * sz);
+                const struct pgf_totals_slot *d = (const void *)(data + (size_t)j * sz);
+                const struct pgf_totals_slot *y = (const void *)(last + (size_t)j * sz);
+                if ((x->seq & 1) || x->seq != d->seq || d->seq != y->seq)
+                    continue;
+                ok[s0 + j] = 1 + ((d->flags & PGF_TOTALS_F_USED) != 0);
+                memcpy(&r->totals[s0 + j], d, PGF_TOTALS_SLOT_MIN);
+                left--, mleft--;
+            }
+            /* a closed file: nobody writes it, a torn slot stays torn (a writer killed in it) */
         }
-        if (h->state == PGF_STATE_CLOSED)
-            break; /* nobody writes it: a torn slot stays torn (a writer killed in it) */
     }
+    if (pvr && left && !shrank)
+        read_totals_live(r, n, sz, ok, &left);
     r->totals_torn = left;
     size_t k = 0;
     for (uint32_t i = 0; i < n; i++)
@@ -332,8 +402,7 @@ static void read_totals(pgr_reader *r) {
             r->totals[k++] = r->totals[i];
     r->ntotals = k;
     free(ok);
-    free(a);
-    free(b);
+    free(buf[0]), free(buf[1]), free(buf[2]);
 }
 
 size_t pgr_totals(const pgr_reader *r, const struct pgf_totals_slot **slots, uint64_t *torn) {

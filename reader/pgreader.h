@@ -52,7 +52,9 @@
  * bytes", "chunk beyond end of file ignored", "chunk cut by end of file: last record
  * incomplete", "unknown record kind N skipped", "record_count N but M records" (chunk start
  * + 28: a FULL chunk's count differs, or a WRITING one's by more than one), "N chunk(s)
- * recycled by the writer while being read: skipped" (a live recording: pgr_chunks_skipped).
+ * recycled by the writer while being read: skipped" (a live recording: pgr_chunks_skipped),
+ * "the file shrank while its totals were read (truncated by another process?): N of M slots
+ * not read" (a live recording truncated under the reader: no SIGBUS, the slots counted torn).
  */
 #ifndef PERFGROUP_PGREADER_H
 #define PERFGROUP_PGREADER_H

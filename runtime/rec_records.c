@@ -160,15 +160,59 @@ void perfgroup__rec_thread_end(struct perfgroup_rec_thread *hw, uint64_t tsc) {
 
 /* ---- cold data records ------------------------------------------------------------------ */
 
+/* a before b in an event's record: more CPU, then more counter ticks, then the lower id */
+static int heavier(const struct perfgroup_rec_group_share *a,
+                   const struct perfgroup_rec_group_share *b) {
+    if (a->cpu_ns != b->cpu_ns)
+        return a->cpu_ns > b->cpu_ns;
+    if (a->cycles != b->cycles)
+        return a->cycles > b->cycles;
+    return a->group_id < b->group_id;
+}
+
+static void sift_down(struct perfgroup_rec_group_share *g, unsigned root, unsigned n) {
+    for (unsigned c; (c = 2 * root + 1) < n; root = c) {
+        if (c + 1 < n && heavier(&g[c], &g[c + 1]))
+            c++; /* the lighter child */
+        if (!heavier(&g[root], &g[c]))
+            return;
+        struct perfgroup_rec_group_share x = g[root];
+        g[root] = g[c], g[c] = x;
+    }
+}
+
+/* The event's groups heaviest first, in place and without allocating (a commit): insertion
+ * for a few, a heap sort (lightest at the root) for many (an event of 2,000 groups). */
+static void heaviest_first(struct perfgroup_rec_group_share *g, unsigned n) {
+    if (n <= 16) {
+        for (unsigned i = 1; i < n; i++) {
+            struct perfgroup_rec_group_share x = g[i];
+            unsigned j = i;
+            for (; j > 0 && heavier(&x, &g[j - 1]); j--)
+                g[j] = g[j - 1];
+            g[j] = x;
+        }
+        return;
+    }
+    for (unsigned i = n / 2; i-- > 0;)
+        sift_down(g, i, n);
+    for (unsigned end = n; end-- > 1;) {
+        struct perfgroup_rec_group_share x = g[0];
+        g[0] = g[end], g[end] = x;
+        sift_down(g, 0, end);
+    }
+}
+
 void perfgroup__rec_event(struct perfgroup_rec_thread *hw, uint32_t name_string_id,
                           uint64_t begin_tsc, uint64_t end_tsc, uint64_t cpu_ns, unsigned flags,
-                          const struct perfgroup_rec_group_share *groups, unsigned ngroups) {
+                          struct perfgroup_rec_group_share *groups, unsigned ngroups) {
     struct writer *w = (struct writer *)hw;
     if (!w)
         return;
-    /* A record never spans chunks: an event of more groups than a chunk holds lists the
-     * first that fit (in the order they first ran) and says how many it could not
-     * (`groups_more`); the whole-run totals hold them all. */
+    /* A record never spans chunks: its groups heaviest first (sorted in place), and an
+     * event of more groups than a chunk holds lists the heaviest that fit and says how many
+     * it could not (`groups_more`); the whole-run totals hold them all. */
+    heaviest_first(groups, ngroups);
     uint32_t fixed = CLOCK_MAX + 1 + 1 + 5 + 9 + 9 + 9 + 5 + 5 + 5, per = 1 + 5 + 9 + 9 + 9;
     uint32_t room = ((w->chunk_bytes ? w->chunk_bytes : MIN_CHUNK) - PGF_CHUNK_HEADER_SIZE -
                      96 /* reserve_locked: the chunk's opening records */ - fixed) / per;

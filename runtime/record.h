@@ -98,7 +98,8 @@ struct perfgroup_rec_thread *perfgroup__rec_thread_start(uint32_t thread_index, 
 void perfgroup__rec_thread_name(struct perfgroup_rec_thread *w, const char *name);
 void perfgroup__rec_thread_end(struct perfgroup_rec_thread *w, uint64_t tsc);
 
-/* One committed event (cold: end of event). */
+/* One committed event (cold: end of event). Its groups are written heaviest first (most
+ * CPU, then most counter ticks, then the lower id): groups is sorted in place. */
 struct perfgroup_rec_group_share {
     uint32_t group_id;
     uint64_t cycles;
@@ -107,7 +108,7 @@ struct perfgroup_rec_group_share {
 };
 void perfgroup__rec_event(struct perfgroup_rec_thread *w, uint32_t name_string_id,
                           uint64_t begin_tsc, uint64_t end_tsc, uint64_t cpu_ns, unsigned flags,
-                          const struct perfgroup_rec_group_share *groups, unsigned ngroups);
+                          struct perfgroup_rec_group_share *groups, unsigned ngroups);
 
 /* A user marker (public perfgroup_marker*): end_tsc == start_tsc for an instant. */
 void perfgroup__rec_marker(struct perfgroup_rec_thread *w, uint32_t name_string_id,

@@ -349,8 +349,8 @@ struct pgf_totals_slot {
  *                    ending more than a second after the thread's last PGF_REC_CLOCK)
  *   PGF_REC_EVENT    [kind, name_string_id, begin_tsc, end_tsc, cpu_ns, flags,
  *                     [[group_id, cycles, cpu_ns, activations], ...], groups_more]
- *                    every group that ran, in the order they first ran, as many as fit a
- *                    chunk; groups_more (version 3, present only when not 0): how many more
+ *                    every group that ran, heaviest first (most cpu_ns, then most cycles,
+ *                    then the lower id), as many as fit a chunk (the heaviest); groups_more (version 3, present only when not 0): how many more
  *                    ran and are not listed (the whole-run totals hold them)
  *                    flags: PGF_EVENT_F_*; the groups' cpu_ns as header.cpu_time
  *                    says (measured, or estimated: then implicit events' cpu_ns too)

@@ -20,6 +20,12 @@ model"); one ctest per call, each a finding of issue 28.
                               recordings the owner rule allows, each skip told once, the sparse
                               file read in the time of its real size; as an unprivileged user,
                               permission denied named as such and the file read once readable
+    hostile_test.py truncate  a neighbour truncating a live recording (the runtime writing
+                              it; then one whose writer was killed, its header counting all
+                              16,384 totals slots in use) again and again while the converter
+                              (--summary --json and Gecko), `perfgroup metrics`, `perfgroup
+                              top` and a sidecar read it: none killed by a signal (SIGBUS),
+                              each a valid output or one clear line, within 30 s
 
 Environment: LIVE_PERFGROUP, LIVE_NAMES (tests/live/names.c), LIVE_WORK. Exit 77 = skipped.
 """
@@ -37,7 +43,7 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from live_test import fail, skip, verdict, workdir  # noqa: E402
+from live_test import CONVERT, fail, skip, verdict, workdir  # noqa: E402
 
 PERFGROUP = os.environ.get("LIVE_PERFGROUP", "perfgroup")
 NAMES = os.environ.get("LIVE_NAMES", "")
@@ -558,13 +564,136 @@ def unprivileged(d, rec, mine):
         fail("locked.pgm told otherwise than permission denied")
 
 
+def truncator(path, full, stop, counts):
+    """Cuts the file short and gives it back its size, over and over: mostly inside the totals
+    region or the chunks (the header kept, so the readers get that far), at times anywhere."""
+    import random
+    rnd = random.Random(32)
+    tot_off = struct.unpack_from("<Q", open(path, "rb").read(472), 440)[0]
+    while not stop.is_set():
+        r = rnd.random()
+        size = (rnd.randrange(tot_off, full) if r < 0.6 else
+                rnd.randrange(4096, tot_off) if r < 0.9 else rnd.randrange(0, full))
+        try:
+            os.truncate(path, size)
+            time.sleep(rnd.random() * 0.001)
+            os.truncate(path, full)
+        except OSError:
+            pass
+        counts[0] += 1
+        time.sleep(rnd.random() * 0.004)
+
+
+def read_hostile(pgm, d, k):
+    """One reading of pgm by one tool in turn (k): never a signal, an answer within 30 s."""
+    tools = [
+        ("convert --summary --json", [CONVERT, pgm, "--summary", "--json", "--no-progress"]),
+        ("convert (Gecko)", [CONVERT, pgm, "-o", os.path.join(d, "g.json"), "--no-progress"]),
+        ("metrics", [PERFGROUP, "metrics", pgm]),
+        ("top", [PERFGROUP, "top", "-n", "2", "-d", "0.1", pgm]),
+    ]
+    what, argv = tools[k % len(tools)]
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(argv, capture_output=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        fail("%s of a file truncated under it: no answer within 30 s" % what)
+        return what, None
+    err = p.stderr.decode(errors="replace").strip()
+    if p.returncode < 0:
+        fail("%s of a file truncated under it: killed by signal %d (%s)"
+             % (what, -p.returncode, signal.Signals(-p.returncode).name))
+    elif what.startswith("convert") and p.returncode == 2:
+        if len(err.splitlines()) != 1 or not err.startswith("perfgroup-convert: "):
+            fail("%s: exit 2 without one clear line: %r" % (what, err[:300]))
+    elif what.startswith("convert") and p.returncode == 0:
+        if what.endswith("--json"):
+            try:
+                import json
+                json.loads(p.stdout)
+            except ValueError as e:
+                fail("%s: exit 0 with invalid JSON (%s)" % (what, e))
+    elif p.returncode not in (0, 1, 2):
+        fail("%s of a file truncated under it: exit %d: %r" % (what, p.returncode, err[:300]))
+    return what, (p.returncode, time.monotonic() - t0)
+
+
+def truncate():
+    d = workdir("hostile_truncate")
+    # 1: the runtime writing it (it may itself take SIGBUS: its mapping shrinks under it too)
+    # 2: its writer killed (the file stays RECORDING: read as live), the header counting
+    #    every slot in use, so each reading reads the whole 3 MiB region
+    seen = {}
+    for phase in (1, 2):
+        w = record_names(d, 6, wait=False)
+        pgm = os.path.join(d, "%d.pgm" % w.pid)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 10:
+            if os.path.exists(pgm) and os.path.getsize(pgm) >= 472:
+                h = open(pgm, "rb").read(472)
+                if struct.unpack_from("<I", h, 456)[0] > 0:  # totals_used
+                    break
+            time.sleep(0.01)
+        else:
+            fail("the names program left no recording with totals (%s)" % pgm)
+            w.kill(), w.wait()
+            return
+        full = os.path.getsize(pgm)
+        if phase == 2:
+            w.kill(), w.wait()
+            count = struct.unpack_from("<I", open(pgm, "rb").read(472), 452)[0]
+            with open(pgm, "r+b") as f:
+                f.seek(456)
+                f.write(struct.pack("<I", count))
+        side = Sidecar([pgm])
+        stop, counts = threading.Event(), [0]
+        t = threading.Thread(target=truncator, args=(pgm, full, stop, counts), daemon=True)
+        t.start()
+        scrapes, k, t_end = 0, 0, time.monotonic() + 5
+        while k < 24 or time.monotonic() < t_end:
+            what, res = read_hostile(pgm, d, k)
+            k += 1
+            if res:
+                seen.setdefault(what, []).append(res)
+            if side.port:
+                try:
+                    _, status, _, _ = side.scrape()
+                    scrapes += 1
+                    if " 200 " not in status + " ":
+                        fail("the sidecar answered %r" % status)
+                except OSError as e:
+                    fail("the sidecar did not answer: %s" % e)
+                    side.port = None  # told once
+        stop.set()
+        t.join()
+        if side.p.poll() is not None:
+            fail("the sidecar ended (%d) while the file was truncated" % side.p.returncode)
+        else:
+            side.stop()
+        if w.poll() is None:
+            w.kill()
+        w.wait()
+        print("phase %d: %d truncations, %d scrapes, the writer ended with %s"
+              % (phase, counts[0], scrapes, w.returncode))
+        if counts[0] < 100:
+            fail("phase %d: only %d truncations while it was read" % (phase, counts[0]))
+    for what, res in sorted(seen.items()):
+        exits = {}
+        for r, _ in res:
+            exits[r] = exits.get(r, 0) + 1
+        print("%-26s %d readings, exits %s, slowest %.2f s" % (what, len(res), exits,
+                                                              max(s for _, s in res)))
+        if not exits.get(0):
+            fail("%s never read the file whole between the cuts: the race was not run" % what)
+
+
 def main(argv):
     if len(argv) < 2:
         print(__doc__)
         return 1
     if not NAMES:
         skip("LIVE_NAMES is not set (the names program, tests/live/names.c)")
-    tests = {"slow": slow, "http": http, "names": names, "dir": dir_}
+    tests = {"slow": slow, "http": http, "names": names, "dir": dir_, "truncate": truncate}
     if argv[1] not in tests:
         print("unknown test " + argv[1])
         return 1

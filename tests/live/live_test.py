@@ -404,11 +404,28 @@ def sidecar(port, path):
     return side
 
 
+def scraped_events(port):
+    """The sidecar's perfgroup_thread_events_total, summed over its series (scraped here)."""
+    text = http_get("http://127.0.0.1:%d/metrics" % port, timeout=30)
+    return sum(int(float(l.rsplit(" ", 1)[1])) for l in text.splitlines()
+               if l.startswith("perfgroup_thread_events_total{"))
+
+
+def prom_samples_since(base, t):
+    """Prometheus's samples of the events counter taken after the wall-clock time t."""
+    res = promql(base, 'perfgroup_thread_events_total')
+    return [r for r in res if float(r["value"][0]) > t]
+
+
 def prometheus_totals():
     """The sidecar started late and restarted mid-run: Prometheus's counters are the
     program's whole-run totals (the file's, format version 3), with no gap for chunks recycled
     before the sidecar read them and no reset at the restart; at the end they equal the
-    program's own snapshot."""
+    program's own snapshot. The restart is checked step by step, not left to timing:
+    Prometheus has scraped the first sidecar twice, the first sidecar's last answer (a1) is
+    below the program's final count (mid-run), the restarted one's first answer is not below
+    it (the same counter, continued), Prometheus then scrapes the restarted one, and no
+    series ever reset."""
     for tool in ("prometheus", "promtool"):
         if not shutil.which(tool):
             skip("%s is not installed (Debian package prometheus; scripts/deps.sh installs "
@@ -417,23 +434,56 @@ def prometheus_totals():
         skip("no totals program (the GCC plugin is not built)")
     d = workdir("prometheus_totals")
     pgm = os.path.join(d, "totals.pgm")
+    stop = os.path.join(d, "stop")  # the program's events go on until it exists
     procs = []
     try:
-        prog = subprocess.Popen([TOTALS, "one", "1500000", "hold"], stdout=subprocess.PIPE,
+        prog = subprocess.Popen([TOTALS, "one", "300000", "hold"], stdout=subprocess.PIPE,
                                 text=True, env=dict(os.environ, PERFGROUP_OUTPUT=pgm,
-                                                    PERFGROUP_BUFFER="1M"))
+                                                    PERFGROUP_BUFFER="1M", TOTALS_UNTIL=stop))
         procs.append(prog)
         wait_for(pgm)
         time.sleep(1.0)  # late: its first chunks are recycled already
         port = free_port()
         procs.append(sidecar(port, pgm))
+        first = scraped_events(port)
+        summ = json.loads(subprocess.run([CONVERT, pgm, "--summary", "--json", "--no-progress"],
+                                         capture_output=True, text=True, timeout=120).stdout)
+        kept = summ["processes"][0]["events_kept"]
+        print("late start: the sidecar's first answer %d events; the buffer then kept %d"
+              % (first, kept))
+        if not first > kept:
+            fail("the late sidecar counted only what the buffer kept (%d, kept %d)"
+                 % (first, kept))
         base = start_prometheus(d, "127.0.0.1:%d" % port, procs)
         if not base:
             return
-        time.sleep(3.0)
+        end = time.monotonic() + 30
+        n = []
+        while time.monotonic() < end:
+            n = promql(base, 'count_over_time(perfgroup_thread_events_total[10m])')
+            if n and min(float(r["value"][1]) for r in n) >= 2:
+                break
+            time.sleep(0.25)
+        else:
+            fail("Prometheus did not scrape the first sidecar twice in 30 s: %s" % n)
+            return
+        a1 = scraped_events(port)
         procs[1].terminate()  # restarted mid-run
         procs[1].wait(10)
+        t_restart = time.time()
         procs[1] = sidecar(port, pgm)
+        b1 = scraped_events(port)
+        print("restart: the first sidecar's last answer %d events, the restarted one's first %d"
+              % (a1, b1))
+        if b1 < a1:
+            fail("the restarted sidecar went back: %d events after %d" % (b1, a1))
+        end = time.monotonic() + 30
+        while time.monotonic() < end and not prom_samples_since(base, t_restart + 0.1):
+            time.sleep(0.25)
+        if not prom_samples_since(base, t_restart + 0.1):
+            fail("Prometheus did not scrape the restarted sidecar in 30 s")
+        time.sleep(1.5)  # a scrape or two of the restarted sidecar while the events go on
+        open(stop, "w").close()
         out = ""
         for line in prog.stdout:
             out += line
@@ -446,6 +496,9 @@ def prometheus_totals():
                 snap[g["group"]] = g
         want_events = snap["top"]["events"]
         want_parse = snap["parse"]["cpu_ns"] / 1e9
+        if not a1 < want_events:
+            fail("the restart was not mid-run: the first sidecar already had all %d events "
+                 "(a longer run is needed on this machine)" % want_events)
         got = None
         end = time.monotonic() + 30
         while time.monotonic() < end:

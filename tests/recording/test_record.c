@@ -24,6 +24,9 @@
  *   signal     a signal handler records intervals while its thread writes cold records
  *              (events, markers, chunk switches): no deadlock, no mixed record, every
  *              handler record read back or counted as dropped
+ *   heaviest   an event's groups are written heaviest first (CPU, then counter ticks, then
+ *              the lower id), in events of 5 and of 300 groups; one of 300 groups in 4 KiB
+ *              chunks lists the heaviest that fit and counts the rest in groups_more
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -1076,6 +1079,80 @@ static int test_encoding(void) {
     return 0;
 }
 
+/* ---- heaviest ---------------------------------------------------------------------------- */
+static int test_heaviest(void) {
+    char path[300];
+    path_in(path, sizeof path, "heaviest.pgm");
+    CHECK_EQ(perfgroup_record_open(path, PERFGROUP_RECORD_STATS, 1 << 20, 4096), 0);
+    uint32_t ev = perfgroup__rec_string("ev");
+    struct perfgroup_rec_thread *w = perfgroup__rec_thread_start(0, (uint32_t)getpid(), "main");
+    CHECK(w != NULL);
+    /* 5 groups (insertion): light first, a CPU tie broken by ticks, a full tie by id */
+    struct perfgroup_rec_group_share few[5] = {
+        {1, 10, 100, 1}, {2, 10, 300, 1}, {3, 5, 200, 1}, {4, 9, 200, 1}, {5, 9, 200, 1}};
+    static const uint32_t few_order[5] = {2, 4, 5, 3, 1};
+    perfgroup__rec_event(w, ev, 1000, 2000, 900, 0, few, 5);
+    /* 300 groups (heap sort), 7 at a time the same CPU: ids in no order of their weight;
+     * in 4 KiB chunks only the heaviest fit */
+    enum { MANY = 300 };
+    static struct perfgroup_rec_group_share many[MANY];
+    for (uint32_t i = 0; i < MANY; i++)
+        many[i] = (struct perfgroup_rec_group_share){1 + (i * 7919u) % 1000u, i % 3,
+                                                      (i * 37u) % 101u / 7u * 1000u, 1};
+    static struct perfgroup_rec_group_share want[MANY];
+    memcpy(want, many, sizeof many);
+    perfgroup__rec_event(w, ev, 3000, 4000, 900, 0, many, MANY);
+    perfgroup__rec_thread_end(w, 5000);
+    CHECK_EQ(perfgroup_record_close(), 0);
+    pgr_reader *r = pgr_open(path);
+    CHECK(r && !pgr_error(r));
+    struct pgr_record rec;
+    int events = 0;
+    while (pgr_next(r, &rec) > 0) {
+        if (rec.kind != PGF_REC_EVENT)
+            continue;
+        const struct pgr_event_group *g = rec.u.event.groups;
+        uint32_t n = rec.u.event.ngroups;
+        if (events++ == 0) {
+            CHECK_EQ(n, 5);
+            CHECK_EQ(rec.u.event.groups_more, 0);
+            for (uint32_t i = 0; i < n; i++)
+                CHECK_EQ(g[i].group_id, few_order[i]);
+            continue;
+        }
+        /* the heaviest n of the 300, in order; the rest counted */
+        CHECK(n > 10 && n < MANY);
+        CHECK_EQ(n + rec.u.event.groups_more, MANY);
+        uint64_t kept_min = ~0ull;
+        for (uint32_t i = 0; i < n; i++) {
+            if (i) {
+                const struct pgr_event_group *a = &g[i - 1], *b = &g[i];
+                CHECK(a->cpu_ns > b->cpu_ns ||
+                      (a->cpu_ns == b->cpu_ns && (a->cycles > b->cycles ||
+                                                  (a->cycles == b->cycles && a->group_id < b->group_id))));
+            }
+            if (g[i].cpu_ns < kept_min)
+                kept_min = g[i].cpu_ns;
+        }
+        uint32_t heavier = 0; /* groups strictly heavier than the lightest kept: all kept */
+        for (uint32_t i = 0; i < MANY; i++)
+            heavier += want[i].cpu_ns > kept_min;
+        CHECK(heavier <= n);
+        for (uint32_t i = 0; i < MANY; i++) {
+            if (want[i].cpu_ns <= kept_min)
+                continue;
+            int found = 0;
+            for (uint32_t j = 0; j < n && !found; j++)
+                found = g[j].group_id == want[i].group_id && g[j].cpu_ns == want[i].cpu_ns;
+            CHECK(found);
+        }
+    }
+    CHECK_EQ(events, 2);
+    CHECK(!pgr_error(r));
+    pgr_close(r);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s TEST\n", argv[0]);
@@ -1111,6 +1188,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(t, "clock")) rc = test_clock();
     else if (!strcmp(t, "badenv")) rc = test_badenv(argv[0]);
     else if (!strcmp(t, "encoding")) rc = test_encoding();
+    else if (!strcmp(t, "heaviest")) rc = test_heaviest();
     else {
         fprintf(stderr, "unknown test %s\n", t);
         rc = 2;

@@ -11,6 +11,9 @@
  * ({"group":…,"cpu_ns":…,"wall_ns":…,"activations":…,"events":…,"max_event_ns":…,
  * "jank":[…]}), then "done"; with argv[3] "hold" it then sleeps, with no event, until it is
  * killed (the test's SIGKILL: the file stays RECORDING, totals as of the last commits).
+ * With TOTALS_UNTIL=PATH in its environment, "one" goes on with short events after its N
+ * until PATH exists (looked for every 1,024 events): a run as long as the test needs
+ * (live.prometheus_totals restarts the sidecar while it runs).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -123,6 +126,12 @@ int main(int argc, char **argv)
         perfgroup_event_end();
         for (unsigned i = 0; i < n; i++)
             short_event(i);
+        const char *until = getenv("TOTALS_UNTIL");
+        for (unsigned i = n; until && *until; i++) {
+            if (i % 1024 == 0 && access(until, F_OK) == 0)
+                break;
+            short_event(i);
+        }
     } else if (strcmp(argv[1], "threads") == 0) {
         pthread_t t[4];
         for (unsigned i = 0; i < n; i += 4) {
