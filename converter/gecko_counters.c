@@ -28,6 +28,31 @@ void pgc_counter_row(void *ctx, uint32_t gi, int64_t ns, uint64_t count)
 
 /* ---- Counters ------------------------------------------------------------------------ */
 
+/* The merge's min-heap of thread segments (indexes into head) by their next row's time,
+ * ties by index: a pop is O(log threads), not a scan of them all (10,000 threads: 7 s of
+ * scans before, issue 34). */
+static int crec_before(const struct crec *head, uint32_t a, uint32_t b)
+{
+    return head[a].ns < head[b].ns || (head[a].ns == head[b].ns && a < b);
+}
+
+static void cheap_down(uint32_t *h, uint32_t n, uint32_t i, const struct crec *head)
+{
+    for (;;) {
+        uint32_t l = 2 * i + 1, m = i;
+        if (l < n && crec_before(head, h[l], h[m]))
+            m = l;
+        if (l + 1 < n && crec_before(head, h[l + 1], h[m]))
+            m = l + 1;
+        if (m == i)
+            return;
+        uint32_t t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
 /* The segment's next row of group gi: 1, or 0 at its end (or a read error, kept in out). */
 static int cseg_next(struct gecko *prof, struct cseg *s, uint32_t gi, struct crec *r)
 {
@@ -77,10 +102,10 @@ void pgc_counters_write(struct gecko *prof)
     PGC_LIT(o, ",\n\"counters\":[");
     uint32_t nc = prof->ncspill;
     struct crec *head = calloc(nc ? nc : 1, sizeof(*head));
-    int *live = calloc(nc ? nc : 1, sizeof(*live));
+    uint32_t *heap = calloc(nc ? nc : 1, sizeof(*heap));
     if (prof->cspill && fflush(prof->cspill) && !o->err)
         o->err = errno ? errno : EIO;
-    for (uint32_t k = 0; k < nchosen && head && live && prof->cspill; k++) {
+    for (uint32_t k = 0; k < nchosen && head && heap && prof->cspill; k++) {
         uint32_t gi = chosen[k];
         PGC_SEP(o, k, "\n{\"name\":");
         char name[300];
@@ -92,20 +117,21 @@ void pgc_counters_write(struct gecko *prof)
         pgc_out_json_str(o, name, strlen(name));
         PGC_LIT(o, ",\"samples\":{\"schema\":{\"time\":0,\"count\":1,\"number\":2},\"data\":[");
         /* k-way merge by time over the thread spills, this group only */
+        uint32_t nh = 0;
         for (uint32_t i = 0; i < nc; i++) {
             prof->cseg[i].pos = prof->cseg[i].start;
             prof->cseg[i].n = prof->cseg[i].i = 0;
-            live[i] = cseg_next(prof, &prof->cseg[i], gi, &head[i]);
+            if (cseg_next(prof, &prof->cseg[i], gi, &head[i]))
+                heap[nh++] = i;
         }
+        for (uint32_t i = nh / 2; i-- > 0;)
+            cheap_down(heap, nh, i, head);
         /* rows of several threads at one time become one row (their sum): a second row at
          * the same time would be a rate over no time */
         uint64_t n = 0, sum = 0;
         int64_t last = INT64_MIN;
         for (;;) {
-            uint32_t m = UNKNOWN;
-            for (uint32_t i = 0; i < nc; i++)
-                if (live[i] && (m == UNKNOWN || head[i].ns < head[m].ns))
-                    m = i;
+            uint32_t m = nh ? heap[0] : UNKNOWN;
             if (m == UNKNOWN || (head[m].ns > last && last != INT64_MIN)) {
                 if (last != INT64_MIN) {
                     PGC_SEP(o, n++, "[");
@@ -122,11 +148,13 @@ void pgc_counters_write(struct gecko *prof)
             if (last == INT64_MIN)
                 last = head[m].ns;
             sum += head[m].count; /* a row earlier than `last` (damaged input) joins it */
-            live[m] = cseg_next(prof, &prof->cseg[m], gi, &head[m]);
+            if (!cseg_next(prof, &prof->cseg[m], gi, &head[m]))
+                heap[0] = heap[--nh];
+            cheap_down(heap, nh, 0, head);
         }
         PGC_LIT(o, "]}}");
     }
     free(head);
-    free(live);
+    free(heap);
     PGC_LIT(o, "]");
 }

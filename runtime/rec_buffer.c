@@ -336,6 +336,7 @@ PG_HIDDEN void perfgroup__rec_attach(struct writer *w) {
     w->cur = w->reserved = w->last_full = -1;
     w->records_before = w->dropped_total = 0;
     w->lost_records = w->lost_bytes = w->lost_chunks = 0;
+    w->want = 0;
     w->last_cpu_read = 0; /* a file's first CLOCK of the thread reads its CPU clock */
     w->hot.chunk = NULL;
     w->hot.pos = w->hot.data = NULL;
@@ -344,6 +345,19 @@ PG_HIDDEN void perfgroup__rec_attach(struct writer *w) {
         recorder.defs_need = recorder.defs_fill = 0;
     if (!w->is_defs)
         perfgroup__rec_thread_def(w);
+}
+
+/* w asks for n chunks of this file at once (writer.want): the live writers' sum, and its
+ * peak, which the close-time warning's buffer holds (rec_file.c). A writer that found no
+ * chunk, or no room for its definition, counts 2: with room it could have filled one and
+ * asked for its next. */
+static void want(struct writer *w, uint32_t n) {
+    if (n <= w->want)
+        return;
+    recorder.want_now += n - w->want;
+    w->want = n;
+    if (recorder.want_now > recorder.want_peak)
+        recorder.want_peak = recorder.want_now;
 }
 
 static void count_drop(struct writer *w) {
@@ -440,6 +454,7 @@ PG_HIDDEN int perfgroup__rec_reserve_locked(struct writer *w, uint32_t need) {
     if (!w->is_defs && w->no_def) {
         perfgroup__rec_thread_def(w); /* again: an old thread's definitions may have made room */
         if (w->no_def) {
+            want(w, 2); /* as one that found no chunk (want) */
             count_drop(w);
             return -1;
         }
@@ -461,6 +476,8 @@ PG_HIDDEN int perfgroup__rec_reserve_locked(struct writer *w, uint32_t need) {
     perfgroup__rec_finish_chunk(w);
     int32_t idx = w->reserved >= 0 ? w->reserved : w == &recorder.tdefs ? take_tdefs(w) : perfgroup__rec_take_chunk(w);
     w->reserved = -1;
+    if (!w->is_defs)
+        want(w, idx < 0 || w->records_before ? 2 : 1);
     if (idx < 0) {
         if (w == &recorder.tdefs)
             return -1; /* counted by thread_def */
@@ -493,8 +510,11 @@ PG_HIDDEN int perfgroup__rec_reserve_locked(struct writer *w, uint32_t need) {
         uint64_t hz = estimate_hz();
         if (hz)
             __atomic_store_n(&recorder.hdr->tsc_hz, hz, __ATOMIC_RELAXED);
-        /* ask for the next chunk now, before this one is full */
-        w->reserved = perfgroup__rec_take_chunk(w);
+        /* a thread that filled a chunk asks for its next one now, before this one is full
+         * (pre-faulted here, off its hot path); one that has not holds a single chunk, so
+         * the buffer holds a chunk for thousands of threads that write a little each */
+        if (w->records_before)
+            w->reserved = perfgroup__rec_take_chunk(w);
     }
     return 0;
 }

@@ -288,6 +288,7 @@ static int open_locked(const char *tmpl, unsigned mode, uint64_t buffer, uint32_
         free_stack[i] = (uint32_t)(count - 1 - i);
     recorder.heap = heap;
     recorder.nheap = 0;
+    recorder.want_now = recorder.want_peak = 0; /* the writers ask again as they attach */
     recorder.owner = owner;
     recorder.tdr = tdr;
     recorder.ntdefs = 0;
@@ -386,12 +387,14 @@ static void close_locked(void) {
     perfgroup__rec_finish_chunk(&recorder.tdefs);
     uint64_t lost = recorder.threads_undefined + recorder.threads_starved;
     if (lost > recorder.warned_threads) { /* their records are in header.records_dropped */
-        /* the smallest buffer that holds, for the most threads at once, a current and a next
-         * chunk each; every definition (also those that found no room: defs_need); the
-         * thread definitions of that many threads; and the open events' chunk */
+        /* a buffer that holds the most data chunks the threads asked for at once
+         * (want_peak: one for a thread that has not filled its first, two for one that has,
+         * or found none, rec_buffer.c want()); every definition (also those that found no
+         * room: defs_need); the thread definitions of the most threads at once; and the
+         * open events' chunk */
         uint64_t room = recorder.chunk_size - PGF_CHUNK_HEADER_SIZE;
         uint64_t tdefs = (recorder.peak_live * (uint64_t)THREAD_DEF_MAX + room - 1) / room;
-        uint64_t need = PGF_HEADER_SIZE + (2ull * recorder.peak_live + recorder.defs_need +
+        uint64_t need = PGF_HEADER_SIZE + ((uint64_t)recorder.want_peak + recorder.defs_need +
                                            (tdefs ? tdefs : 1) + 1) * recorder.chunk_size;
         fprintf(stderr, "perfgroup: %llu threads found no room in the buffer (%llu for their "
                 "definition, %llu for a chunk): their records were dropped (their whole-run "

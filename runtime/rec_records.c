@@ -142,6 +142,8 @@ void perfgroup__rec_thread_end(struct perfgroup_rec_thread *hw, uint64_t tsc) {
         for (uint32_t i = 0; i < recorder.chunk_count; i++)
             if (recorder.owner[i] == w)
                 recorder.owner[i] = NULL;
+        recorder.want_now -= w->want <= recorder.want_now ? w->want : recorder.want_now;
+        w->want = 0;
     }
     perfgroup__rec_totals_end_locked(w);
     recorder.nlive -= recorder.nlive != 0;

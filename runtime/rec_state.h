@@ -78,6 +78,9 @@ struct writer {
     uint64_t last_name_check;         /* clock of its last PR_GET_NAME (owner thread) */
     int name_explicit;                /* named by the core or perfgroup_thread_name */
     int no_def, starved;              /* no room for its THREAD definition / for a chunk */
+    uint32_t want;                    /* chunks it asks of this file at once: 0 none yet, 1
+                                       * its first (current only), 2 once it filled one or
+                                       * found none (current + reserved next); recorder.want */
     char name[64];
     /* whole-run totals (format.h, struct pgf_totals_slot): tmap[gid] is the index + 1 of
      * its slot for group gid in the file of generation tot_gen (0: none yet); kept across
@@ -117,6 +120,9 @@ struct pg_recorder {
     uint32_t ntdefs;
     uint64_t threads_undefined, threads_starved, warned_threads;
     uint32_t nlive, peak_live;        /* threads with a writer now, and at most at once */
+    uint32_t want_now, want_peak;     /* this file's data chunks asked for by the live
+                                       * writers (writer.want), now and at most at once:
+                                       * the close-time warning's buffer */
     /* the DEFS chunks this file's definitions take, counted as if each fitted (the ones
      * that did not are counted too): what the close-time warning's buffer size must hold */
     uint32_t defs_need, defs_fill;

@@ -8,15 +8,19 @@ interleaved rounds:
                    grouped function, joined together: peak RSS (ru_maxrss) and wall time,
                    plain / instrumented without recording / instrumented recording (stats,
                    the default 256 MiB buffer)
+    held N         (--mode held) the same, but each thread waits after its first event
+                   until all N have run theirs: all N inside the recording at once, each
+                   holding its chunk (the recorder's worst case)
     spawn 3000     threads created and joined one after another: ns per thread
 
 Medians per configuration; per-thread figures are (instrumented - plain) / N. The 1-minute
 load average and the CPU model are printed beside the figures.
 
-    bench/threads/run.py --build-dir build [--threads 1000,10000] [--rounds 5]
+    bench/threads/run.py --build-dir build [--threads 1000,10000] [--rounds 5] [--mode held]
 """
 import argparse
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -63,7 +67,10 @@ def run(exe, args, rec=None):
     w = r.stdout.split()
     if rec and os.path.exists(rec):
         os.unlink(rec)
-    return {w[i]: int(w[i + 1]) for i in range(2, len(w) - 1, 2)}
+    res = {w[i]: int(w[i + 1]) for i in range(2, len(w) - 1, 2)}
+    m = re.search(r"(\d+) threads found no room", r.stderr)
+    res["noroom"] = int(m.group(1)) if m else 0  # threads whose events missed the file
+    return res
 
 
 def main():
@@ -71,13 +78,15 @@ def main():
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
     ap.add_argument("--threads", default="1000,10000")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--mode", choices=["threads", "held"], default="threads")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="pg-threads-") as d:
         plain, inst = build(os.path.abspath(a.build_dir), d)
         rec = os.path.join(d, "rec.pgm")
-        print(f"model name: {model()}; load before: {load():.2f}")
-        print("| threads | config | peak RSS MB | per thread over plain | wall ms | wall / plain | load |")
-        print("|---|---|---|---|---|---|---|")
+        print(f"model name: {model()}; load before: {load():.2f}; mode {a.mode}")
+        print("| threads | config | peak RSS MB | per thread over plain | wall ms | wall / plain | "
+              "threads without room (max) | load |")
+        print("|---|---|---|---|---|---|---|---|")
         for n in [int(x) for x in a.threads.split(",")]:
             res = {"plain": [], "pg": [], "pg+rec": []}
             loads = []
@@ -85,14 +94,16 @@ def main():
                 order = list(res)[r % 3:] + list(res)[:r % 3]
                 for c in order:
                     loads.append(load())
-                    res[c].append(run(plain if c == "plain" else inst, ["threads", str(n)],
+                    res[c].append(run(plain if c == "plain" else inst, [a.mode, str(n)],
                                       rec if c == "pg+rec" else None))
             med = {c: (statistics.median(x["maxrss_kb"] for x in v),
-                       statistics.median(x["wall_ns"] for x in v)) for c, v in res.items()}
-            for c, (rss, wall) in med.items():
+                       statistics.median(x["wall_ns"] for x in v),
+                       max(x["noroom"] for x in v)) for c, v in res.items()}
+            for c, (rss, wall, noroom) in med.items():
                 over = "" if c == "plain" else f"{(rss - med['plain'][0]) / n:.1f} KiB"
                 print(f"| {n} | {c} | {rss / 1024:.1f} | {over} | {wall / 1e6:.0f} | "
-                      f"{wall / med['plain'][1]:.2f} | {statistics.median(loads):.1f} |")
+                      f"{wall / med['plain'][1]:.2f} | {noroom if c == 'pg+rec' else ''} | "
+                      f"{statistics.median(loads):.1f} |")
         sp = {"plain": [], "pg": []}
         for r in range(a.rounds):
             for c in (list(sp) if r % 2 == 0 else list(sp)[::-1]):

@@ -6,6 +6,10 @@
  * which compares peak RSS and wall time.
  *
  *   threads N [E]     prints "threads N wall_ns W maxrss_kb R"
+ *   held N [E]        the same, but every thread runs its first event, then waits at a
+ *                     second barrier for all the others to have run theirs, then runs the
+ *                     rest: all N threads are inside the recording at once, each holding
+ *                     its chunk (tests/recording/threads_test.py)
  *   spawn N           N threads created and joined one after another, each entering one
  *                     group once: prints "spawn N ns_per_thread X" (thread start-up cost)
  */
@@ -25,8 +29,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
-static pthread_barrier_t start;
-static int events = 10;
+static pthread_barrier_t start, held;
+static int events = 10, hold;
 static volatile unsigned sink;
 
 PERF_GROUP("work") __attribute__((noinline)) static void work(unsigned i) {
@@ -41,6 +45,8 @@ static void *thread_main(void *arg) {
         perfgroup_event_begin("step");
         work((unsigned)e);
         perfgroup_event_end();
+        if (hold && e == 0)
+            pthread_barrier_wait(&held);
     }
     return NULL;
 }
@@ -58,7 +64,7 @@ static long long now_ns(void) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s threads N [E] | spawn N\n", argv[0]);
+        fprintf(stderr, "usage: %s threads|held N [E] | spawn N\n", argv[0]);
         return 2;
     }
     int n = atoi(argv[2]);
@@ -82,7 +88,11 @@ int main(int argc, char **argv) {
     }
     if (argc > 3)
         events = atoi(argv[3]);
+    hold = strcmp(argv[1], "held") == 0;
+    if (hold && events < 1)
+        events = 1; /* the second barrier is after the first event */
     pthread_barrier_init(&start, NULL, (unsigned)n);
+    pthread_barrier_init(&held, NULL, (unsigned)n);
     for (int i = 0; i < n; i++)
         if (pthread_create(&t[i], &attr, thread_main, NULL) != 0) {
             fprintf(stderr, "pthread_create %d failed\n", i);

@@ -61,8 +61,9 @@
  *
  *   magic  kind            state      meaning
  *   0      PGF_CHUNK_FREE  -          never used, or reserved by a writer as its next chunk
- *                                     (a writer asks for its next chunk when it starts the
- *                                     current one, and pre-faults its pages); readers skip it
+ *                                     (a writer that has filled a chunk asks for its next
+ *                                     when it starts the current one, and pre-faults its
+ *                                     pages; its first chunk comes alone); readers skip it
  *   MAGIC  DATA / DEFS     WRITING    owned by a writer; records up to `committed` are whole
  *   MAGIC  DATA / DEFS     FULL       released by its writer (chunk full, or thread end)
  *   0      (recycle)       -          the oldest FULL DATA chunk by seq is taken again when no
