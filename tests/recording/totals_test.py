@@ -176,7 +176,7 @@ def main():
     # kill: live conversion while it holds, then SIGKILL; live: conversions while it runs
     out = os.path.join(d, "kill.pgm")
     p = run(prog, out, ["one", "1500000"], {"PERFGROUP_BUFFER": "1M"}, hold=True)
-    seen, ok_live, back = 0, True, False
+    seen, ok_live, back, short = 0, True, False, 0
     last_events = -1
     lines = []
     os.set_blocking(p.stdout.fileno(), False)
@@ -191,13 +191,20 @@ def main():
         proc = summary(conv, out) if os.path.exists(out) else None
         if proc:
             seen += 1
-            if proc["events"] < last_events:
-                back = True
-            last_events = proc["events"]
+            # a slot its thread rewrote under every try of the reader is left out and counted
+            # (docs/file-format.md, "Totals"): such a conversion says its totals are short, and
+            # only the whole ones must never go back
+            if proc["totals_lost"]:
+                short += 1
+            else:
+                if proc["events"] < last_events:
+                    back = True
+                last_events = proc["events"]
         time.sleep(0.05)
     check("done\n" in buf, "kill: the program finished its events")
-    check(seen >= 3 and not back, f"live: {seen} conversions while it ran, whole, totals never "
-          "going back")
+    check(seen - short >= 3 and short <= seen // 4 and not back,
+          f"live: {seen} conversions while it ran, {seen - short} whole (at least 3 and three "
+          f"quarters), their totals never going back; {short} said their totals were short")
     snap = snapshot(buf.splitlines())
     check(last_events <= snap.get("top", {}).get("events", 0),
           f"live: never ahead of the final totals ({last_events})")
