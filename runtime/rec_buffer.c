@@ -78,9 +78,10 @@ static uint32_t heap_pop(void) {
 }
 
 /* Take a chunk for w: a free one, else recycle the oldest FULL DATA chunk. The chunk is
- * invalidated (magic 0: readers skip it) and its pages are touched now, so the writer
- * never faults on them. -1 when every chunk is owned (WRITING or reserved) or DEFS. */
-PG_HIDDEN int32_t perfgroup__rec_take_chunk(struct writer *w) {
+ * invalidated (magic 0: readers skip it); WHOLE: its pages are touched now, so the writer
+ * never faults on them (else its first page only, the rest as it fills: fault_through).
+ * -1 when every chunk is owned (WRITING or reserved) or DEFS. */
+PG_HIDDEN int32_t perfgroup__rec_take_chunk(struct writer *w, int whole) {
     uint32_t idx;
     struct pgf_chunk_header *c;
     if (recorder.nfree) {
@@ -126,9 +127,28 @@ PG_HIDDEN int32_t perfgroup__rec_take_chunk(struct writer *w) {
     /* pre-fault: one store per page past the header (the chunk is ours and invisible).
      * MADV_POPULATE_WRITE measured no faster here (docs/benchmarks.md). */
     volatile uint8_t *p = (volatile uint8_t *)c;
-    for (uint32_t off = 4096; off < recorder.chunk_size; off += 4096)
+    for (uint32_t off = 4096; whole && off < recorder.chunk_size; off += 4096)
         p[off] = 0;
     return (int32_t)idx;
+}
+
+/* w's current chunk faulted in through `want` (the slow path, before the fast path may write
+ * there): at least doubling what is, so a chunk that fills takes a handful of such calls. A
+ * thread that writes a few records holds one chunk of which one or two pages are resident. */
+static void fault_through(struct writer *w, const uint8_t *want) {
+    if (want <= w->faulted_end)
+        return;
+    uint8_t *base = (uint8_t *)w->hot.chunk;
+    size_t have = (size_t)(w->faulted_end - base);
+    size_t to = ((size_t)(want - base) + 4095) & ~(size_t)4095;
+    if (to < 2 * have)
+        to = 2 * have;
+    if (to > recorder.chunk_size)
+        to = recorder.chunk_size;
+    volatile uint8_t *p = base;
+    for (size_t off = have; off < to; off += 4096)
+        p[off] = 0; /* past `committed`, unseen by readers */
+    w->faulted_end = base + to;
 }
 
 /* A chunk for the thread definitions (recorder.tdefs): a new one while they hold less than a
@@ -150,7 +170,7 @@ static int tdefs_needed(const struct tdef_range *r) {
 static int32_t take_tdefs(struct writer *w) {
     uint32_t cap = recorder.chunk_count / 4 ? recorder.chunk_count / 4 : 1;
     if (recorder.ntdefs < cap) {
-        int32_t idx = perfgroup__rec_take_chunk(w);
+        int32_t idx = perfgroup__rec_take_chunk(w, 1);
         if (idx >= 0) {
             recorder.ntdefs++;
             recorder.tdr[idx] = (struct tdef_range){ 0, 0, 0 };
@@ -172,7 +192,7 @@ static int32_t take_tdefs(struct writer *w) {
     return best;
 }
 
-static void start_chunk(struct writer *w, int32_t idx) {
+static void start_chunk(struct writer *w, int32_t idx, int whole) {
     struct pgf_chunk_header *c = perfgroup__rec_chunk_at((uint32_t)idx);
     uint64_t t = now_tsc();
     c->kind = w->is_defs ? PGF_CHUNK_DEFS : PGF_CHUNK_DATA;
@@ -192,6 +212,7 @@ static void start_chunk(struct writer *w, int32_t idx) {
     w->hot.chunk = c;
     w->hot.data = w->hot.pos = (uint8_t *)c + PGF_CHUNK_HEADER_SIZE;
     w->chunk_end = (uint8_t *)c + recorder.chunk_size;
+    w->faulted_end = whole ? w->chunk_end : (uint8_t *)c + 4096; /* the header's page: ours */
     /* `end` stays NULL until the slow path is done (perfgroup__rec_reserve, cold_end): a
      * signal handler's record meanwhile goes to the slow path, is refused and counted */
 }
@@ -466,15 +487,20 @@ PG_HIDDEN int perfgroup__rec_reserve_locked(struct writer *w, uint32_t need) {
         w->lost_records += n;
         __atomic_fetch_add(&recorder.hdr->records_dropped, n, __ATOMIC_RELAXED);
     }
-    if (w->hot.chunk && (uintptr_t)w->hot.pos + need <= (uintptr_t)w->chunk_end)
+    if (w->hot.chunk && (uintptr_t)w->hot.pos + need <= (uintptr_t)w->chunk_end) {
+        fault_through(w, w->hot.pos + need);
         return 0;
+    }
     /* 64 bytes cover the CLOCK and DROPPED records that open a data chunk */
     if (need > recorder.chunk_size - PGF_CHUNK_HEADER_SIZE - (w->is_defs ? 0 : 96)) {
         count_drop(w);
         return -1;
     }
     perfgroup__rec_finish_chunk(w);
-    int32_t idx = w->reserved >= 0 ? w->reserved : w == &recorder.tdefs ? take_tdefs(w) : perfgroup__rec_take_chunk(w);
+    /* a thread's first chunk is faulted in as it fills (most of thousands of threads write
+     * a few records); a reserved one (a thread that filled one) was touched whole */
+    int whole = w->reserved >= 0 || w->is_defs || w->records_before;
+    int32_t idx = w->reserved >= 0 ? w->reserved : w == &recorder.tdefs ? take_tdefs(w) : perfgroup__rec_take_chunk(w, whole);
     w->reserved = -1;
     if (!w->is_defs)
         want(w, idx < 0 || w->records_before ? 2 : 1);
@@ -488,7 +514,7 @@ PG_HIDDEN int perfgroup__rec_reserve_locked(struct writer *w, uint32_t need) {
         count_drop(w);
         return -1;
     }
-    start_chunk(w, idx);
+    start_chunk(w, idx, whole);
     if (!w->is_defs) {
         uint8_t rec[96];
         struct span s = { rec, rec + sizeof rec };
@@ -514,7 +540,8 @@ PG_HIDDEN int perfgroup__rec_reserve_locked(struct writer *w, uint32_t need) {
          * (pre-faulted here, off its hot path); one that has not holds a single chunk, so
          * the buffer holds a chunk for thousands of threads that write a little each */
         if (w->records_before)
-            w->reserved = perfgroup__rec_take_chunk(w);
+            w->reserved = perfgroup__rec_take_chunk(w, 1);
     }
+    fault_through(w, w->hot.pos + need);
     return 0;
 }

@@ -216,7 +216,7 @@ PG_HIDDEN void perfgroup__rec_process_def(void) {
  * slot is written (a file whose events all end within a period has none), never sealed or
  * recycled (it is in no heap), its slots all empty. None if the file has no chunk left. */
 PG_HIDDEN void perfgroup__rec_open_slots_locked(void) {
-    int32_t idx = perfgroup__rec_take_chunk(NULL);
+    int32_t idx = perfgroup__rec_take_chunk(NULL, 1);
     if (idx < 0)
         return;
     struct pgf_chunk_header *c = perfgroup__rec_chunk_at((uint32_t)idx);

@@ -24,7 +24,7 @@ int perfgroup__rec_reserve(struct perfgroup_rec_thread *hw, uint32_t need) {
         perfgroup__rec_child_open_locked(); /* a fork child's first record: its file now */
     int rc = perfgroup__rec_reserve_locked(w, need);
     if (rc == 0) /* open the fast path again (the caller re-checks its room) */
-        __atomic_store_n(&w->hot.end, w->chunk_end, __ATOMIC_RELAXED);
+        __atomic_store_n(&w->hot.end, w->faulted_end, __ATOMIC_RELAXED);
     perfgroup__rec_unlock();
     errno = saved;
     return rc;
@@ -44,7 +44,7 @@ PG_HIDDEN int perfgroup__rec_cold_begin(struct writer *w, uint32_t need) {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     /* from here no handler writes into w: check and make room */
     if (!w->hot.chunk || w->gen != __atomic_load_n(&recorder.gen, __ATOMIC_RELAXED) ||
-        (uintptr_t)w->hot.pos + need > (uintptr_t)w->chunk_end || perfgroup__rec_name_due(w, now_tsc())) {
+        (uintptr_t)w->hot.pos + need > (uintptr_t)w->faulted_end || perfgroup__rec_name_due(w, now_tsc())) {
         pthread_mutex_lock(&recorder.mu);
         int saved = errno;
         if (!recorder.hdr && recorder.child_pending)
@@ -64,7 +64,7 @@ PG_HIDDEN void perfgroup__rec_cold_end(struct writer *w) {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     /* not if the recording was closed or replaced meanwhile: then the slow path re-attaches */
     if (w->hot.chunk && w->gen == __atomic_load_n(&recorder.gen, __ATOMIC_RELAXED))
-        __atomic_store_n(&w->hot.end, w->chunk_end, __ATOMIC_RELAXED);
+        __atomic_store_n(&w->hot.end, w->faulted_end, __ATOMIC_RELAXED);
     perfgroup__rec_in_rec = 0;
 }
 

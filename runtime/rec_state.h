@@ -70,6 +70,9 @@ struct writer {
                                        * not an interval (emit, publish): what follows is
                                        * intervals only, which leave last_tsc alone */
     uint8_t *chunk_end;               /* end of the current chunk */
+    uint8_t *faulted_end;             /* its pages touched up to here: the fast path's `end`
+                                       * (a thread's first chunk is faulted in as it fills,
+                                       * in the slow path: fault_through) */
     uint64_t last_clock;              /* clock of its last PGF_REC_CLOCK */
     uint64_t last_cpu_read;           /* clock of its last CLOCK_THREAD_CPUTIME_ID read */
     uint64_t records_before;          /* records committed in earlier chunks */
@@ -216,7 +219,7 @@ PG_HIDDEN void perfgroup__rec_publish(struct writer *w, uint8_t *newpos, uint64_
 PG_HIDDEN void perfgroup__rec_replay_log(void);
 PG_HIDDEN int perfgroup__rec_reserve_locked(struct writer *w, uint32_t need);
 PG_HIDDEN void perfgroup__rec_settle_last_tsc(struct writer *w);
-PG_HIDDEN int32_t perfgroup__rec_take_chunk(struct writer *w);
+PG_HIDDEN int32_t perfgroup__rec_take_chunk(struct writer *w, int whole);
 PG_HIDDEN void perfgroup__rec_thread_def(struct writer *w);
 PG_HIDDEN void perfgroup__rec_totals_end_locked(struct writer *w);
 PG_HIDDEN struct writer *perfgroup__rec_writer_alloc(void);
