@@ -117,6 +117,7 @@ struct pg_nest {          /* an event suspended by a nested loop */
 };
 
 enum { PG_EV_NONE = 0, PG_EV_EXPLICIT = 1, PG_EV_IMPLICIT = 2 };
+enum { PG_TASK_NONE = 0, PG_TASK_EVENT = 1, PG_TASK_PART = 2 };
 
 /* The last PG_SAMPLES readings of a thread's CPU clock, taken by the sampler thread
  * (implicit.c). Sample k (0-based since the ring was reset) is at index k % PG_SAMPLES. */
@@ -185,6 +186,15 @@ struct pg_thread {
     /* the runtime's own cost, reported to the recorder */
     uint64_t ov_commit_ns, ov_commits, ov_slow, ov_resyncs, ov_dropped;
     uint32_t tot_hi;            /* totals written for groups below this id (thread only) */
+    /* the open task (tasks.c, docs/accounting.md "Tasks"), own thread only */
+    uint8_t task_open;          /* PG_TASK_*: none, its own explicit event, part of the open one */
+    uint32_t task_refused;      /* begins refused while a task was open: their ends do nothing */
+    uint32_t task_from;         /* the capturing thread's index (0: unknown) */
+    uint64_t task_mask;         /* the captured groups' re-entry bits */
+    int64_t task_begin_cpu;     /* the CPU clock at its begin, ns */
+    uint64_t task_begin_tsc;    /* the counter then (its marker's begin) */
+    uint64_t task_event_tsc;    /* the begin of the event it opened (PG_TASK_EVENT) */
+    const char *task_name;
 
     /* ---- shared with snapshots ---- */
     _Atomic uint32_t seq;                    /* seqlock over totals */
@@ -234,6 +244,9 @@ struct pg_thread {
     /* the first block's totals, totals_b0 once the thread commits (no mapping of its own):
      * only the pages of the groups it commits become resident */
     struct pg_totals tot0[PG_GROUP_BLOCK];
+    /* the open task: per captured group (by re-entry bit), its own CPU ticks in the event at
+     * the task's begin (tasks.c); touched only by threads that run tasks */
+    uint64_t task_base[64];
 } __attribute__((aligned(4096))); /* an entry starts a page: its first two pages are the
                                    * resident ones, in a slab of entries as alone */
 
@@ -330,6 +343,9 @@ static inline void pg_cur_refresh(const struct pg_thread *t)
 
 /* fn's re-entry key and bits (reentry.c), groups[i] being fn->gid[i]'s; registry lock held. */
 PG_HIDDEN void perfgroup__key_locked(struct pg_func *fn, struct pg_group *const *groups);
+/* The group holding re-entry bit i (1 << i), NULL if none yet: set once, before any key has
+ * the bit (release), never changed. */
+extern PG_HIDDEN _Atomic(struct pg_group *) perfgroup__bit_group[64];
 PG_HIDDEN void perfgroup__rekey(void);
 
 /* A call the latch turns away (busy, being registered, or gone): counted, lock-free. */
@@ -440,6 +456,10 @@ PG_HIDDEN void perfgroup__implicit_end(struct pg_thread *t, uint64_t tsc);
 PG_HIDDEN void perfgroup__event_open(struct pg_thread *t, uint64_t tsc, int kind, const char *name);
 PG_HIDDEN void perfgroup__implicit_commit(struct pg_thread *t, uint64_t tsc, int own_read);
 PG_HIDDEN void perfgroup__explicit_end(struct pg_thread *t);
+/* Tasks (tasks.c): n groups charged ns[i] of CPU done on their behalf on this thread, one
+ * task each, into the thread's totals (and the file's totals slots). */
+PG_HIDDEN void perfgroup__task_charge(struct pg_thread *t, const uint32_t *gid, const uint64_t *ns,
+                                      unsigned n);
 
 /* ---- owner.c: one runtime per process -------------------------------------------------- */
 struct pg_mark;

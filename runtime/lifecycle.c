@@ -190,6 +190,8 @@ static struct pg_thread *thread_build(void)
     t->event_open = PG_EV_NONE;
     pg_exec_clear(t);
     t->nest_depth = 0;
+    t->task_open = PG_TASK_NONE;
+    t->task_refused = 0;
     t->pending_alerts = 0;
     perfgroup__implicit_thread_start(t);
     perfgroup__cputime_thread_start(t);
@@ -249,7 +251,8 @@ static void thread_exit(void *arg)
         for (uint32_t gid = 0; gid < n; gid++) {
             struct pg_totals *b = atomic_load(pg_tslot(t, gid / PG_GROUP_BLOCK));
             if (!b || (b[gid % PG_GROUP_BLOCK].events == 0 &&
-                       b[gid % PG_GROUP_BLOCK].discarded == 0))
+                       b[gid % PG_GROUP_BLOCK].discarded == 0 &&
+                       b[gid % PG_GROUP_BLOCK].tasks == 0))
                 continue;
             if (!dead_blocks[gid / PG_GROUP_BLOCK])
                 dead_blocks[gid / PG_GROUP_BLOCK] = perfgroup__map(sizeof(struct pg_totals) * PG_GROUP_BLOCK);
@@ -433,6 +436,11 @@ static void init_once_fn(void)
         perfgroup__sampler_ensure(); /* the open events' slots (progress.c); implicit events'
                                       * CPU without rseq (implicit.c): never from a hook */
 }
+
+/* perfgroup.h calls the task API's entry points through weak references (they compile to
+ * nothing without the runtime), and a weak reference never pulls an object out of an archive:
+ * this reference brings tasks.o into every static link that has the runtime's start-up. */
+PG_HIDDEN void (*const volatile perfgroup__task_anchor)(perfgroup_task *) = perfgroup__task_capture;
 
 PG_HIDDEN void perfgroup__init(void)
 {
