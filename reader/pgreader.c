@@ -218,6 +218,12 @@ static int read_open_slots(pgr_reader *r, uint64_t at) {
  * of the region, microseconds apart, almost never saw such a slot's seq unchanged (the
  * slot was left out and the live totals went back: recording.totals). Slots not read
  * whole after 4096 tries stay !ok; 0 if the region cannot be mapped (the caller preads). */
+
+/* The bytes of a totals slot this reader knows (format.h: a reader reads what it knows, a
+ * later writer's slot may be larger; an older writer's 192 bytes had zeros past 176). */
+static size_t slot_known(uint32_t sz) {
+    return sz < sizeof(struct pgf_totals_slot) ? sz : sizeof(struct pgf_totals_slot);
+}
 static int read_totals_mapped(pgr_reader *r, uint32_t n, uint32_t sz, uint8_t *ok,
                               uint32_t *left)
 {
@@ -236,7 +242,7 @@ static int read_totals_mapped(pgr_reader *r, uint32_t n, uint32_t sz, uint8_t *o
             uint32_t s1 = __atomic_load_n(&x->seq, __ATOMIC_ACQUIRE);
             if (s1 & 1)
                 continue;
-            memcpy(&r->totals[i], x, PGF_TOTALS_SLOT_MIN);
+            memcpy(&r->totals[i], x, slot_known(sz));
             __atomic_thread_fence(__ATOMIC_ACQUIRE);
             if (__atomic_load_n(&x->seq, __ATOMIC_RELAXED) != s1)
                 continue;
@@ -319,7 +325,7 @@ static void read_totals(pgr_reader *r) {
             if ((x->seq & 1) || x->seq != y->seq)
                 continue;
             ok[i] = 1 + ((x->flags & PGF_TOTALS_F_USED) != 0);
-            memcpy(&r->totals[i], x, PGF_TOTALS_SLOT_MIN);
+            memcpy(&r->totals[i], x, slot_known(sz));
             left--;
         }
         if (h->state == PGF_STATE_CLOSED)
