@@ -34,7 +34,7 @@ struct job {
 };
 
 static struct jq queue = JQ_INIT(queue);
-static volatile uint64_t sink;
+static _Thread_local volatile uint64_t sink; /* per thread: spun on by every worker */
 
 static void work_us(long us)
 {

@@ -82,7 +82,7 @@ static int64_t cpu_now(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static volatile uint64_t sink;
+static _Thread_local volatile uint64_t sink; /* per thread: spun on by every worker */
 static void spin(int64_t ns)
 {
     int64_t end = cpu_now() + ns;
