@@ -73,18 +73,22 @@ void perfgroup__task_begin(const perfgroup_task *task, const char *name)
         return;
     }
     uint64_t mask = task && task->opaque[1] >> 32 == PG_TASK_MAGIC ? task->opaque[0] : 0;
+    /* open from here: a signal handler's begin in between is refused, not a task that
+     * would overwrite this one's readings */
+    t->task_open = PG_TASK_PART;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
     /* the task's CPU: from here to the end of perfgroup_task_end, the runtime's own work for
      * it (its event's open and commit, its records) included */
     struct pg_thread *latch = pg_latch_take();
     t->task_begin_cpu = perfgroup__cputime_read(t, &t->task_begin_tsc);
     pg_latch_drop(latch);
     if (t->event_open == PG_EV_NONE) {
-        if (perfgroup_event_begin(name ? name : "task") != 0)
+        if (perfgroup_event_begin(name ? name : "task") != 0) {
+            t->task_open = PG_TASK_NONE;
             return;
-        t->task_open = PG_TASK_EVENT;
+        }
         t->task_event_tsc = t->event_begin_tsc;
-    } else {
-        t->task_open = PG_TASK_PART;
+        t->task_open = PG_TASK_EVENT;
     }
     t->task_mask = mask;
     t->task_name = name ? name : "task";
@@ -138,9 +142,9 @@ void perfgroup__task_end(void)
         own[n] = perfgroup__ticks_to_ns(now >= t->task_base[b] ? now - t->task_base[b] : now);
         gid[n++] = g;
     }
+    /* the task stays open (a handler's begin refused) until its readings are taken */
     int kind = t->task_open;
     const char *name = t->task_name;
-    t->task_open = PG_TASK_NONE;
     if (kind == PG_TASK_EVENT && t->event_open == PG_EV_EXPLICIT &&
         t->event_begin_tsc == t->task_event_tsc)
         perfgroup_event_end(); /* its own event (not one the task's code ended and began) */
@@ -150,7 +154,10 @@ void perfgroup__task_end(void)
     uint64_t tsc;
     int64_t c = perfgroup__cputime_read(t, &tsc);
     pg_latch_drop(latch);
-    uint64_t cpu = c > t->task_begin_cpu ? (uint64_t)(c - t->task_begin_cpu) : 0;
+    /* 0 when either reading failed (0) or the clock went back (a fork child's starts anew) */
+    uint64_t cpu = t->task_begin_cpu > 0 && c > t->task_begin_cpu ? (uint64_t)(c - t->task_begin_cpu) : 0;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->task_open = PG_TASK_NONE;
     for (unsigned i = 0; i < n; i++)
         own[i] = own[i] < cpu ? cpu - own[i] : 0; /* on its behalf: what it did not run itself */
     if (n)
