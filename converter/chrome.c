@@ -52,6 +52,7 @@ struct chrome {
     char cat[256]; /* an interval slice's category */
     size_t cat_len;
     uint64_t nevents;
+    uint64_t nflows;            /* flow ids given to tasks (task_flow) */
     uint64_t records_done, records_total;
 };
 
@@ -121,6 +122,40 @@ static uint32_t side_track(struct chrome *C, uint32_t off, int *named, const cha
         *named = 1;
     }
     return C->tid + off;
+}
+
+/* A task's marker ("task", text "job for addon_a; queued on thread N", runtime/tasks.c): a
+ * flow event pair from thread N's track to the task on this thread's markers track, both at
+ * the task's begin (the capture's own time is not recorded: the arrow says who asked). */
+static void task_flow(struct chrome *C, const struct pgr_record *r, int64_t s, uint32_t tid)
+{
+    static const char key[] = "; queued on thread ";
+    const char *t = r->u.marker.text.ptr;
+    size_t n = r->u.marker.text.len, k = sizeof key - 1;
+    const char *at = NULL;
+    for (size_t i = 0; i + k < n && !at; i++)
+        if (!memcmp(t + i, key, k))
+            at = t + i + k;
+    uint64_t from = 0;
+    for (; at && at < t + n && *at >= '0' && *at <= '9' && from < UINT32_MAX; at++)
+        from = from * 10 + (uint64_t)(*at - '0');
+    uint32_t idx;
+    if (!from || from >= UINT32_MAX || !pgc_hash_get(&C->f->thread_ids, (uint32_t)from, &idx))
+        return;
+    struct pgc_out *o = C->out;
+    uint64_t id = ++C->nflows;
+    head_tid(C, 's', "task", 4, "task", C->f->threads[idx].tid);
+    PGC_LIT(o, ",\"ts\":");
+    us(o, C->base_ns + s);
+    PGC_LIT(o, ",\"id\":");
+    pgc_out_u64(o, id);
+    PGC_LIT(o, "}");
+    head_tid(C, 'f', "task", 4, "task", tid);
+    PGC_LIT(o, ",\"ts\":");
+    us(o, C->base_ns + s);
+    PGC_LIT(o, ",\"bp\":\"e\",\"id\":");
+    pgc_out_u64(o, id);
+    PGC_LIT(o, "}");
 }
 
 /* A "C" event: the group's share of one CPU from `ns` on. One series per thread (the key is
@@ -294,6 +329,8 @@ static int on_record(void *ctx, const struct pgr_record *r)
         PGC_LIT(o, ",\"args\":{\"text\":");
         pgc_out_json_str(o, r->u.marker.text.ptr, r->u.marker.text.len);
         PGC_LIT(o, "}}");
+        if (!strcmp(name, "task"))
+            task_flow(C, r, s, tid);
         break;
     }
     case PGF_REC_DROPPED:

@@ -53,8 +53,13 @@ void pgc_totals_text(char *b, size_t n, const struct pgc_file *f, unsigned top)
     int k = snprintf(b, n, "CPU %.3f ms in %" PRIu64 " events", (double)f->tot_cpu_ns / 1e6,
                      f->tot_events);
     for (uint32_t i = 0; i < f->ngtot && i < top && k > 0 && (size_t)k < n; i++)
+    {
         k += snprintf(b + k, n - (size_t)k, "%s%s %.3f ms", i ? ", " : "; ", f->gtot[i].name,
                       (double)f->gtot[i].t.cpu_ns / 1e6);
+        if (f->gtot[i].t.tasks && k > 0 && (size_t)k < n) /* tasks run elsewhere for it */
+            k += snprintf(b + k, n - (size_t)k, " + %.3f ms on its behalf",
+                          (double)f->gtot[i].t.task_cpu_ns / 1e6);
+    }
     if (f->ngtot > top && k > 0 && (size_t)k < n)
         snprintf(b + k, n - (size_t)k, " and %u more groups", f->ngtot - top);
 }

@@ -101,7 +101,7 @@ static uint32_t sorted(struct pgc_row *rows, uint32_t n, struct pgc_row **out)
     if (!s)
         return UINT32_MAX;
     for (uint32_t i = 0; i < n; i++)
-        if (rows[i].events || rows[i].activations || rows[i].cpu_ns)
+        if (rows[i].events || rows[i].activations || rows[i].cpu_ns || rows[i].tasks)
             s[k++] = rows[i];
     qsort(s, k, sizeof(*s), by_cpu);
     *out = s;
@@ -117,11 +117,15 @@ static void text_table(struct summary *S, const char *title, struct pgc_row *row
     uint32_t k = sorted(rows, n, &s);
     if (k == UINT32_MAX)
         return;
+    int tasks = 0; /* the "on behalf" column only where tasks ran (docs/converter.md) */
+    for (uint32_t i = 0; i < k; i++)
+        tasks |= s[i].tasks != 0;
     /* title: its names already made safe by the callers */
     snprintf(b, sizeof(b), "\n%s — CPU %.3f ms in %" PRIu64 " events\n", title, ms(total_cpu), events);
     pgc_out_str(o, b);
-    int hn = snprintf(b, sizeof(b), "%-24s %11s %6s %11s %11s %9s %8s %10s %10s |jank:", "group", "cpu ms",
-                      "cpu%", "wall ms", "blocked ms", "activ.", "events", "max cpu", "max wall");
+    int hn = snprintf(b, sizeof(b), "%-24s %11s %6s %11s %11s %9s %8s %10s %10s%s |jank:", "group", "cpu ms",
+                      "cpu%", "wall ms", "blocked ms", "activ.", "events", "max cpu", "max wall",
+                      tasks ? "    on behalf ms" : "");
     for (int j = 0; j < PGC_JANK_BUCKETS && hn > 0 && (size_t)hn < sizeof(b) - 16; j++) {
         char lab[8];
         snprintf(lab, sizeof(lab), ">%d", 1 << j);
@@ -138,6 +142,8 @@ static void text_table(struct summary *S, const char *title, struct pgc_row *row
                           " %10.3f %10.3f", pgc_text_safe(name, sizeof(name), r->name),
                           ms(r->cpu_ns), pct, ms(r->wall_ns), ms(r->blocked_ns),
                           r->activations, r->events, ms(r->longest_ns), ms(r->longest_wall_ns));
+        if (tasks)
+            n0 += snprintf(b + n0, sizeof(b) - (size_t)n0, " %15.3f", ms(r->task_cpu_ns));
         n0 += snprintf(b + n0, sizeof(b) - (size_t)n0, "%7s", "");
         for (int j = 0; j < PGC_JANK_BUCKETS && n0 > 0 && (size_t)n0 < sizeof(b) - 24; j++)
             n0 += snprintf(b + n0, sizeof(b) - (size_t)n0, "%6" PRIu64, r->jank[j]);
@@ -194,6 +200,12 @@ static void json_totals(struct summary *S, struct pgc_row *rows, uint32_t n, uin
         pgc_out_fixed(o, (int64_t)r->longest_ns, 1000000);
         PGC_LIT(o, ",\"longest_wall_ms\":");
         pgc_out_fixed(o, (int64_t)r->longest_wall_ns, 1000000);
+        if (r->tasks) { /* CPU other threads spent in tasks on its behalf (not in cpu_ms) */
+            PGC_LIT(o, ",\"task_cpu_ms\":");
+            pgc_out_fixed(o, (int64_t)r->task_cpu_ns, 1000000);
+            PGC_LIT(o, ",\"tasks\":");
+            pgc_out_u64(o, r->tasks);
+        }
         PGC_LIT(o, ",\"jank\":[");
         for (int j = 0; j < PGC_JANK_BUCKETS; j++) {
             if (j)

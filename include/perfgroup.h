@@ -9,6 +9,7 @@
  *   perfgroup_start/...  control: on/off, reset, activate groups, name threads
  *   perfgroup_record_*   record to a file (like PERFGROUP_OUTPUT/MODE/BUFFER/CHUNK)
  *   perfgroup_marker*    user markers in the recording
+ *   perfgroup_task_*     work handed to another thread, charged to the groups that asked
  *
  * Conventions (libuv's): functions returning int return 0 or a negative errno; the object
  * comes first; nothing here may be called from inside an enter/exit hook.
@@ -97,6 +98,12 @@ struct perfgroup_stats {
     uint64_t jank[PERFGROUP_JANK_BUCKETS]; /* events whose group CPU time exceeded 2^i ms */
     uint64_t discarded;            /* measures discarded (TSC backwards, n > 1; a CPU change
                                     * only where the TSC is not valid across CPUs) */
+    /* Tasks (perfgroup_task_*): CPU time other threads spent on this group's behalf, in tasks
+     * captured while it ran; not in cpu_ns (its own), so own + on behalf = cpu_ns +
+     * task_cpu_ns. A captured group that also ran inside the task has there only the part
+     * of the task its own stopwatches did not hold (charged once). */
+    uint64_t task_cpu_ns;
+    uint64_t tasks;                /* tasks that charged it */
 };
 
 struct perfgroup_snapshot; /* opaque */
@@ -194,6 +201,60 @@ PERFGROUP_API int perfgroup_marker(const char *name, const char *text);
  * Returns as perfgroup_marker, or -EINVAL if `begin` is not a value from marker_begin. */
 PERFGROUP_API uint64_t perfgroup_marker_begin(void);
 PERFGROUP_API int perfgroup_marker_end(const char *name, const char *text, uint64_t begin);
+
+/* ---- Tasks: work handed to another thread ------------------------------------------------ */
+/*
+ * An add-on that queues work to a pool (a thread pool, a job system, an I/O thread) is
+ * charged the CPU the worker spends on it (docs/accounting.md, "Tasks"):
+ *
+ *   perfgroup_task k = perfgroup_task_capture();    on the thread that queues the work
+ *   ... hand k over with the work item (a plain value: copy it) ...
+ *   perfgroup_task_begin(k, "resize");              on the worker, around running it
+ *   run(item);
+ *   perfgroup_task_end();
+ *
+ * capture: the groups running on the calling thread now (those with a re-entry bit: the
+ * first 63 groups made active), a few ns, no lock, no allocation, no system call; safe on
+ * any thread and in a signal handler. A value captured outside any group charges nobody.
+ * begin/end: between them the worker's CPU time (two CPU-clock reads) is charged to the
+ * captured groups as well as to the groups the worker enters itself; a captured group that
+ * also runs there is charged once. With no event open on the worker the task is an explicit
+ * event of its own named `name` (a literal: kept), else a part of the open event. One task at
+ * a time per thread: a begin while a task is open, or while the runtime is busy on the thread
+ * (a signal handler that interrupted it), is refused (perfgroup_snapshot_refused) and its end
+ * does nothing. Without the runtime linked, all three compile and do nothing.
+ */
+typedef struct perfgroup_task { uint64_t opaque[2]; } perfgroup_task;
+
+#if defined(PERFGROUP_BUILDING_RUNTIME) || !defined(__GNUC__)
+#  define PERFGROUP_TASK_WEAK_
+#else
+#  define PERFGROUP_TASK_WEAK_ __attribute__((weak))
+#endif
+/* The runtime's entry points (weak here: absent without the runtime); call the three below. */
+PERFGROUP_API void perfgroup__task_capture(perfgroup_task *out) PERFGROUP_TASK_WEAK_;
+PERFGROUP_API void perfgroup__task_begin(const perfgroup_task *task, const char *name) PERFGROUP_TASK_WEAK_;
+PERFGROUP_API void perfgroup__task_end(void) PERFGROUP_TASK_WEAK_;
+
+#ifndef PERFGROUP_BUILDING_RUNTIME
+static inline perfgroup_task perfgroup_task_capture(void)
+{
+    perfgroup_task k = {{0, 0}};
+    if (perfgroup__task_capture)
+        perfgroup__task_capture(&k);
+    return k;
+}
+static inline void perfgroup_task_begin(perfgroup_task task, const char *name)
+{
+    if (perfgroup__task_begin)
+        perfgroup__task_begin(&task, name);
+}
+static inline void perfgroup_task_end(void)
+{
+    if (perfgroup__task_end)
+        perfgroup__task_end();
+}
+#endif
 
 #ifdef __cplusplus
 }

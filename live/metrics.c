@@ -18,6 +18,8 @@
  * Series (labels program, pid; thread = thread name, threads of one name summed; group):
  *   perfgroup_group_{cpu,wall,blocked}_seconds_total, perfgroup_group_activations_total,
  *   perfgroup_group_events_total, perfgroup_group_jank_events_total{over_ms="1".."512"},
+ *   perfgroup_group_task_cpu_seconds_total, perfgroup_group_tasks_total (tasks run on the
+ *   thread on the group's behalf: only where some ran),
  *   perfgroup_thread_event_cpu_seconds_total, perfgroup_thread_events_total,
  *   perfgroup_records_dropped_total, perfgroup_chunks_recycled_total,
  *   perfgroup_reader_chunks_missed_total, perfgroup_process_running (gauge).
@@ -149,7 +151,7 @@ static uint32_t by_name(const struct pgl_file *f, const uint32_t *canon, struct 
     return n;
 }
 
-enum field { F_CPU, F_WALL, F_BLOCKED, F_ACT, F_EVENTS, F_JANK, NFIELDS };
+enum field { F_CPU, F_WALL, F_BLOCKED, F_ACT, F_EVENTS, F_JANK, F_TASK_CPU, F_TASKS, NFIELDS };
 static const struct {
     const char *name, *help;
 } group_family[NFIELDS] = {
@@ -163,14 +165,19 @@ static const struct {
     {"perfgroup_group_events_total", "Events in which the group ran"},
     {"perfgroup_group_jank_events_total",
      "Events in which the group used more than over_ms milliseconds of CPU (jank)"},
+    {"perfgroup_group_task_cpu_seconds_total",
+     "CPU time the thread spent in tasks on the group's behalf, not in its own CPU (seconds)"},
+    {"perfgroup_group_tasks_total", "Tasks the thread ran on the group's behalf"},
 };
 
 static void group_series(FILE *o, const struct pgl_file *f, const struct named *t,
                          uint32_t g, enum field k)
 {
     const struct pgc_row *r = &t->rows[g];
-    if (!(r->events || r->activations || r->cpu_ns))
+    if (!(r->events || r->activations || r->cpu_ns || r->tasks))
         return;
+    if ((k == F_TASK_CPU || k == F_TASKS) && !r->tasks)
+        return; /* series of tasks only where tasks ran */
     if (k == F_JANK) {
         for (int j = 0; j < PGC_JANK_BUCKETS; j++) {
             fputs(group_family[k].name, o);
@@ -187,6 +194,8 @@ static void group_series(FILE *o, const struct pgl_file *f, const struct named *
     case F_WALL: fprintf(o, "%.9f\n", (double)r->wall_ns / 1e9); break;
     case F_BLOCKED: fprintf(o, "%.9f\n", (double)r->blocked_ns / 1e9); break;
     case F_ACT: fprintf(o, "%" PRIu64 "\n", r->activations); break;
+    case F_TASK_CPU: fprintf(o, "%.9f\n", (double)r->task_cpu_ns / 1e9); break;
+    case F_TASKS: fprintf(o, "%" PRIu64 "\n", r->tasks); break;
     default: fprintf(o, "%" PRIu64 "\n", r->events); break;
     }
 }

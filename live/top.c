@@ -155,7 +155,7 @@ static void print_rate(FILE *o, int width, double v, double secs)
         fprintf(o, " %*s", width, "-");
 }
 
-static void show_row(FILE *o, const struct top_file *t, const struct pgc_row *d)
+static void show_row(FILE *o, const struct top_file *t, const struct pgc_row *d, int tasks)
 {
     const struct pgc_row *tot = &t->prev[d - t->delta];
     double pct = t->delta_cpu ? 100.0 * (double)d->cpu_ns / (double)t->delta_cpu : 0;
@@ -166,7 +166,10 @@ static void show_row(FILE *o, const struct top_file *t, const struct pgc_row *d)
     print_rate(o, 8, (double)d->events, t->delta_s);
     fprintf(o, " %6" PRIu64, d->jank[JANK_SHOWN]);
     print_rate(o, 8, (double)d->blocked_ns / 1e6, t->delta_s);
-    fprintf(o, " %9.3f %7" PRIu64 "\n", (double)tot->cpu_ns / 1e9, tot->jank[JANK_SHOWN]);
+    fprintf(o, " %9.3f %7" PRIu64, (double)tot->cpu_ns / 1e9, tot->jank[JANK_SHOWN]);
+    if (tasks) /* CPU other threads spent on its behalf, whole run (docs/accounting.md "Tasks") */
+        fprintf(o, " %9.3f", (double)tot->task_cpu_ns / 1e9);
+    fputc('\n', o);
 }
 
 static void show_file(FILE *o, const struct pgl_file *f, const struct top_file *t)
@@ -196,14 +199,17 @@ static void show_file(FILE *o, const struct pgl_file *f, const struct top_file *
     print_rate(o, 0, (double)t->delta_events, t->delta_s);
     fprintf(o, " events/s; %" PRIu64 " records dropped, %" PRIu64 " chunks missed\n",
             f->records_dropped, f->chunks_missed);
-    fprintf(o, "  %-18s %6s %8s %8s %6s %8s %9s %7s\n", "group", "CPU%", "CPU ms/s",
-            "events/s", "jank", "blk ms/s", "CPU s", "jank>16");
+    int tasks = 0; /* the "behalf s" column only where tasks ran */
+    for (uint32_t g = 0; g < t->nprev; g++)
+        tasks |= t->prev[g].tasks != 0;
+    fprintf(o, "  %-18s %6s %8s %8s %6s %8s %9s %7s%s\n", "group", "CPU%", "CPU ms/s",
+            "events/s", "jank", "blk ms/s", "CPU s", "jank>16", tasks ? "  behalf s" : "");
     struct pgc_row **order = malloc((t->nprev + 1) * sizeof(*order));
     if (!order)
         return;
     uint32_t n = 0;
     for (uint32_t g = 0; g < t->nprev; g++)
-        if (t->prev[g].events || t->prev[g].activations || t->prev[g].cpu_ns)
+        if (t->prev[g].events || t->prev[g].activations || t->prev[g].cpu_ns || t->prev[g].tasks)
             order[n++] = &t->delta[g];
     qsort(order, n, sizeof(*order), by_interval);
     if (n > ROWS_SHOWN) { /* 2,000 groups stay readable: the heaviest, then the rest folded */
@@ -215,7 +221,7 @@ static void show_file(FILE *o, const struct pgl_file *f, const struct top_file *
         snprintf(more, sizeof more, "(%" PRIu32 " more)", n - ROWS_SHOWN);
         n = ROWS_SHOWN;
         for (uint32_t i = 0; i < n; i++)
-            show_row(o, t, order[i]);
+            show_row(o, t, order[i], tasks);
         fprintf(o, "  %-18.18s %6.1f", more, pct);
         print_rate(o, 8, (double)cpu / 1e6, t->delta_s);
         print_rate(o, 8, (double)events, t->delta_s);
@@ -224,7 +230,7 @@ static void show_file(FILE *o, const struct pgl_file *f, const struct top_file *
         return;
     }
     for (uint32_t i = 0; i < n; i++) {
-        show_row(o, t, order[i]);
+        show_row(o, t, order[i], tasks);
     }
     if (!n)
         fprintf(o, "  (no group activity yet)\n");

@@ -66,6 +66,12 @@ static int can_read_self(void) {
  * mapping would take SIGBUS. Up to PVR_SLOTS slots a call; slots not read whole after 4096
  * tries, or PVR_BUDGET slot reads in all, stay !ok; the file shrank under the read: those not read stay !ok, a warning says
  * so. The region cannot be mapped: nothing more is read. */
+/* The bytes of a totals slot this reader knows (format.h: a reader reads what it knows, a
+ * later writer's slot may be larger; an older writer's 192 bytes had zeros past 176). */
+static size_t slot_known(uint32_t sz) {
+    return sz < sizeof(struct pgf_totals_slot) ? sz : sizeof(struct pgf_totals_slot);
+}
+
 #define PVR_SLOTS 340    /* 3 iovecs a slot, IOV_MAX 1024 */
 #define PVR_BUDGET 32768 /* slot reads in all: ~0.25 s at ~7 us each (a 2-vCPU VM) */
 static void read_totals_live(pgr_reader *r, uint32_t n, uint32_t sz, uint8_t *ok,
@@ -96,10 +102,10 @@ static void read_totals_live(pgr_reader *r, uint32_t n, uint32_t sz, uint8_t *ok
                 void *slot = (void *)(base + (size_t)i * sz);
                 idx[k] = i;
                 loc[3 * k] = (struct iovec){&s1[k], sizeof s1[k]};
-                loc[3 * k + 1] = (struct iovec){&r->totals[i], PGF_TOTALS_SLOT_MIN};
+                loc[3 * k + 1] = (struct iovec){&r->totals[i], slot_known(sz)};
                 loc[3 * k + 2] = (struct iovec){&s2[k], sizeof s2[k]};
                 rem[3 * k] = (struct iovec){slot, sizeof s1[k]};
-                rem[3 * k + 1] = (struct iovec){slot, PGF_TOTALS_SLOT_MIN};
+                rem[3 * k + 1] = (struct iovec){slot, slot_known(sz)};
                 rem[3 * k + 2] = (struct iovec){slot, sizeof s2[k]};
                 k++;
             }
@@ -108,7 +114,7 @@ static void read_totals_live(pgr_reader *r, uint32_t n, uint32_t sz, uint8_t *ok
             budget -= (uint32_t)k;
             ssize_t got = process_vm_readv(self, loc, (unsigned long)(3 * k), rem,
                                            (unsigned long)(3 * k), 0);
-            const size_t each = 2 * sizeof s1[0] + PGF_TOTALS_SLOT_MIN;
+            const size_t each = 2 * sizeof s1[0] + slot_known(sz);
             int whole = got < 0 ? 0 : (int)((size_t)got / each);
             if (whole < k)
                 cut = 1; /* the file shrank under us (EFAULT), or an error: stop here */
@@ -214,7 +220,7 @@ PGR_INTERNAL void pgr__read_totals(pgr_reader *r) {
                 if ((x->seq & 1) || x->seq != d->seq || d->seq != y->seq)
                     continue;
                 ok[s0 + j] = 1 + ((d->flags & PGF_TOTALS_F_USED) != 0);
-                memcpy(&r->totals[s0 + j], d, PGF_TOTALS_SLOT_MIN);
+                memcpy(&r->totals[s0 + j], d, slot_known(sz));
                 left--, mleft--;
             }
             /* a closed file: nobody writes it, a torn slot stays torn (a writer killed in it) */

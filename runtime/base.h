@@ -66,6 +66,7 @@ struct pg_totals {
     uint64_t jank[PERFGROUP_JANK_BUCKETS];
     uint64_t discarded;
     uint64_t max_wall_ns;
+    uint64_t task_cpu_ns, tasks; /* on the group's behalf (tasks.c) */
 };
 _Static_assert(sizeof(struct pg_totals) == sizeof(struct pgf_totals), "pg_totals is pgf_totals");
 _Static_assert(offsetof(struct pg_totals, jank) == offsetof(struct pgf_totals, jank),
@@ -79,6 +80,8 @@ _Static_assert(offsetof(struct pg_totals, max_wall_ns) == offsetof(struct pgf_to
  * (no event) still brings its `discarded`. */
 #define PG_TOTALS_FOLD(d, s)                                                                  \
     do {                                                                                      \
+        (d)->task_cpu_ns += (s)->task_cpu_ns;                                                 \
+        (d)->tasks += (s)->tasks;                                                             \
         if ((s)->events == 0) {                                                               \
             (d)->discarded += (s)->discarded;                                                 \
             break;                                                                            \

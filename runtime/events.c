@@ -98,6 +98,19 @@ PG_HIDDEN void perfgroup__thread_totals_zero(struct pg_thread *t)
     t->tot_hi = 0;
 }
 
+/* The thread's totals opened for writing (seq odd), zeroed first after a reset; returns
+ * the seq to close with seq + 2. */
+static uint32_t totals_write_begin(struct pg_thread *t, uint32_t epoch)
+{
+    uint32_t seq = atomic_load_explicit(&t->seq, memory_order_relaxed);
+    atomic_store_explicit(&t->seq, seq + 1, memory_order_relaxed);
+    if (atomic_load_explicit(&t->reset_epoch, memory_order_relaxed) != epoch) {
+        perfgroup__thread_totals_zero(t);
+        atomic_store_explicit(&t->reset_epoch, epoch, memory_order_relaxed);
+    }
+    return seq;
+}
+
 static void totals_add(struct pg_totals *tot, uint64_t cycles, uint64_t cpu_ns, uint64_t wall_ns,
                        uint64_t acts, uint64_t discarded)
 {
@@ -136,12 +149,7 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
     uint64_t ev_cycles = end_tsc - t->event_begin_tsc;
     int ev_ok = (int64_t)ev_cycles > 0;
 
-    uint32_t seq = atomic_load_explicit(&t->seq, memory_order_relaxed);
-    atomic_store_explicit(&t->seq, seq + 1, memory_order_relaxed);
-    if (atomic_load_explicit(&t->reset_epoch, memory_order_relaxed) != epoch) {
-        perfgroup__thread_totals_zero(t);
-        atomic_store_explicit(&t->reset_epoch, epoch, memory_order_relaxed);
-    }
+    uint32_t seq = totals_write_begin(t, epoch);
 
     struct perfgroup_rec_group_share *shares = t->shares; /* room for every group */
     unsigned nshares = 0;
@@ -236,6 +244,28 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
         t->ov_commit_ns = t->ov_commits = t->ov_slow = t->ov_resyncs = t->ov_dropped = 0;
     }
     PG_TEST_POINT(7);
+    pg_latch_drop(latch);
+}
+
+PG_HIDDEN void perfgroup__task_charge(struct pg_thread *t, const uint32_t *gid, const uint64_t *ns,
+                                      unsigned n)
+{
+    struct pg_thread *latch = pg_latch_take();
+    uint32_t seq = totals_write_begin(t, atomic_load_explicit(&perfgroup__reset_epoch, memory_order_relaxed));
+    for (unsigned i = 0; i < n; i++) {
+        struct pg_totals *tot = totals_for(t, gid[i]);
+        if (tot) {
+            TADD(tot->task_cpu_ns, ns[i]);
+            TADD(tot->tasks, 1);
+        }
+    }
+    atomic_store_explicit(&t->seq, seq + 2, memory_order_release);
+    if (perfgroup__rec_mode_now() && t->rec)
+        for (unsigned i = 0; i < n; i++) {
+            const struct pg_totals *tot = totals_for(t, gid[i]);
+            if (tot)
+                perfgroup__rec_totals(t->rec, gid[i], (const struct pgf_totals *)(void *)tot);
+        }
     pg_latch_drop(latch);
 }
 

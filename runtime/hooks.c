@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * runtime/hooks.c — the instrumented code's entry points: the hot path (__perfgroup_enter,
- * __perfgroup_exit), the module registration, and this copy's start-up (perfgroup__init, which
- * hands these entry points to the election: owner.c, lifecycle.c).
+ * __perfgroup_exit), the module registration, and this copy's mark offering them to another
+ * copy of the runtime (its ELF note: owner.c's election finds it).
  *
  * No syscall, lock, malloc or I/O here. Every not-ready case (first call of a thread or a
  * site, a group id past the thread's table, a skipped exit to resynchronise, the start and
@@ -318,7 +318,7 @@ static PG_COLD uint64_t enter_slow(struct perfgroup_site *site, uintptr_t sp, ui
         return perfgroup__owner->enter(site);
     PG_ERRNO_SAVE();
     struct pg_thread *t = perfgroup__tls; /* NULL: new, busy (latched) or gone: see there */
-    if (!t && !(t = perfgroup__self_slow())) {
+    if (!t && !(t = perfgroup__thread_slow())) {
         PG_ERRNO_RESTORE();
         return 0;
     }
@@ -496,9 +496,9 @@ void PERFGROUP_MODULE_REGISTER(uint32_t abi_version, struct perfgroup_site *star
     perfgroup__register_module(abi_version, start, stop); /* registry.c */
 }
 
-/* ---- start-up: this copy's entry points to the election -------------------------------- */
+/* ---- this copy's mark: its entry points, for another copy to forward to (owner.c) ------- */
 
-/* This copy's own hooks and registration, for the mark another copy forwards through. */
+/* This copy's own hooks and registration (hidden aliases: never an interposed symbol). */
 extern __typeof__(perfgroup__enter_own) perfgroup__enter_own
     __attribute__((alias(PERFGROUP_HOOK_ENTER_NAME)));
 extern __typeof__(perfgroup__exit_own) perfgroup__exit_own
@@ -506,25 +506,28 @@ extern __typeof__(perfgroup__exit_own) perfgroup__exit_own
 extern __typeof__(perfgroup__register_own) perfgroup__register_own
     __attribute__((alias(PERFGROUP_MODULE_REGISTER_NAME)));
 
-static const struct pg_entries own_entries = {perfgroup__enter_own, perfgroup__exit_own,
-                                              perfgroup__register_own};
+/* Found by the other copies, and by owner.c's election for its own object, through the ELF
+ * note below (no symbol: a copy in an executable that exports nothing, or in an add-on loaded
+ * RTLD_LOCAL, is found alike; and the election, below this file, names nothing of it).
+ * External (hidden) linkage, not static: a static mark whose address never escaped let clang
+ * 19 prove no load of this TU reads its state and delete the stores to it. */
+PG_HIDDEN struct pg_mark perfgroup__mark = {PG_MARK_MAGIC, PERFGROUP_ABI_VERSION, PG_MARK_NONE, 0,
+                                            {perfgroup__enter_own, perfgroup__exit_own,
+                                             perfgroup__register_own}};
 
-/* Once per process, from the constructor below or the first call that needs it: the
- * election (owner.c) with this copy's entry points, then the rest (lifecycle.c). Here, not
- * below: the entry points are this file's, and nothing below calls up to them. */
-PG_HIDDEN void perfgroup__init(void)
-{
-    perfgroup__start(&own_entries);
-}
+/* The note: namesz, descsz, type, "perfgroup\0" padded to 4, then the mark's offset from the
+ * descriptor (a link-time constant: no relocation at load). */
+__asm__(".pushsection .note.perfgroup,\"a\",%note\n"
+        ".balign 4\n"
+        ".long 10\n"
+        ".long 8\n"
+        ".long 0x31524750\n"
+        ".asciz \"perfgroup\"\n"
+        ".balign 4\n"
+        ".quad perfgroup__mark - .\n"
+        ".popsection\n");
 
-/* The calling thread's entry, taken now (the first call of a thread): after start-up. */
-PG_HIDDEN struct pg_thread *perfgroup__self_slow(void)
-{
-    perfgroup__init();
-    return perfgroup__thread_slow();
-}
-
-__attribute__((constructor(101))) static void perfgroup_ctor(void)
-{
-    perfgroup__init();
-}
+/* perfgroup.h calls the task API's entry points through weak references (they compile to
+ * nothing without the runtime), and a weak reference never pulls an object out of an archive:
+ * this reference brings tasks.o into every static link that has the hooks. */
+PG_HIDDEN void (*const volatile perfgroup__task_anchor)(perfgroup_task *) = perfgroup__task_capture;

@@ -117,6 +117,7 @@ struct pg_nest {          /* an event suspended by a nested loop */
 };
 
 enum { PG_EV_NONE = 0, PG_EV_EXPLICIT = 1, PG_EV_IMPLICIT = 2 };
+enum { PG_TASK_NONE = 0, PG_TASK_EVENT = 1, PG_TASK_PART = 2 };
 
 /* The last PG_SAMPLES readings of a thread's CPU clock, taken by the sampler thread
  * (implicit.c). Sample k (0-based since the ring was reset) is at index k % PG_SAMPLES. */
@@ -185,6 +186,15 @@ struct pg_thread {
     /* the runtime's own cost, reported to the recorder */
     uint64_t ov_commit_ns, ov_commits, ov_slow, ov_resyncs, ov_dropped;
     uint32_t tot_hi;            /* totals written for groups below this id (thread only) */
+    /* the open task (tasks.c, docs/accounting.md "Tasks"), own thread only */
+    uint8_t task_open;          /* PG_TASK_*: none, its own explicit event, part of the open one */
+    uint32_t task_refused;      /* begins refused while a task was open: their ends do nothing */
+    uint32_t task_from;         /* the capturing thread's index (0: unknown) */
+    uint64_t task_mask;         /* the captured groups' re-entry bits */
+    int64_t task_begin_cpu;     /* the CPU clock at its begin, ns */
+    uint64_t task_begin_tsc;    /* the counter then (its marker's begin) */
+    uint64_t task_event_tsc;    /* the begin of the event it opened (PG_TASK_EVENT) */
+    const char *task_name;
 
     /* ---- shared with snapshots ---- */
     _Atomic uint32_t seq;                    /* seqlock over totals */
@@ -234,6 +244,9 @@ struct pg_thread {
     /* the first block's totals, totals_b0 once the thread commits (no mapping of its own):
      * only the pages of the groups it commits become resident */
     struct pg_totals tot0[PG_GROUP_BLOCK];
+    /* the open task: per captured group (by re-entry bit), its own CPU ticks in the event at
+     * the task's begin (tasks.c); touched only by threads that run tasks */
+    uint64_t task_base[64];
 } __attribute__((aligned(4096))); /* an entry starts a page: its first two pages are the
                                    * resident ones, in a slab of entries as alone */
 
@@ -330,6 +343,9 @@ static inline void pg_cur_refresh(const struct pg_thread *t)
 
 /* fn's re-entry key and bits (reentry.c), groups[i] being fn->gid[i]'s; registry lock held. */
 PG_HIDDEN void perfgroup__key_locked(struct pg_func *fn, struct pg_group *const *groups);
+/* The group holding re-entry bit i (1 << i), NULL if none yet: set once, before any key has
+ * the bit (release), never changed. */
+extern PG_HIDDEN _Atomic(struct pg_group *) perfgroup__bit_group[64];
 PG_HIDDEN void perfgroup__rekey(void);
 
 /* A call the latch turns away (busy, being registered, or gone): counted, lock-free. */
@@ -399,7 +415,7 @@ pg_charge_frame(struct pg_thread *t, const struct pg_frame *f, uint64_t tsc, uin
             pg_charge(t, fn->gid[i], delta, ok, finished);
 }
 
-/* ---- hooks.c: start-up (this copy's entry points to the election, lifecycle.c) ---------- */
+/* ---- lifecycle.c: start-up, once (its constructor, or the first call that needs it) ------ */
 PG_HIDDEN void perfgroup__init(void);
 
 /* ---- gate.c: the gate, the latch's thread-locals, the process-wide counters ------------- */
@@ -440,21 +456,37 @@ PG_HIDDEN void perfgroup__implicit_end(struct pg_thread *t, uint64_t tsc);
 PG_HIDDEN void perfgroup__event_open(struct pg_thread *t, uint64_t tsc, int kind, const char *name);
 PG_HIDDEN void perfgroup__implicit_commit(struct pg_thread *t, uint64_t tsc, int own_read);
 PG_HIDDEN void perfgroup__explicit_end(struct pg_thread *t);
+/* Tasks (tasks.c): n groups charged ns[i] of CPU done on their behalf on this thread, one
+ * task each, into the thread's totals (and the file's totals slots). */
+PG_HIDDEN void perfgroup__task_charge(struct pg_thread *t, const uint32_t *gid, const uint64_t *ns,
+                                      unsigned n);
 
 /* ---- owner.c: one runtime per process -------------------------------------------------- */
 /* A copy's entry points, as its mark offers them to the others (hidden aliases: never an
- * interposed symbol). hooks.c hands its own to the election at start-up. */
+ * interposed symbol). */
 struct pg_entries {
     uint64_t (*enter)(struct perfgroup_site *site);
     void (*exit)(struct perfgroup_site *site, uint64_t token);
     void (*reg)(uint32_t abi_version, struct perfgroup_site *start, struct perfgroup_site *stop);
 };
+/* A copy's mark (hooks.c defines this copy's, behind an ELF note): the layout every copy of
+ * this ABI reads. */
+#define PG_MARK_MAGIC 0x4b524d47u /* "GMRK" */
+#define PG_NOTE_TYPE 0x31524750u  /* "PGR1" */
+enum { PG_MARK_NONE = 0, PG_MARK_OWNER = 1, PG_MARK_DEFERRED = 2 };
+struct pg_mark {
+    uint32_t magic;
+    uint32_t abi;                 /* PERFGROUP_ABI_VERSION of the copy */
+    _Atomic uint32_t state;       /* PG_MARK_* */
+    uint32_t pad;
+    struct pg_entries e;
+};
 /* The copy that owns the process when this one defers to it (NULL: this copy owns it).
  * Set once at start-up, before this copy's first hook or registration goes on. */
 extern PG_HIDDEN const struct pg_entries *perfgroup__owner;
 /* Start-up: 1 if another copy owns the process (this one forwards to perfgroup__owner), 0
- * if this one owns it (its mark then offers `own` to the others). */
-PG_HIDDEN int perfgroup__owner_elect(const struct pg_entries *own);
+ * if this one owns it. */
+PG_HIDDEN int perfgroup__owner_elect(void);
 /* This copy's own entry points (hidden aliases of the hooks and the registration). */
 PG_HIDDEN uint64_t perfgroup__enter_own(struct perfgroup_site *site) PERFGROUP_ABI_NOTHROW_;
 PG_HIDDEN void perfgroup__exit_own(struct perfgroup_site *site,
@@ -464,18 +496,13 @@ PG_HIDDEN void perfgroup__register_own(uint32_t abi_version, struct perfgroup_si
 
 /* ---- lifecycle.c: thread entries, the dead pool, fork, process exit --------------------- */
 PG_HIDDEN void perfgroup__lifecycle_init(void);
-/* First hook or API call of a thread, after start-up (perfgroup__self_slow): take an entry.
- * Returns NULL to skip. */
+/* First hook or API call of a thread: take an entry (start-up first). Returns NULL to skip. */
 PG_HIDDEN struct pg_thread *perfgroup__thread_slow(void);
-/* Start-up, once (hooks.c's perfgroup__init passes its entry points for the election). */
-PG_HIDDEN void perfgroup__start(const struct pg_entries *own);
-/* start-up (hooks.c: perfgroup__init), then the calling thread's entry (perfgroup__thread_slow) */
-PG_HIDDEN struct pg_thread *perfgroup__self_slow(void);
 /* The calling thread's entry outside the hooks (the API): taken now if it has none. */
 static inline struct pg_thread *pg_self(void)
 {
     struct pg_thread *t = perfgroup__tls;
-    return t ? t : perfgroup__self_slow();
+    return t ? t : perfgroup__thread_slow();
 }
 /* The thread's group tables grown to hold group max_gid (0, or -ENOMEM). */
 PG_HIDDEN int perfgroup__grow_groups(struct pg_thread *t, uint32_t max_gid);

@@ -2,7 +2,7 @@
 /*
  * runtime/lifecycle.c — the life of a thread's entry and of the process around it: thread
  * registration and exit, their group tables, the dead-thread pool, process start-up
- * (perfgroup__start, from hooks.c's perfgroup__init), fork, process exit. registry.c holds the registry, events.c
+ * (perfgroup__init), fork, process exit. registry.c holds the registry, events.c
  * the events, hooks.c the hot path, rec_*.c the recording file's side of the same
  * transitions.
  *
@@ -167,7 +167,8 @@ PG_HIDDEN struct pg_thread *perfgroup__thread_slow(void)
 
 static struct pg_thread *thread_build(void)
 {
-    if (perfgroup__disabled()) /* started up by the caller (perfgroup__self_slow) */
+    perfgroup__init();
+    if (perfgroup__disabled())
         return NULL;
     struct pg_thread *t = free_pop();
     if (!t) {
@@ -189,6 +190,8 @@ static struct pg_thread *thread_build(void)
     t->event_open = PG_EV_NONE;
     pg_exec_clear(t);
     t->nest_depth = 0;
+    t->task_open = PG_TASK_NONE;
+    t->task_refused = 0;
     t->pending_alerts = 0;
     perfgroup__implicit_thread_start(t);
     perfgroup__cputime_thread_start(t);
@@ -248,7 +251,8 @@ static void thread_exit(void *arg)
         for (uint32_t gid = 0; gid < n; gid++) {
             struct pg_totals *b = atomic_load(pg_tslot(t, gid / PG_GROUP_BLOCK));
             if (!b || (b[gid % PG_GROUP_BLOCK].events == 0 &&
-                       b[gid % PG_GROUP_BLOCK].discarded == 0))
+                       b[gid % PG_GROUP_BLOCK].discarded == 0 &&
+                       b[gid % PG_GROUP_BLOCK].tasks == 0))
                 continue;
             if (!dead_blocks[gid / PG_GROUP_BLOCK])
                 dead_blocks[gid / PG_GROUP_BLOCK] = perfgroup__map(sizeof(struct pg_totals) * PG_GROUP_BLOCK);
@@ -388,7 +392,7 @@ PG_HIDDEN void perfgroup__lifecycle_init(void)
     at_quick_exit(process_exit);
 }
 
-/* ---- process start-up: once, from hooks.c (its constructor, or the first call) ----------- */
+/* ---- process start-up: once, from the constructor or the first call that needs it ------- */
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
@@ -403,14 +407,12 @@ static void recording_changed(int opened)
 static const struct perfgroup_rec_host rec_host = {
     &perfgroup__refused, &perfgroup__clamped, recording_changed};
 
-static const struct pg_entries *start_own;
-
 static void init_once_fn(void)
 {
     /* the recorder is hosted from here on, a deferring copy's too: our fork handlers and
      * destructor, not its own */
     perfgroup__rec_host(&rec_host);
-    if (perfgroup__owner_elect(start_own)) { /* a deferring copy starts nothing: owner.c */
+    if (perfgroup__owner_elect()) { /* a deferring copy starts nothing: owner.c */
         perfgroup__gate_update();
         return;
     }
@@ -435,10 +437,14 @@ static void init_once_fn(void)
                                       * CPU without rseq (implicit.c): never from a hook */
 }
 
-PG_HIDDEN void perfgroup__start(const struct pg_entries *own)
+PG_HIDDEN void perfgroup__init(void)
 {
-    __atomic_store_n(&start_own, own, __ATOMIC_RELAXED); /* every caller passes the same */
     pthread_once(&init_once, init_once_fn);
+}
+
+__attribute__((constructor(101))) static void perfgroup_ctor(void)
+{
+    perfgroup__init();
 }
 
 /* ---- per-thread group tables ------------------------------------------------------------ */

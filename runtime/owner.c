@@ -10,10 +10,12 @@
  * (the hooks and module registrations of code bound to it: an add-on loaded RTLD_LOCAL
  * binds to its own copy) to the owner.
  *
- * Each copy has a mark, found by the others through an ELF note of its object
- * (`.note.perfgroup`, type PG_NOTE_TYPE, its descriptor the mark's offset from itself: no
- * symbol lookup, so a copy in an executable that exports nothing, or in an add-on loaded
- * RTLD_LOCAL, is found alike), read in dl_iterate_phdr.
+ * Each copy has a mark (hooks.c: its entry points and its state), found by the others and
+ * by this election for its own copy through an ELF note of its object (`.note.perfgroup`,
+ * type PG_NOTE_TYPE, its descriptor the mark's offset from itself: no symbol lookup, so a
+ * copy in an executable that exports nothing, or in an add-on loaded RTLD_LOCAL, is found
+ * alike), read in dl_iterate_phdr. This file names nothing of hooks.c: it sits low, under
+ * the start-up that runs it (lifecycle.c).
  *
  *   copy                         | an owner found | none found
  *   -----------------------------+----------------+------------------------------------------
@@ -34,48 +36,11 @@
 
 #include "internal.h"
 
-#define PG_MARK_MAGIC 0x4b524d47u /* "GMRK" */
-#define PG_NOTE_TYPE 0x31524750u  /* "PGR1" */
-enum { MARK_NONE = 0, MARK_OWNER = 1, MARK_DEFERRED = 2 };
-
-/* The owner's entry points as its copy has them: the layout every copy of this ABI reads. */
-struct pg_mark {
-    uint32_t magic;
-    uint32_t abi;                 /* PERFGROUP_ABI_VERSION of the copy */
-    _Atomic uint32_t state;       /* MARK_* */
-    uint32_t pad;
-    struct pg_entries e;          /* set before state says MARK_OWNER */
-};
-
-/* External (hidden) linkage, not static: the other copies read it through the note, which
- * the compiler does not see (a top-level asm's symbol is no use of it). A static mark whose
- * address never escaped let clang 19 prove no load of this TU reads its state and delete
- * the stores to it: every copy then found no owner and each recorded (addons.*.static-shared
- * with a clang-19-built runtime). */
-PG_HIDDEN struct pg_mark perfgroup__mark = {PG_MARK_MAGIC, PERFGROUP_ABI_VERSION, MARK_NONE, 0,
-                                            {NULL, NULL, NULL}};
-
-/* The note: namesz, descsz, type, "perfgroup\0" padded to 4, then the mark's offset from the
- * descriptor (a link-time constant: no relocation at load). */
-__asm__(".pushsection .note.perfgroup,\"a\",%note\n"
-        ".balign 4\n"
-        ".long 10\n"
-        ".long 8\n"
-        ".long 0x31524750\n"
-        ".asciz \"perfgroup\"\n"
-        ".balign 4\n"
-        ".quad perfgroup__mark - .\n"
-        ".popsection\n");
-
-struct owner_search {
-    const struct pg_mark *found;
-};
-
-static int search_cb(struct dl_phdr_info *info, size_t size, void *arg)
+/* The mark behind the perfgroup note of one loaded object, NULL if it has none (or one of
+ * another ABI). */
+static struct pg_mark *note_mark(const struct dl_phdr_info *info)
 {
-    (void)size;
-    struct owner_search *q = arg;
-    for (int i = 0; i < info->dlpi_phnum && !q->found; i++) {
+    for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_NOTE)
             continue;
@@ -95,49 +60,37 @@ static int search_cb(struct dl_phdr_info *info, size_t size, void *arg)
                 memcmp(name, "perfgroup", 10) == 0) {
                 int64_t off;
                 memcpy(&off, desc, 8);
-                const struct pg_mark *m = (const struct pg_mark *)(desc + off);
-                if (m != &perfgroup__mark && m->magic == PG_MARK_MAGIC &&
-                    m->abi == PERFGROUP_ABI_VERSION &&
-                    atomic_load(&((struct pg_mark *)m)->state) == MARK_OWNER) {
-                    q->found = m;
-                    break;
-                }
+                struct pg_mark *m = (struct pg_mark *)(desc + off);
+                if (m->magic == PG_MARK_MAGIC && m->abi == PERFGROUP_ABI_VERSION)
+                    return m;
             }
             p = next;
         }
     }
-    return q->found != NULL;
+    return NULL;
 }
 
-#ifndef PERFGROUP_RUNTIME_SHARED
-struct object_search {
-    const void *addr;
-    const char *name; /* dlpi_name of the object holding addr: "" the program */
+/* The loaded objects once: this copy's own mark (in the object that holds this code: hooks.c
+ * put it there), its object's name ("" the program), and another copy's mark that owns the
+ * process. Inside dl_iterate_phdr, whose lock keeps a dlclose from unmapping one meanwhile. */
+struct owner_search {
+    struct pg_mark *own;
+    const char *own_name;
+    const struct pg_mark *found;
 };
 
-static int object_cb(struct dl_phdr_info *info, size_t size, void *arg)
+static int search_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
-    struct object_search *q = arg;
-    if (!perfgroup__object_holds(info, q->addr))
-        return 0;
-    q->name = info->dlpi_name ? info->dlpi_name : "";
-    return 1;
-}
-
-#endif
-
-/* The shared object this copy is in, "" for the program or libperfgroup.so itself. The name
- * is the loader's, valid while the object is loaded (this copy runs in it). */
-static const char *own_object(void)
-{
-#ifdef PERFGROUP_RUNTIME_SHARED
-    return "";
-#else
-    struct object_search q = {&perfgroup__mark, ""};
-    dl_iterate_phdr(object_cb, &q);
-    return q.name;
-#endif
+    struct owner_search *q = arg;
+    struct pg_mark *m = note_mark(info);
+    if (perfgroup__object_holds(info, (const void *)perfgroup__owner_elect)) {
+        q->own = m;
+        q->own_name = info->dlpi_name ? info->dlpi_name : "";
+    } else if (m && !q->found && atomic_load(&m->state) == PG_MARK_OWNER) {
+        q->found = m;
+    }
+    return 0;
 }
 
 /*
@@ -145,24 +98,28 @@ static const char *own_object(void)
  * one then forwards to it: perfgroup__owner), 0 if this copy is the owner. `own`: this copy's
  * entry points (hooks.c's), which its mark offers from here on.
  */
-PG_HIDDEN int perfgroup__owner_elect(const struct pg_entries *own)
+PG_HIDDEN int perfgroup__owner_elect(void)
 {
-    struct owner_search q = {NULL};
+    struct owner_search q = {NULL, "", NULL};
     dl_iterate_phdr(search_cb, &q);
-    perfgroup__mark.e = *own; /* before the state a searching copy reads (seq_cst store) */
     if (q.found) {
         perfgroup__owner = &q.found->e;
-        atomic_store(&perfgroup__mark.state, MARK_DEFERRED);
+        if (q.own)
+            atomic_store(&q.own->state, PG_MARK_DEFERRED);
         return 1;
     }
-    atomic_store(&perfgroup__mark.state, MARK_OWNER);
-    const char *obj = own_object();
-    if (obj[0]) {
+    /* without hooks.c linked in (a program that only calls the API) this copy has no mark:
+     * it owns the process, and no other copy can forward to it (it has no hooks to offer) */
+    if (q.own)
+        atomic_store(&q.own->state, PG_MARK_OWNER);
+#ifndef PERFGROUP_RUNTIME_SHARED
+    if (q.own_name[0]) {
         /* an add-on's copy owns the process: it must outlive the add-on's dlclose */
-        void *h = dlopen(obj, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+        void *h = dlopen(q.own_name, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
         fprintf(stderr, "perfgroup: %s carries its own runtime (libperfgroup.a) and runs this "
                 "process's: it stays loaded until exit%s; link add-ons with -lperfgroup "
-                "(docs/plugins.md)\n", obj, h ? "" : " (could not keep it loaded)");
+                "(docs/plugins.md)\n", q.own_name, h ? "" : " (could not keep it loaded)");
     }
+#endif
     return 0;
 }

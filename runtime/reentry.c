@@ -51,14 +51,17 @@ PERFGROUP_ABI_EXPORT_ __thread struct perfgroup_cur PERFGROUP_TLS_CUR
     __attribute__((tls_model("initial-exec")));
 
 static uint32_t nbits; /* bits given so far, < 64 */
+PG_HIDDEN _Atomic(struct pg_group *) perfgroup__bit_group[64];
 
 /* Group g's bit (given now if it has none and one is left), 0 if none. */
 static uint64_t group_bit_locked(struct pg_group *g, int give)
 {
     if (!g)
         return 0;
-    if (!g->bit && give && nbits < 63)
+    if (!g->bit && give && nbits < 63) {
         g->bit = (uint8_t)(++nbits);
+        atomic_store_explicit(&perfgroup__bit_group[g->bit - 1], g, memory_order_release);
+    }
     return g->bit ? 1ull << (g->bit - 1) : 0;
 }
 

@@ -148,6 +148,8 @@ struct perfgroup_snapshot *perfgroup_snapshot_diff(const struct perfgroup_snapsh
         s[i].activations = sub(s[i].activations, e->activations);
         s[i].events = sub(s[i].events, e->events);
         s[i].discarded = sub(s[i].discarded, e->discarded);
+        s[i].task_cpu_ns = sub(s[i].task_cpu_ns, e->task_cpu_ns);
+        s[i].tasks = sub(s[i].tasks, e->tasks);
         for (int j = 0; j < PERFGROUP_JANK_BUCKETS; j++)
             s[i].jank[j] = sub(s[i].jank[j], e->jank[j]);
         /* max/min cannot be subtracted: the later values stand, over the whole period */

@@ -6,6 +6,7 @@ pkgs=(build-essential gcc-12 g++-12 gcc-12-plugin-dev clang-14 libclang-14-dev l
       gcc-11 g++-11 gcc-11-plugin-dev clang-13 libclang-13-dev llvm-13-dev  # packaging.compilers
       libomp-14-dev  # corpus openmp.c: the one libomp every clang links (libomp-N-dev conflict)
       libasio-dev  # tests/coroutines: a real C++20 coroutine library
+      libuv1-dev  # tests/tasks: uv_queue_work requests charged to the groups that queued them
       llvm-14-tools libclang-rt-14-dev lld-14 cmake pkg-config libmsgpack-dev python3 python3-msgpack time file
       tmux prometheus prometheus-node-exporter)  # the live tests (perfgroup top, metrics)
 missing=()

@@ -57,6 +57,7 @@ static int group_totals(struct pgc_file *f)
             continue;
         }
         struct pgf_totals *d = &gt[gi].t;
+        d->task_cpu_ns += s->task_cpu_ns, d->tasks += s->tasks; /* tasks: no event needed */
         if (!s->events)
             continue;
         if (s->max_wall_ns > d->max_wall_ns)
@@ -73,7 +74,7 @@ static int group_totals(struct pgc_file *f)
     }
     uint32_t k = 0;
     for (uint32_t g = 0; g < f->ngroups; g++)
-        if (gt[g].t.events) {
+        if (gt[g].t.events || gt[g].t.tasks) {
             gt[k] = gt[g];
             if (!(gt[k].name = strdup(f->groups[g].name))) {
                 for (uint32_t j = 0; j < k; j++)

@@ -291,6 +291,9 @@ struct pgc_row {
     const char *name;
     uint64_t cpu_ns, wall_ns, blocked_ns, activations, events, longest_ns, longest_wall_ns;
     uint64_t jank[PGC_JANK_BUCKETS];
+    /* tasks run on this thread on the group's behalf (perfgroup_task_*): whole-run totals
+     * only (an event record does not carry them) */
+    uint64_t task_cpu_ns, tasks;
 };
 struct pgc_clock;
 void pgc_row_add(struct pgc_row *d, const struct pgc_row *s); /* d += s */

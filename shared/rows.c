@@ -19,6 +19,8 @@ void pgc_row_add(struct pgc_row *d, const struct pgc_row *s)
         d->longest_wall_ns = s->longest_wall_ns;
     for (int k = 0; k < PGC_JANK_BUCKETS; k++)
         d->jank[k] += s->jank[k];
+    d->task_cpu_ns += s->task_cpu_ns;
+    d->tasks += s->tasks;
 }
 
 void pgc_row_from_totals(struct pgc_row *d, const struct pgf_totals *t)
@@ -32,6 +34,8 @@ void pgc_row_from_totals(struct pgc_row *d, const struct pgf_totals *t)
     d->longest_wall_ns = t->max_wall_ns;
     for (int k = 0; k < PGC_JANK_BUCKETS; k++)
         d->jank[k] = t->jank[k];
+    d->task_cpu_ns = t->task_cpu_ns;
+    d->tasks = t->tasks;
 }
 
 /* One event's groups into rows (one per group of f): shared with the live view (live.c). */

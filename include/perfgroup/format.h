@@ -303,14 +303,17 @@ struct pgf_totals {
     uint64_t jank[10];       /*  64 events whose CPU exceeded 2^i ms (PERFGROUP_JANK_BUCKETS) */
     uint64_t discarded;      /* 144 measures discarded */
     uint64_t max_wall_ns;    /* 152 the most stopwatch time in one event */
+    /* tasks (perfgroup_task_*, docs/accounting.md "Tasks"): 0 in files of writers before them
+     * (the slot's reserved words, always zero there) */
+    uint64_t task_cpu_ns;    /* 160 CPU time of tasks run on this thread on the group's behalf */
+    uint64_t tasks;          /* 168 tasks run on this thread on the group's behalf */
 };
 struct pgf_totals_slot {
     uint32_t seq;            /*   0 even when whole, odd while being rewritten */
     uint32_t thread;         /*   4 thread index (PGF_REC_THREAD); 0: the ended threads' row */
     uint32_t group;          /*   8 group id (PGF_REC_GROUP) */
     uint32_t flags;          /*  12 PGF_TOTALS_F_* */
-    struct pgf_totals t;     /*  16 */
-    uint64_t reserved[2];    /* 176 zero */
+    struct pgf_totals t;     /*  16 (task_cpu_ns, tasks at 176, 184) */
 };
 #define PGF_TOTALS_F_USED  0x1u /* the slot is taken */
 #define PGF_TOTALS_F_ENDED 0x2u /* its thread ended (its totals are final) */
@@ -405,7 +408,8 @@ _Static_assert(__builtin_offsetof(struct pgf_file_header, clamped) == 432, "clam
 _Static_assert(__builtin_offsetof(struct pgf_file_header, totals_offset) == 440, "totals_offset offset");
 _Static_assert(__builtin_offsetof(struct pgf_file_header, totals_used) == 456, "totals_used offset");
 _Static_assert(__builtin_offsetof(struct pgf_file_header, totals_lost) == 464, "totals_lost offset");
-_Static_assert(sizeof(struct pgf_totals) == 160, "totals size");
+_Static_assert(sizeof(struct pgf_totals) == 176, "totals size");
+_Static_assert(__builtin_offsetof(struct pgf_totals, task_cpu_ns) == 160, "totals task_cpu_ns");
 _Static_assert(__builtin_offsetof(struct pgf_totals, jank) == 64, "totals jank");
 _Static_assert(__builtin_offsetof(struct pgf_totals, max_wall_ns) == 152, "totals max_wall_ns");
 _Static_assert(sizeof(struct pgf_totals_slot) == 192, "totals slot size");

@@ -28,6 +28,10 @@ int main(void)
     perfgroup_snapshot_free(s);
     perfgroup_alert_remove(id);
     perfgroup_thread_name("t");
+    perfgroup_task k = perfgroup_task_capture();
+    perfgroup_task_begin(k, "job");
+    perfgroup_task_end();
+    r += st ? (int)(st->task_cpu_ns + st->tasks) : 0;
     r += perfgroup_is_active();
     return r == 99 ? 1 : 0;
 }
