@@ -100,7 +100,7 @@ static void attribute(struct pg_thread *t, uint64_t off)
             if (!(f->mask & (1u << j)))
                 continue;
             uint32_t gid = f->fn->gid[j];
-            struct pg_gstate *s = &t->g[gid];
+            struct pg_gstate *s = &t->sw[gid];
             t->goff[gid] += off;
             if (s->stamp != t->event_stamp) { /* joins the event's list, as pg_charge does */
                 s->stamp = t->event_stamp;

@@ -76,7 +76,7 @@ static void restart_frames(struct pg_thread *t, uint32_t depth, uint64_t old_ite
         f->cpu = cpu;
         for (unsigned j = 0; j < f->fn->ngroups; j++)
             if (f->mask & (1u << j))
-                t->g[f->fn->gid[j]].running = t->iter;
+                t->sw[f->fn->gid[j]].running = t->iter;
     }
 }
 

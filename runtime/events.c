@@ -174,7 +174,7 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
 
     for (uint32_t i = 0; i < t->nexec; i++) {
         uint32_t gid = t->exec[i];
-        struct pg_gstate *s = &t->g[gid];
+        struct pg_gstate *s = &t->sw[gid];
         struct pg_totals *tot = totals_for(t, gid);
         /* estimated starts (hooks.c): `recent` less the sampled corrections, which can
          * leave it below 0 (modulo 2^64) in an event of few starts: nothing then */
@@ -341,8 +341,8 @@ PG_HIDDEN void perfgroup__resync(struct pg_thread *t, uint32_t keep, uint64_t ts
     for (uint32_t i = keep; i < t->depth; i++) {
         struct pg_frame *f = &t->stack[i];
         for (unsigned j = 0; j < f->fn->ngroups; j++)
-            if ((f->mask & (1u << j)) && t->g[f->fn->gid[j]].running == f->iter)
-                t->g[f->fn->gid[j]].running = 0;
+            if ((f->mask & (1u << j)) && t->sw[f->fn->gid[j]].running == f->iter)
+                t->sw[f->fn->gid[j]].running = 0;
     }
     t->depth = keep;
     pg_cur_refresh(t);

@@ -109,7 +109,7 @@ static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func 
         perfgroup__implicit_begin(t, pg_clock_settled(t));
 
     uint64_t iter = t->iter;
-    struct pg_gstate *g = t->g;
+    struct pg_gstate *g = t->sw;
     unsigned mask = 0;
     for (unsigned i = 0; i < fn->ngroups; i++) {
         if ((act & (1u << i)) && root) {
@@ -406,7 +406,7 @@ static PG_ALWAYS_INLINE int is_reentry(const struct pg_thread *t, const struct p
         return 0;
     uint64_t iter = t->iter;
     for (unsigned i = 0; i < fn->ngroups; i++)
-        if ((act & (1u << i)) && t->g[fn->gid[i]].running != iter)
+        if ((act & (1u << i)) && t->sw[fn->gid[i]].running != iter)
             return 0;
     return PG_LIKELY(perfgroup__rec_mode_now() != PGF_MODE_TRACE);
 }

@@ -142,7 +142,7 @@ struct pg_thread {
     uint32_t event_stamp;
     uint32_t implicit_frame;    /* stack index of the frame that opened the implicit event */
     uint32_t nexec, exec_cap;   /* groups executed in the current event */
-    struct pg_gstate *g;
+    struct pg_gstate *sw;       /* the groups' stopwatches, by group id (sw0, or a mapping) */
     uint32_t *exec;
     struct perfgroup_rec_group_share *shares; /* an event's groups for its record (cold) */
     uint64_t *goff;             /* per group: of its `recent`, the ticks the thread spent off
@@ -233,7 +233,7 @@ struct pg_thread {
      * everything above and the first frames fit in two pages) ---- */
     /* the first PG_GROUPS_INLINE groups' tables (g, exec, goff point here until a group
      * beyond them runs: perfgroup__grow_groups maps larger ones) */
-    struct pg_gstate g0[PG_GROUPS_INLINE];
+    struct pg_gstate sw0[PG_GROUPS_INLINE];
     uint32_t exec0[PG_GROUPS_INLINE];
     uint64_t goff0[PG_GROUPS_INLINE];
     struct perfgroup_rec_group_share shares0[PG_GROUPS_INLINE];
@@ -384,7 +384,7 @@ static inline void pg_exec_clear(struct pg_thread *t)
 static inline __attribute__((always_inline)) void
 pg_charge(struct pg_thread *t, uint32_t gid, uint64_t delta, int ok, int finished)
 {
-    struct pg_gstate *s = &t->g[gid];
+    struct pg_gstate *s = &t->sw[gid];
     if (finished)
         s->running = 0;
     if (PG_LIKELY(ok)) {

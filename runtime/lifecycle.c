@@ -181,8 +181,8 @@ static struct pg_thread *thread_build(void)
             t->next = head;
         while (!atomic_compare_exchange_weak(&perfgroup__thread_list, &head, t));
     }
-    if (t->g) {
-        memset(t->g, 0, sizeof *t->g * t->cap);
+    if (t->sw) {
+        memset(t->sw, 0, sizeof *t->sw * t->cap);
         memset(t->goff, 0, sizeof *t->goff * t->cap);
     }
     t->iter = 1;
@@ -329,7 +329,7 @@ static void fork_restart_event(struct pg_thread *t)
         t->stack[i].cpu = cpu;
     }
     for (uint32_t i = 0; i < t->nexec; i++) {
-        struct pg_gstate *s = &t->g[t->exec[i]];
+        struct pg_gstate *s = &t->sw[t->exec[i]];
         s->recent = 0;
         t->goff[t->exec[i]] = 0;
         s->acts = 0;
@@ -457,7 +457,7 @@ __attribute__((constructor(101))) static void perfgroup_ctor(void)
 PG_HIDDEN int perfgroup__grow_groups(struct pg_thread *t, uint32_t max_gid)
 {
     if (t->cap == 0) { /* a new entry: the tables inside it, no mapping of their own */
-        t->g = t->g0;
+        t->sw = t->sw0;
         t->exec = t->exec0;
         t->goff = t->goff0;
         t->shares = t->shares0;
@@ -481,14 +481,14 @@ PG_HIDDEN int perfgroup__grow_groups(struct pg_thread *t, uint32_t max_gid)
     }
     uint64_t *goff = (uint64_t *)(void *)(e + cap); /* cap >= 64, a power of 2: aligned */
     struct perfgroup_rec_group_share *shares = (void *)(goff + cap);
-    memcpy(g, t->g, sizeof *g * t->cap);
+    memcpy(g, t->sw, sizeof *g * t->cap);
     memcpy(e, t->exec, sizeof *e * t->nexec);
     memcpy(goff, t->goff, sizeof *goff * t->cap);
-    if (t->g != t->g0)
-        munmap(t->g, sizeof *g * t->cap);
+    if (t->sw != t->sw0)
+        munmap(t->sw, sizeof *g * t->cap);
     if (t->exec != t->exec0)
         munmap(t->exec, esz * t->exec_cap);
-    t->g = g;
+    t->sw = g;
     t->exec = e;
     t->goff = goff;
     t->shares = shares;

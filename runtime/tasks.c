@@ -47,9 +47,9 @@ void perfgroup__task_capture(perfgroup_task *out)
  * ended; measured: wall less the off-CPU time settled inside them; else the wall ticks). */
 static uint64_t own_ticks(const struct pg_thread *t, uint32_t gid)
 {
-    if (gid >= t->cap || t->g[gid].stamp != t->event_stamp || t->event_open == PG_EV_NONE)
+    if (gid >= t->cap || t->sw[gid].stamp != t->event_stamp || t->event_open == PG_EV_NONE)
         return 0;
-    int64_t recent = (int64_t)t->g[gid].recent;
+    int64_t recent = (int64_t)t->sw[gid].recent;
     if (recent <= 0)
         return 0;
     uint64_t off = t->measured ? t->goff[gid] : 0;
