@@ -243,6 +243,11 @@ static int open_locked(const char *tmpl, unsigned mode, uint64_t buffer, uint32_
         goto fail;
     }
     map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    /* no readahead on its faults: a fault would read the chunk's neighbourhood into the page
+     * cache, and the next read fault there map all of it (fault-around): every thread's
+     * first chunk would be resident whole, when it is faulted in as it fills (rec_buffer.c) */
+    if (map != MAP_FAILED)
+        (void)madvise(map, size, MADV_RANDOM);
     free_stack = malloc(count * sizeof *free_stack);
     heap = malloc(count * sizeof *heap);
     owner = calloc(count, sizeof *owner);
