@@ -26,8 +26,10 @@
     if (a_ < b_ - (tol) || a_ > b_ + (tol)) FAIL("%s ~ %s: %g vs %g (tol %g)", #a, #b, a_, b_, (double)(tol)); } while (0)
 
 /* A site as a plugin would emit it: "attr\0file\0", "function\0file\0". */
-#define SITE(var, groups, func) \
-    static struct perfgroup_site var __attribute__((aligned(8))) = { \
+#define SITE(var, groups, func) static SITE_SHARED(var, groups, func)
+/* the same, seen by the other files of a test program (declared extern there) */
+#define SITE_SHARED(var, groups, func) \
+    struct perfgroup_site var __attribute__((aligned(8))) = { \
         PERFGROUP_ABI_VERSION, 0, __LINE__, groups "\0", func "\0" __FILE__, 0, 0 }
 
 static inline int64_t thread_cpu_ns(void)
