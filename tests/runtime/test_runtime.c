@@ -361,13 +361,22 @@ static void case_longjmp(void)
     if (setjmp(jb) == 0)
         work(1);
     perfgroup_event_end();
+    int64_t w0 = mono_ns();
     perfgroup_event_begin("ev");
+    int64_t a0 = mono_ns();
     call_a(2 * MS);
+    int64_t a1 = mono_ns();
     perfgroup_event_end();
+    int64_t w1 = mono_ns();
     struct perfgroup_snapshot *s1 = snap();
     ASSERT_U64(stats(s1, "A")->activations, ==, 1);
     ASSERT_U64(stats(s1, "A")->events, ==, 1);
-    ASSERT_U64(stats(s1, "A")->cpu_ns, >=, 18 * MS / 10);
+    /* measured (rseq): A's own CPU, at least its 2 ms less 10 %. Estimated (the fallback,
+     * PERFGROUP_CPU=getcpu): the event's CPU shared out by wall cycles (docs/accounting.md,
+     * "Without rseq"), so a preemption in the event outside A (ASan under load: 0.7 ms seen)
+     * takes its wall share off A: the bound scales by A's share of the event's wall time */
+    double share = getenv("PERFGROUP_CPU") ? (double)(a1 - a0) / (double)(w1 - w0) : 1.0;
+    ASSERT_U64(stats(s1, "A")->cpu_ns, >=, (uint64_t)(18 * MS / 10 * share));
     ASSERT_U64(stats(s1, "B")->events, ==, 0);
     /* implicit events: the skipped frames do not swallow the later calls of the same path */
     for (volatile int i = 0; i < 11; i++) {
