@@ -30,6 +30,8 @@ int perfgroup_event_begin(const char *name)
         return -EALREADY;
     if (perfgroup__rec_mode_now())
         perfgroup__sampler_ensure(); /* a fork child's first event: its slot (progress.c) */
+    if (perfgroup__est_window)
+        perfgroup__ticker_ensure(); /* a fork child's first event: its ticker (ticker.c) */
     perfgroup__alerts_deliver(t);
     struct pg_thread *latch = pg_latch_take(); /* a signal handler's hooks: refused */
     if (t->event_open == PG_EV_IMPLICIT)

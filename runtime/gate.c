@@ -16,9 +16,8 @@ PG_HIDDEN __thread struct pg_thread *perfgroup__tls __attribute__((tls_model("in
 PG_HIDDEN __thread uint32_t perfgroup__tls_state __attribute__((tls_model("initial-exec")));
 PG_HIDDEN _Atomic uint64_t perfgroup__refused;
 PG_HIDDEN _Atomic uint64_t perfgroup__clamped;
-/* 0: exact (the default); PG_EST_WINDOW with PERFGROUP_ACCOUNTING=adaptive (opt-in while a
- * long hook-free gap before an estimated start can still land in one event's group:
- * docs/accounting.md, "Hot threads") */
+/* PG_EST_WINDOW: adaptive (the default, with the ticker's coarse clock: ticker.c); 0: exact
+ * (PERFGROUP_ACCOUNTING=exact, or no ticker) — docs/accounting.md, "Hot threads" */
 PG_HIDDEN uint32_t perfgroup__est_window;
 PG_HIDDEN _Atomic uint64_t perfgroup__estimated;
 PG_HIDDEN _Atomic uint32_t perfgroup__reset_epoch = 1;

@@ -50,6 +50,8 @@ static uint64_t enter_window(struct pg_thread *t, struct pg_func *fn, uintptr_t 
                              uintptr_t ra, unsigned mask, uint32_t d, uint64_t tsc);
 static uint64_t enter_sampled(struct pg_thread *t, struct pg_func *fn, uintptr_t sp,
                               uintptr_t ra, unsigned mask, uint32_t d, struct pg_gstate *s0);
+static uint64_t enter_ticked(struct pg_thread *t, struct pg_func *fn, uintptr_t sp,
+                             uintptr_t ra, unsigned mask, uint32_t d, uint64_t tick);
 
 /* Push the frame of a stopwatch started at `tsc` (every deschedule before it settled). */
 static PG_ALWAYS_INLINE uint64_t push_frame(struct pg_thread *t, struct pg_func *fn,
@@ -145,6 +147,11 @@ static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func 
          * counter read less per transition: bench_hooks pair 47.2 -> 43.5 ns on an Intel
          * Xeon host, interleaved (docs/benchmarks.md). */
         if (t->est_on) {
+            /* a tick since the thread's last start that read the counter: the stretch
+             * since its newest reading may be long — read it (ticker.c) */
+            uint64_t tk = atomic_load_explicit(&perfgroup__tick, memory_order_relaxed);
+            if (PG_UNLIKELY(tk != t->est_tick))
+                return enter_ticked(t, fn, sp, ra, mask, d, tk);
             struct pg_gstate *s0 = &g[fn->gid[__builtin_ctz(mask)]];
             if (PG_LIKELY(s0->est_left > 1)) {
                 s0->est_left--;
@@ -208,6 +215,8 @@ static PG_COLD uint64_t enter_window(struct pg_thread *t, struct pg_func *fn, ui
     if (perfgroup__est_window != 0 && (double)(tsc - from) < hot &&
         perfgroup__rec_mode_now() != PGF_MODE_TRACE) {
         t->est_on = 1;
+        uint64_t tk = atomic_load_explicit(&perfgroup__tick, memory_order_relaxed);
+        t->est_tick = (tk & 1) ? 0 : tk; /* the counter was just read */
         atomic_fetch_add_explicit(&perfgroup__estimated, 1, memory_order_relaxed);
     } else {
         t->est_left = perfgroup__est_window != 0 ? perfgroup__est_window : UINT32_MAX;
@@ -244,6 +253,25 @@ static __attribute__((noinline)) uint64_t enter_sampled(struct pg_thread *t, str
     uint64_t token = push_frame(t, fn, sp, ra, mask, d, t->last_tsc, pg_cpu_fast());
     t->last_tsc = tsc;
     return token;
+}
+
+/*
+ * An estimating event's start that found the coarse clock ticked (or not running: an odd
+ * word) since its thread's last start that read the counter: an exact start, outside the
+ * estimate's sampling cycles (the stretch since the newest reading may hold a tick: a long
+ * one is never estimated). It tells the ticker a thread looks (ticker.c). Under the latch.
+ */
+static __attribute__((noinline)) uint64_t enter_ticked(struct pg_thread *t, struct pg_func *fn,
+                                                       uintptr_t sp, uintptr_t ra,
+                                                       unsigned mask, uint32_t d, uint64_t tick)
+{
+    t->est_tick = (tick & 1) ? 0 : tick;
+    if (!atomic_load_explicit(&perfgroup__tick_used, memory_order_relaxed))
+        atomic_store_explicit(&perfgroup__tick_used, 1, memory_order_relaxed);
+    uint64_t tsc = pg_clock_fast();
+    if (PG_UNLIKELY(pg_descheduled_fast()))
+        return enter_settle(t, fn, sp, ra, mask, d);
+    return push_frame(t, fn, sp, ra, mask, d, tsc, pg_cpu_fast());
 }
 
 /* Out of the fast path: frames to drop, or an implicit event to begin. */

@@ -37,7 +37,6 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -153,23 +152,8 @@ static PG_COLD void sampler_start(void)
     int expect = SAMPLER_NONE;
     if (!atomic_compare_exchange_strong(&sampler_state, &expect, SAMPLER_RUNNING))
         return;
-    struct pg_thread *latch = pg_latch_take();
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old); /* the sampler takes no signal of the program */
-    pthread_attr_t attr;
-    pthread_t th;
-    int rc = pthread_attr_init(&attr);
-    if (rc == 0) {
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        pthread_attr_setstacksize(&attr, 64 * 1024);
-        rc = pthread_create(&th, &attr, sampler_main, NULL);
-        pthread_attr_destroy(&attr);
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0)
+    if (perfgroup__spawn(sampler_main) != 0) /* the sampler takes no signal of the program */
         atomic_store(&sampler_state, SAMPLER_OFF);
-    pg_latch_drop(latch);
 }
 
 PG_HIDDEN void perfgroup__sampler_ensure(void)

@@ -155,6 +155,8 @@ struct pg_thread {
     uint32_t est_left;          /* exact: starts left in this rate window */
     uint32_t est_rng;           /* xorshift32 state of the sampling cycles' lengths */
     uint64_t est_win;           /* exact: the counter at the rate window's first start */
+    uint64_t est_tick;          /* perfgroup__tick at the newest start that read the counter
+                                 * in an estimating event (0: an odd one) */
 
     /* ---- cold: events and commits, own thread only ---- */
     const char *event_name;
@@ -287,6 +289,16 @@ extern PG_HIDDEN _Atomic uint64_t perfgroup__clamped; /* events whose CPU exceed
 #define PG_EST_CYCLE  8u
 extern PG_HIDDEN uint32_t perfgroup__est_window;
 extern PG_HIDDEN _Atomic uint64_t perfgroup__estimated; /* stopwatches with an estimated start */
+/* The coarse clock of estimated starts (ticker.c): a word advanced every millisecond while
+ * threads estimate (even), odd while no ticker runs fast; a start that sees it changed since
+ * its thread's est_tick reads the counter. */
+extern PG_HIDDEN _Atomic uint64_t perfgroup__tick;
+extern PG_HIDDEN _Atomic uint32_t perfgroup__tick_used;
+PG_HIDDEN int perfgroup__ticker_ensure(void);
+/* spawn.c: a runtime thread (detached, 64 KiB stack, no signal of the program); pthread_create's
+ * result. Never from a hook. */
+PG_HIDDEN int perfgroup__spawn(void *(*main_fn)(void *));
+PG_HIDDEN void perfgroup__ticker_atfork_child(void);
 
 static inline __attribute__((always_inline)) struct pg_thread *pg_latch_take(void)
 {

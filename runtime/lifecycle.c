@@ -368,6 +368,7 @@ static void atfork_child(void)
             strcpy(me->name, "main");
     }
     int sampler = perfgroup__implicit_atfork_child(me);
+    perfgroup__ticker_atfork_child(); /* exact till its first event_begin starts one */
     if (me)
         fork_restart_event(me);
     atomic_fetch_add(&perfgroup__reset_epoch, 1);
@@ -425,9 +426,11 @@ static void init_once_fn(void)
     const char *text = perfgroup__getenv("PERFGROUP_TEXT");
     if (text && *text && perfgroup__text_init(text) == 0)
         perfgroup__text_on = 1;
+    /* adaptive unless PERFGROUP_ACCOUNTING=exact: hot events estimate their starts, with
+     * the ticker's coarse clock (ticker.c); exact if it cannot start */
     const char *acc = perfgroup__getenv("PERFGROUP_ACCOUNTING");
-    if (acc && strcmp(acc, "adaptive") == 0)
-        perfgroup__est_window = PG_EST_WINDOW; /* hot events estimate their starts */
+    if (!(acc && strcmp(acc, "exact") == 0) && perfgroup__ticker_ensure() == 0)
+        perfgroup__est_window = PG_EST_WINDOW;
     const char *en = perfgroup__getenv("PERFGROUP_ENABLE");
     if (en && strcmp(en, "0") == 0)
         perfgroup__gate_user(0);

@@ -13,13 +13,20 @@
  *         the modes by a rdtsc, ~10 ns, which is 3 % of a 0.3 us piece.)
  *   jank  20 events of 20,000 short calls of J (~0.1 us); the 10th event's last call of J
  *         does 40 ms of CPU (the thread's CPU clock around it).
+ *   stretch  the same events, but in the 10th 100 ms run outside any group, between two
+ *         calls of J: a hook-free stretch before an estimated start, which the ticker's coarse
+ *         clock (runtime/ticker.c) must catch — else J's start is estimated 100 ms early
+ *         (caught while the longest tick interval stays below 56 ms: the check's bound).
  * Checks (exit 1 on any failure):
  *   - activations as called, in every run (A 1, B 500, C 250, D 63 per event; J 20,000);
  *   - each group's share of `top` in the adaptive run within 2 % of the exact runs' mean
  *     (0.5 points for a group under 5 %), beyond the spread of the two exact runs;
  *   - jank of J in every run: one event above 16 ms, in the bucket of the long activation's
  *     own CPU time (40 ms: (32, 64]) or the next;
- *   - the adaptive run estimated in every event (>= 420 events), the exact runs in none.
+ *   - stretch: J in no event above 2^b ms, 2^b >= 8 ms + the longest interval between two
+ *     ticks (perfgroup_tick_max_ns: a shorter stretch may go unseen), in every run;
+ *   - the adaptive run — the default: PERFGROUP_ACCOUNTING unset — estimated in every event
+ *     (>= 440 events), the exact runs in none.
  */
 #define _GNU_SOURCE
 #include <math.h>
@@ -133,6 +140,21 @@ PERF_GROUP_NONE static int child(void)
     }
     print_phase("jank", s0);
     perfgroup_snapshot_free(s0);
+    s0 = perfgroup_snapshot_take();
+    for (int e = 0; e < JEVENTS; e++) {
+        perfgroup_event_begin("stretch");
+        for (int i = 0; i < JCALLS; i++)
+            fj(30);
+        if (e == JEVENTS / 2) { /* 100 ms in no group, then J again */
+            burn_iters((uint64_t)(100e6 * iters_per_ns));
+            for (int i = 0; i < 1000; i++)
+                fj(30);
+        }
+        perfgroup_event_end();
+    }
+    print_phase("stretch", s0);
+    perfgroup_snapshot_free(s0);
+    printf("tickmax %llu\n", (unsigned long long)perfgroup_tick_max_ns());
     return 0;
 }
 
@@ -142,8 +164,9 @@ struct run {
     double cpu[2][NG];          /* [phase][group] */
     uint64_t acts[2][NG];
     uint64_t jank[NG][PERFGROUP_JANK_BUCKETS];
-    uint64_t estimated[2];
-    double long_ms;
+    uint64_t stretch[PERFGROUP_JANK_BUCKETS]; /* J's jank in the stretch phase */
+    uint64_t estimated[3];
+    double long_ms, tick_max_ms;
 };
 
 PERF_GROUP_NONE static int run_child(const char *self, const char *mode, struct run *r)
@@ -155,7 +178,10 @@ PERF_GROUP_NONE static int run_child(const char *self, const char *mode, struct 
     if (pid == 0) {
         dup2(p[1], 1);
         close(p[0]);
-        setenv("PERFGROUP_ACCOUNTING", mode, 1);
+        if (*mode)
+            setenv("PERFGROUP_ACCOUNTING", mode, 1);
+        else
+            unsetenv("PERFGROUP_ACCOUNTING"); /* the default */
         execl(self, self, "--child", (char *)NULL);
         _exit(127);
     }
@@ -170,8 +196,12 @@ PERF_GROUP_NONE static int run_child(const char *self, const char *mode, struct 
             r->long_ms = lm / 1e6;
             continue;
         }
+        if (sscanf(line, "tickmax %lf", &lm) == 1) {
+            r->tick_max_ms = lm / 1e6;
+            continue;
+        }
         if (sscanf(line, "%15s estimated %llu", ph, &v[0]) == 2) {
-            r->estimated[strcmp(ph, "jank") == 0] = v[0];
+            r->estimated[strcmp(ph, "jank") == 0 ? 1 : strcmp(ph, "stretch") == 0 ? 2 : 0] = v[0];
             continue;
         }
         int n = sscanf(line, "%15s %15s %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu",
@@ -179,6 +209,11 @@ PERF_GROUP_NONE static int run_child(const char *self, const char *mode, struct 
                        &v[10], &v[11]);
         if (n != 4 + PERFGROUP_JANK_BUCKETS)
             continue;
+        if (strcmp(ph, "stretch") == 0) {
+            if (strcmp(g, "J") == 0)
+                memcpy(r->stretch, &v[2], sizeof r->stretch);
+            continue;
+        }
         int k = strcmp(ph, "jank") == 0;
         for (size_t i = 0; i < NG; i++)
             if (strcmp(g, groups[i]) == 0) {
@@ -227,14 +262,23 @@ PERF_GROUP_NONE static void check_run(const char *name, const struct run *r, int
           ">32 %llu, >64 %llu, >128 %llu", name, r->long_ms, 1 << b, 4 << b,
           (unsigned long long)j[4], (unsigned long long)j[5], (unsigned long long)j[6],
           (unsigned long long)j[7]);
+    /* a stretch the coarse clock did not see is shorter than its longest tick interval */
+    int sb = 3;
+    while (sb + 1 < PERFGROUP_JANK_BUCKETS && (double)(1 << sb) < 8 + r->tick_max_ms)
+        sb++;
+    check(r->stretch[sb] == 0,
+          "%s: J charged the 100 ms stretch outside any group: an event above %d ms (longest tick "
+          "interval %.2f ms): >8 %llu, >16 %llu, >32 %llu, >64 %llu", name, 1 << sb,
+          r->tick_max_ms, (unsigned long long)r->stretch[3], (unsigned long long)r->stretch[4],
+          (unsigned long long)r->stretch[5], (unsigned long long)r->stretch[6]);
+    uint64_t est = r->estimated[0] + r->estimated[1] + r->estimated[2];
     if (adaptive)
-        CHECK(r->estimated[0] >= EVENTS && r->estimated[1] >= JEVENTS,
-              "%s: events estimated %llu + %llu, want every one (%d + %d)", name,
-              (unsigned long long)r->estimated[0], (unsigned long long)r->estimated[1], EVENTS,
-              JEVENTS);
+        CHECK(r->estimated[0] >= EVENTS && r->estimated[1] >= JEVENTS && r->estimated[2] >= JEVENTS,
+              "%s: events estimated %llu + %llu + %llu, want every one (%d + %d + %d)", name,
+              (unsigned long long)r->estimated[0], (unsigned long long)r->estimated[1],
+              (unsigned long long)r->estimated[2], EVENTS, JEVENTS, JEVENTS);
     else
-        CHECK(r->estimated[0] + r->estimated[1] == 0, "%s: %llu events estimated in exact mode",
-              name, (unsigned long long)(r->estimated[0] + r->estimated[1]));
+        CHECK(est == 0, "%s: %llu events estimated in exact mode", name, (unsigned long long)est);
 }
 
 int main(int argc, char **argv)
@@ -249,11 +293,11 @@ int main(int argc, char **argv)
         self = path;
     }
     struct run r[3];
-    const char *modes[3] = {"exact", "adaptive", "exact"};
+    const char *modes[3] = {"exact", "", "exact"}; /* "": unset, the default (adaptive) */
     double stolen = (double)pg_steal_ns(); /* tests/bounds/bounds.h */
     for (int k = 0; k < 3; k++)
         if (run_child(self, modes[k], &r[k]) != 0) {
-            printf("FAIL: the %s child failed\n", modes[k]);
+            printf("FAIL: the %s child failed\n", *modes[k] ? modes[k] : "default");
             return 1;
         }
     /* time the hypervisor stole from the vCPUs meanwhile (every CPU, + 1 tick): a stopwatch
@@ -276,12 +320,15 @@ int main(int argc, char **argv)
         CHECK(fabs(a - ref) <= bound, "%s: adaptive share %.2f %% against exact %.2f %% (bound %.2f)",
               groups[i], a, ref, bound);
     }
-    printf("J's long activation: %.1f / %.1f / %.1f ms of CPU; events estimated (mix, jank): "
-           "%llu + %llu adaptive, %llu + %llu and %llu + %llu exact\n",
+    printf("J's long activation: %.1f / %.1f / %.1f ms of CPU; events estimated (mix, jank, "
+           "stretch): %llu + %llu + %llu adaptive, %llu + %llu + %llu and %llu + %llu + %llu exact; "
+           "longest tick interval of the adaptive run %.2f ms\n",
            r[0].long_ms, r[1].long_ms, r[2].long_ms, (unsigned long long)r[1].estimated[0],
-           (unsigned long long)r[1].estimated[1], (unsigned long long)r[0].estimated[0],
-           (unsigned long long)r[0].estimated[1], (unsigned long long)r[2].estimated[0],
-           (unsigned long long)r[2].estimated[1]);
+           (unsigned long long)r[1].estimated[1], (unsigned long long)r[1].estimated[2],
+           (unsigned long long)r[0].estimated[0], (unsigned long long)r[0].estimated[1],
+           (unsigned long long)r[0].estimated[2], (unsigned long long)r[2].estimated[0],
+           (unsigned long long)r[2].estimated[1], (unsigned long long)r[2].estimated[2],
+           r[1].tick_max_ms);
     printf(failures ? "%d check(s) failed\n" : "ok\n", failures);
     return failures ? 1 : 0;
 }

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runtime/ticker.c — the adaptive accounting's coarse clock: a word a runtime thread,
+ * "perfgroup-tick", advances every PG_TICK_NS (docs/accounting.md, "Hot threads: estimated
+ * starts").
+ *
+ * An estimated start (hooks.c) reads no counter: its stopwatch starts at the thread's newest
+ * reading, and the code run since that reading is charged to the group it starts. A long
+ * stretch of code without a hook before such a start would land in the wrong group (and its
+ * jank). So an estimated start first compares this word with the value its thread saw when
+ * it last read the counter for a start: a different value means a tick fell in between, and
+ * the start reads the counter (an exact start, outside the estimate's sampling). A stretch a
+ * tick fell in is never estimated; one that is, is shorter than the longest interval between
+ * two ticks (perfgroup_tick_max_ns: PG_TICK_NS plus how late the ticker ran).
+ *
+ * The word: even while the ticker runs at PG_TICK_NS, odd while it does not (not started,
+ * a fork child before its own starts, or idle): an odd word makes every start of an
+ * estimating event exact. The ticker slows to PG_TICK_IDLE_NS (odd word) after
+ * PG_TICK_IDLE_TICKS ticks no estimating thread looked at, and speeds up at its next wake-up
+ * once one has (perfgroup__tick_used): no hook ever wakes it (no system call in a hook), an
+ * event that starts estimating while it idles starts exact for up to PG_TICK_IDLE_NS.
+ * Cost: a wake-up a millisecond while threads estimate (its CPU: docs/benchmarks.md), ten a
+ * second otherwise; one load and compare per estimated start.
+ *
+ * Started at start-up when the accounting is adaptive (never from a hook: a thread creation),
+ * in a fork child by its first perfgroup_event_begin; it takes no signal of the program.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <time.h>
+
+#include "internal.h"
+
+#define PG_TICK_NS         1000000ull   /* 1 ms */
+#define PG_TICK_IDLE_NS    100000000ull /* 100 ms */
+#define PG_TICK_IDLE_TICKS 1000u        /* a second of ticks nobody looked at */
+
+PG_HIDDEN _Atomic uint64_t perfgroup__tick = 1;
+PG_HIDDEN _Atomic uint32_t perfgroup__tick_used;
+static _Atomic uint64_t tick_max_ns;
+enum { TICKER_NONE = 0, TICKER_RUNNING = 1, TICKER_OFF = 2 };
+static _Atomic int ticker_state;
+
+static void nap(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+static void *ticker_main(void *arg)
+{
+    (void)arg;
+    pthread_setname_np(pthread_self(), "perfgroup-tick");
+    unsigned idle = 0;
+    /* running: the word goes even (every start of an estimating event was exact till now) */
+    int64_t prev = pg_clock_gettime_ns(CLOCK_MONOTONIC); /* the previous tick's time */
+    atomic_fetch_or_explicit(&perfgroup__tick, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&perfgroup__tick, 1, memory_order_relaxed);
+    for (;;) {
+        uint64_t w = atomic_load_explicit(&perfgroup__tick, memory_order_relaxed);
+        nap((w & 1) ? PG_TICK_IDLE_NS : PG_TICK_NS);
+        int used = atomic_exchange_explicit(&perfgroup__tick_used, 0, memory_order_relaxed);
+        if (w & 1) { /* slow: speed up once an estimating thread looked */
+            if (used) {
+                idle = 0;
+                prev = pg_clock_gettime_ns(CLOCK_MONOTONIC);
+                atomic_store_explicit(&perfgroup__tick, w + 1, memory_order_relaxed);
+            }
+            continue;
+        }
+        int64_t now = pg_clock_gettime_ns(CLOCK_MONOTONIC);
+        if (prev != 0 && (uint64_t)(now - prev) > atomic_load(&tick_max_ns))
+            atomic_store(&tick_max_ns, (uint64_t)(now - prev));
+        prev = now;
+        idle = used ? 0 : idle + 1;
+        /* the tick: odd (slow) after a second nobody looked */
+        atomic_store_explicit(&perfgroup__tick, w + (idle >= PG_TICK_IDLE_TICKS ? 1 : 2),
+                              memory_order_relaxed);
+    }
+    return NULL;
+}
+
+/* Start the ticker: a one-time thread creation, never in a hook. 0 if it runs. One load
+ * once it does (perfgroup_event_begin calls it for a fork child's). */
+PG_HIDDEN int perfgroup__ticker_ensure(void)
+{
+    int expect = atomic_load_explicit(&ticker_state, memory_order_relaxed);
+    if (expect != TICKER_NONE)
+        return expect == TICKER_RUNNING ? 0 : -1;
+    if (!atomic_compare_exchange_strong(&ticker_state, &expect, TICKER_RUNNING))
+        return expect == TICKER_RUNNING ? 0 : -1;
+    if (perfgroup__spawn(ticker_main) == 0)
+        return 0;
+    atomic_store(&ticker_state, TICKER_OFF);
+    return -1;
+}
+
+/* In a fork child (one thread): the parent's ticker is not here. The word goes odd — every
+ * start of an estimating event exact — until the child's own runs: its first
+ * perfgroup_event_begin starts it (not the fork: a child that execs at once, the common
+ * case, would pay a thread creation for nothing). */
+PG_HIDDEN void perfgroup__ticker_atfork_child(void)
+{
+    uint64_t w = atomic_load(&perfgroup__tick);
+    atomic_store(&perfgroup__tick, w | 1);
+    if (atomic_load(&ticker_state) == TICKER_RUNNING)
+        atomic_store(&ticker_state, TICKER_NONE);
+}
+
+uint64_t perfgroup_tick_max_ns(void)
+{
+    return atomic_load_explicit(&tick_max_ns, memory_order_relaxed);
+}
