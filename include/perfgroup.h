@@ -139,7 +139,7 @@ PERFGROUP_API uint64_t perfgroup_snapshot_clamped(const struct perfgroup_snapsho
  * those in between. */
 PERFGROUP_API uint64_t perfgroup_snapshot_estimated(const struct perfgroup_snapshot *s);
 /* The adaptive accounting's coarse clock (docs/accounting.md, "Hot threads: estimated
- * starts"): the longest interval, in ns, between two of its ticks since the start — the 1 ms
+ * starts"): the longest interval, in ns, between two of its ticks since the start — the 2 ms
  * period plus how late its thread ran. An estimating event charges the code run between two
  * hooks to the group the second one starts only for a stretch shorter than this (a longer one
  * is read exactly). 0 if it never ticked twice (exact accounting: no ticker). */

@@ -289,7 +289,7 @@ extern PG_HIDDEN _Atomic uint64_t perfgroup__clamped; /* events whose CPU exceed
 #define PG_EST_CYCLE  8u
 extern PG_HIDDEN uint32_t perfgroup__est_window;
 extern PG_HIDDEN _Atomic uint64_t perfgroup__estimated; /* stopwatches with an estimated start */
-/* The coarse clock of estimated starts (ticker.c): a word advanced every millisecond while
+/* The coarse clock of estimated starts (ticker.c): a word advanced every 2 ms while
  * threads estimate (even), odd while no ticker runs fast; a start that sees it changed since
  * its thread's est_tick reads the counter. */
 extern PG_HIDDEN _Atomic uint64_t perfgroup__tick;

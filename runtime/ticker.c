@@ -19,7 +19,8 @@
  * PG_TICK_IDLE_TICKS ticks no estimating thread looked at, and speeds up at its next wake-up
  * once one has (perfgroup__tick_used): no hook ever wakes it (no system call in a hook), an
  * event that starts estimating while it idles starts exact for up to PG_TICK_IDLE_NS.
- * Cost: a wake-up a millisecond while threads estimate (its CPU: docs/benchmarks.md), ten a
+ * Cost: a wake-up every 2 ms while threads estimate (~13 us of CPU each on a KVM guest, i.e.
+ * ~0.7 % of one core: docs/benchmarks.md), ten a
  * second otherwise; one load and compare per estimated start.
  *
  * Started at start-up when the accounting is adaptive (never from a hook: a thread creation),
@@ -31,9 +32,9 @@
 
 #include "internal.h"
 
-#define PG_TICK_NS         1000000ull   /* 1 ms */
+#define PG_TICK_NS         2000000ull   /* 2 ms */
 #define PG_TICK_IDLE_NS    100000000ull /* 100 ms */
-#define PG_TICK_IDLE_TICKS 1000u        /* a second of ticks nobody looked at */
+#define PG_TICK_IDLE_TICKS 500u         /* a second of ticks nobody looked at */
 
 PG_HIDDEN _Atomic uint64_t perfgroup__tick = 1;
 PG_HIDDEN _Atomic uint32_t perfgroup__tick_used;
