@@ -32,6 +32,22 @@
 
 #include "internal.h"
 
+/* ThreadSanitizer cannot follow a fork of a multi-threaded process (it kills a child that
+ * starts a thread, and ignores everything in one that does not, its signals delivered where
+ * the runtime refuses them): the runtime built with it starts no ticker, so a program that was
+ * single-threaded stays so; the word stays odd and every start of an estimating event reads
+ * the counter (the adaptive paths run, nothing is estimated). */
+#if defined(__SANITIZE_THREAD__)
+#define PG_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PG_TSAN 1
+#endif
+#endif
+#ifndef PG_TSAN
+#define PG_TSAN 0
+#endif
+
 #define PG_TICK_NS         2000000ull   /* 2 ms */
 #define PG_TICK_IDLE_NS    100000000ull /* 100 ms */
 #define PG_TICK_IDLE_TICKS 500u         /* a second of ticks nobody looked at */
@@ -86,6 +102,8 @@ static void *ticker_main(void *arg)
  * once it does (perfgroup_event_begin calls it for a fork child's). */
 PG_HIDDEN int perfgroup__ticker_ensure(void)
 {
+    if (PG_TSAN)
+        return 0; /* no ticker (above) */
     int expect = atomic_load_explicit(&ticker_state, memory_order_relaxed);
     if (expect != TICKER_NONE)
         return expect == TICKER_RUNNING ? 0 : -1;
@@ -106,7 +124,7 @@ PG_HIDDEN void perfgroup__ticker_atfork_child(void)
     uint64_t w = atomic_load(&perfgroup__tick);
     atomic_store(&perfgroup__tick, w | 1);
     if (atomic_load(&ticker_state) == TICKER_RUNNING)
-        atomic_store(&ticker_state, TICKER_NONE);
+        atomic_store(&ticker_state, PG_TSAN ? TICKER_OFF : TICKER_NONE);
 }
 
 uint64_t perfgroup_tick_max_ns(void)

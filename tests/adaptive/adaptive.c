@@ -271,6 +271,10 @@ PERF_GROUP_NONE static void check_run(const char *name, const struct run *r, int
           "interval %.2f ms): >8 %llu, >16 %llu, >32 %llu, >64 %llu", name, 1 << sb,
           r->tick_max_ms, (unsigned long long)r->stretch[3], (unsigned long long)r->stretch[4],
           (unsigned long long)r->stretch[5], (unsigned long long)r->stretch[6]);
+    /* the ticker runs by default (two ticks at least in these phases), not in exact mode */
+    CHECK(adaptive ? r->tick_max_ms > 0 : r->tick_max_ms == 0,
+          "%s: longest tick interval %.2f ms (a ticker %s)", name, r->tick_max_ms,
+          adaptive ? "expected" : "in exact mode");
     uint64_t est = r->estimated[0] + r->estimated[1] + r->estimated[2];
     if (adaptive)
         CHECK(r->estimated[0] >= EVENTS && r->estimated[1] >= JEVENTS && r->estimated[2] >= JEVENTS,
