@@ -3,8 +3,9 @@
  * tests/self/self.c — self time beside the charged time (docs/accounting.md, "Self time"),
  * built with the real plugins at -O2. The driver runs itself three times as a child:
  * PERFGROUP_ACCOUNTING=exact, =adaptive, =exact. Each child runs two phases:
- *   cold  EVENTS_COLD events; in each A does 2 ms of CPU of its own, calls B (1.5 ms of its
- *         own), which calls C (1 ms), then A does 1 ms more. The own parts are measured
+ *   cold  EVENTS_COLD events; in each A does 2 ms of CPU of its own, calls B (1 ms of its
+ *         own), which calls C (4 ms), then A does 1 ms more (by charged time A > B > C, by
+ *         self time C > A > B: self_outputs.py checks the outputs' order). The own parts are measured
  *         with the thread's CPU clock around them (tests/bounds/bounds.h); few transitions:
  *         exact in every mode. Checked in the child: every group's self time within the
  *         error model's bound of its own parts, its charged time of its own parts and its
@@ -64,10 +65,10 @@ PERF_GROUP_NONE NOINLINE static void own(int g, int64_t ns)
     bound[g] += pg_bound_explicit(&cfg, b.cpu - a.cpu, &a, &b);
 }
 
-PERF_GROUP("C") NOINLINE static void cold_c(void) { own(GC, 1000000); }
+PERF_GROUP("C") NOINLINE static void cold_c(void) { own(GC, 4000000); }
 PERF_GROUP("B") NOINLINE static void cold_b(void)
 {
-    own(GB, 1500000);
+    own(GB, 1000000);
     cold_c();
 }
 PERF_GROUP("A") NOINLINE static void cold_a(void)
@@ -110,6 +111,27 @@ PERF_GROUP_NONE static const struct perfgroup_stats *find(struct perfgroup_snaps
         exit(1);
     }
     return s;
+}
+
+/* --record: the cold phase alone (recorded by PERFGROUP_OUTPUT), then each group's whole-run
+ * self and charged time as the snapshot has them, for self_outputs.py to compare with the
+ * recording's outputs. */
+PERF_GROUP_NONE static int record_child(void)
+{
+    cfg = pg_cfg_now();
+    for (int e = 0; e < EVENTS_COLD; e++) {
+        perfgroup_event_begin("cold");
+        cold_a();
+        perfgroup_event_end();
+    }
+    struct perfgroup_snapshot *s = perfgroup_snapshot_take();
+    for (size_t i = 0; i < NG; i++) {
+        const struct perfgroup_stats *st = find(s, groups[i]);
+        printf("%s %llu %llu\n", groups[i], (unsigned long long)st->self_ns,
+               (unsigned long long)st->cpu_ns);
+    }
+    perfgroup_snapshot_free(s);
+    return 0;
 }
 
 PERF_GROUP_NONE static int child(void)
@@ -227,6 +249,8 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--child") == 0)
         return child();
+    if (argc > 1 && strcmp(argv[1], "--record") == 0)
+        return record_child();
     char path[4096];
     const char *exe = pg_exe_path(path, sizeof path);
     struct run r[3];
