@@ -405,8 +405,9 @@ static inline void pg_exec_clear(struct pg_thread *t)
  */
 /* The innermost running group below frame `at` (id + 1; its frame's first acquired group),
  * 0 if none: the innermost acquiring frame under it of the current iteration. Cold: once per
- * group and event. */
-static inline uint32_t pg_parent_below(const struct pg_thread *t, const struct pg_frame *at)
+ * group and event, out of line (the exit hook's registers stay its own). */
+static __attribute__((noinline, cold)) uint32_t pg_parent_below(const struct pg_thread *t,
+                                                                const struct pg_frame *at)
 {
     for (const struct pg_frame *p = at; p-- > t->stack;) {
         if (p->iter != t->iter)
