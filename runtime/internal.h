@@ -409,7 +409,8 @@ static inline void pg_exec_clear(struct pg_thread *t)
 static __attribute__((noinline, cold)) uint32_t pg_parent_below(const struct pg_thread *t,
                                                                 const struct pg_frame *at)
 {
-    for (const struct pg_frame *p = at; p-- > t->stack;) {
+    for (uint32_t i = (uint32_t)(at - t->stack); i-- > 0;) {
+        const struct pg_frame *p = &t->stack[i];
         if (p->iter != t->iter)
             break;
         if (p->mask)
