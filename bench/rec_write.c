@@ -73,7 +73,7 @@ static double commits(struct perfgroup_rec_thread *w, long n, unsigned k, int to
         uint64_t b = __rdtsc();
         top.events++, top.cpu_ns += 600, top.wall_ns += b - a;
         for (unsigned j = 0; j < k; j++) {
-            sh[j] = (struct perfgroup_rec_group_share){1 + j, (b - a) >> j, 500u >> j, 1};
+            sh[j] = (struct perfgroup_rec_group_share){1 + j, (b - a) >> j, 500u >> j, 1, 250u >> j, j};
             g[j].events++, g[j].cpu_ns += 500u >> j, g[j].activations++;
         }
         perfgroup__rec_event(w, 1, a, b, 600, 0, sh, k);

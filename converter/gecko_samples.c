@@ -205,6 +205,54 @@ static int64_t stats_cpu_delta(struct gthread *t, uint64_t cpu, int64_t b, int64
     return d < (uint64_t)INT64_MAX ? (int64_t)d : INT64_MAX;
 }
 
+/* The records of writers with self time (format.h) give each group's self time in the event
+ * and the group it ran under: every group listed has them. */
+static int event_has_nesting(const struct pgr_record *r)
+{
+    for (uint32_t i = 0; i < r->u.event.ngroups; i++)
+        if (!r->u.event.groups[i].has_self)
+            return 0;
+    return r->u.event.ngroups != 0;
+}
+
+/* The stack of listed group i under the event's frame: its parents' chain as measured
+ * (docs/accounting.md "Self time"), each once (memo), at most MAX_NEST deep (a damaged
+ * file's cycle ends there). stk[i] == UNKNOWN: not interned yet. */
+#define MAX_NEST 64
+static uint32_t nested_stack(struct gthread *t, const struct pgr_record *r, uint32_t i,
+                             uint32_t ev_stack, uint32_t *stk, int depth)
+{
+    const struct pgr_event_group *g = &r->u.event.groups[i];
+    if (stk[i] != UNKNOWN)
+        return stk[i];
+    uint32_t below = ev_stack;
+    if (g->parent && depth < MAX_NEST) {
+        uint32_t pid = g->parent - 1;
+        uint32_t j = 0;
+        while (j < r->u.event.ngroups && r->u.event.groups[j].group_id != pid)
+            j++;
+        uint32_t pgi = pgc_group_index(t->f, pid);
+        if (j < r->u.event.ngroups && j < MAX_EVENT_GROUPS)
+            below = nested_stack(t, r, j, ev_stack, stk, depth + 1);
+        else if (pgi < t->f->ngroups && t->f->groups[pgi].kind != 0) /* live at the end: not listed */
+            below = pgc_intern_stack(t, ev_stack, pgc_label_frame(t, t->f->groups[pgi].name,
+                                                                  pgc_group_category(t, pgi)));
+    }
+    uint32_t gi = pgc_group_index(t->f, g->group_id);
+    if (gi >= t->f->ngroups || t->f->groups[gi].kind == 0)
+        return below; /* the top group is the event's frame */
+    return stk[i] = pgc_intern_stack(t, below, pgc_label_frame(t, t->f->groups[gi].name,
+                                                                pgc_group_category(t, gi)));
+}
+
+/*
+ * One stats-mode event: samples spread over its span, one per interval of CPU. Records with
+ * self time: each group's samples are its self time, its node under the group it ran in
+ * (nested as measured), so a node's self is the group's self time and its total the group's
+ * own plus its nested groups'. Older records (no self time): the groups' charged time scaled
+ * down to fit the event when nested groups sum above it — flat, one node per group under the
+ * event (docs/converter.md).
+ */
 void pgc_stats_event(struct gthread *t, const struct pgr_record *r, int64_t b, int64_t e,
                      uint32_t name_frame_loc)
 {
@@ -212,27 +260,30 @@ void pgc_stats_event(struct gthread *t, const struct pgr_record *r, int64_t b, i
     uint32_t ng = t->f->ngroups;
     uint64_t sum = 0, cpu = r->u.event.cpu_ns;
     uint32_t ev_stack = UNKNOWN; /* interned only when a sample needs it */
+    int nested = event_has_nesting(r);
     /* the thread's top group is the whole event: the event frame stands for it */
     for (uint32_t i = 0; i < r->u.event.ngroups; i++) {
         uint32_t gi = pgc_group_index(t->f, r->u.event.groups[i].group_id);
         if (gi < ng && t->f->groups[gi].kind != 0)
-            sum += r->u.event.groups[i].cpu_ns;
+            sum += nested ? r->u.event.groups[i].self_ns : r->u.event.groups[i].cpu_ns;
     }
     double scale = sum > cpu && sum ? (double)cpu / (double)sum : 1.0; /* nested groups */
     uint64_t k_total = 0;
     uint32_t counts[MAX_EVENT_GROUPS + 1];
-    uint32_t idx[MAX_EVENT_GROUPS + 1];
+    uint32_t idx[MAX_EVENT_GROUPS + 1], at_i[MAX_EVENT_GROUPS + 1];
     uint32_t nk = 0;
     for (uint32_t i = 0; i < r->u.event.ngroups && nk < MAX_EVENT_GROUPS; i++) {
         uint32_t gi = pgc_group_index(t->f, r->u.event.groups[i].group_id);
         if (gi >= ng || t->f->groups[gi].kind == 0)
             continue;
-        t->acc[gi] += to_u64((double)r->u.event.groups[i].cpu_ns * scale);
+        const struct pgr_event_group *g = &r->u.event.groups[i];
+        t->acc[gi] += to_u64((double)(nested ? g->self_ns : g->cpu_ns) * scale);
         uint64_t k = t->acc[gi] / (uint64_t)iv;
         t->acc[gi] -= k * (uint64_t)iv;
         if (k > 1000000)
             k = 1000000;
         counts[nk] = (uint32_t)k;
+        at_i[nk] = i;
         idx[nk++] = gi;
         k_total += k;
     }
@@ -244,12 +295,17 @@ void pgc_stats_event(struct gthread *t, const struct pgr_record *r, int64_t b, i
     if (krest > 1000000)
         krest = 1000000;
     counts[nk] = (uint32_t)krest;
+    at_i[nk] = UNKNOWN;
     idx[nk++] = UNKNOWN;
     k_total += krest;
     if (!k_total) {
         t->cpu_done += cpu;
         return;
     }
+    uint32_t stk[MAX_EVENT_GROUPS];
+    if (nested)
+        for (uint32_t i = 0; i < r->u.event.ngroups && i < MAX_EVENT_GROUPS; i++)
+            stk[i] = UNKNOWN;
     int64_t span = e > b ? e - b : 0;
     uint64_t j = 0;
     for (uint32_t i = 0; i < nk; i++) {
@@ -260,6 +316,8 @@ void pgc_stats_event(struct gthread *t, const struct pgr_record *r, int64_t b, i
             ev_stack = pgc_intern_stack(t, UNKNOWN, pgc_intern_frame(t, name_frame_loc, CAT_EVENT, 0));
         if (idx[i] == UNKNOWN)
             st = pgc_intern_stack(t, ev_stack, pgc_label_frame(t, "(outside groups)", CAT_IDLE));
+        else if (nested && at_i[i] < MAX_EVENT_GROUPS)
+            st = nested_stack(t, r, at_i[i], ev_stack, stk, 0);
         else
             st = pgc_intern_stack(t, ev_stack,
                               pgc_label_frame(t, t->f->groups[idx[i]].name, pgc_group_category(t, idx[i])));

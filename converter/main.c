@@ -20,7 +20,7 @@
 
 static const char usage[] =
     "usage: perfgroup-convert FILE.pgm... [-o OUT] [--format gecko|chrome] [--interval MS]\n"
-    "       perfgroup-convert FILE.pgm... --summary [--json]\n"
+    "       perfgroup-convert FILE.pgm... --summary [--json] [--sort cpu|self]\n"
     "  FILE '-' reads the recording from stdin (once; not from a terminal)\n"
     "\n"
     "  -o OUT            output file ('-' for stdout); gecko and chrome need it\n"
@@ -28,6 +28,7 @@ static const char usage[] =
     "  --format chrome   Chrome trace-event JSON for ui.perfetto.dev / chrome://tracing\n"
     "  --summary         per-group table per process/thread and overall, on stdout\n"
     "  --json            with --summary: the same as JSON\n"
+    "  --sort cpu|self   with --summary: rows by CPU (charged, the default) or by self time\n"
     "  --interval MS     sample interval of the Gecko profile in ms (default 1; 0.01..1000)\n"
     "  --max-samples N   at most N samples per thread (default 100000000); given, it also\n"
     "                    lifts the output bound (2^20 + 8 samples per input byte in all)\n"
@@ -169,7 +170,7 @@ int main(int argc, char **argv)
     const char *outpath = NULL;
     const char **inputs = calloc((size_t)argc, sizeof(*inputs));
     size_t ninputs = 0;
-    int json = 0, summary = 0, chrome = 0;
+    int json = 0, summary = 0, chrome = 0, by_self = 0;
     if (!inputs)
         return PGC_EXIT_USAGE;
     for (int i = 1; i < argc; i++) {
@@ -193,6 +194,13 @@ int main(int argc, char **argv)
             summary = 1;
         } else if (!strcmp(a, "--json")) {
             json = 1;
+        } else if (!strcmp(a, "--sort")) {
+            if (++i >= argc)
+                return fail_usage("--sort needs cpu or self");
+            if (!strcmp(argv[i], "self"))
+                by_self = 1;
+            else if (strcmp(argv[i], "cpu"))
+                return fail_usage("--sort: cpu or self");
         } else if (!strcmp(a, "--interval")) {
             char *end;
             if (++i >= argc)
@@ -234,10 +242,13 @@ int main(int argc, char **argv)
         return fail_usage("--summary and --format chrome exclude each other");
     if (json && !summary)
         return fail_usage("--json goes with --summary");
+    if (by_self && !summary)
+        return fail_usage("--sort goes with --summary");
     fmt = summary ? FMT_SUMMARY : chrome ? FMT_CHROME : FMT_GECKO;
     if (fmt != FMT_SUMMARY && !outpath)
         return fail_usage("-o OUT is needed for a profile ('-o -' for stdout)");
     opt.summary_json = json;
+    opt.summary_by_self = by_self;
     if (outpath && strcmp(outpath, "-")) {
         const char *same = output_is_input(outpath, inputs, ninputs);
         if (same) {

@@ -34,6 +34,7 @@ struct pgc_options {
     int no_interval_markers; /* Gecko: no marker per trace interval (smaller profiles) */
     int progress;           /* print a progress line on stderr */
     int summary_json;
+    int summary_by_self;    /* --sort self: rows by self time (those of unknown self last) */
 };
 
 /* Each writes the whole output for the files to out (already open). They return 0, -1 with

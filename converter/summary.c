@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * summary.c — the about:performance table: per process and thread, and overall, one row per
- * group (CPU ms, % of the thread's CPU, wall ms, blocked ms, activations, events, longest
+ * group (CPU ms, % of the thread's CPU, self ms and % (self time: "?" unknown), wall ms,
+ * blocked ms, activations, events, longest
  * event by CPU and by wall, jank histogram > 1 … > 512 ms), sorted by CPU; as text or as
  * JSON (--json).
  *
@@ -88,13 +89,26 @@ static int by_cpu(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
+/* --sort self: by self time, rows whose self time is unknown (older files) after, by CPU */
+static int by_self(const void *a, const void *b)
+{
+    const struct pgc_row *x = a, *y = b;
+    int kx = pgc_row_self_known(x), ky = pgc_row_self_known(y);
+    if (kx != ky)
+        return kx ? -1 : 1;
+    if (kx && x->self_ns != y->self_ns)
+        return x->self_ns < y->self_ns ? 1 : -1;
+    return by_cpu(a, b);
+}
+
 static double ms(uint64_t ns)
 {
     return (double)ns / 1e6;
 }
 
-/* Rows with no activity are left out; the rest sorted by CPU. Returns how many. */
-static uint32_t sorted(struct pgc_row *rows, uint32_t n, struct pgc_row **out)
+/* Rows with no activity are left out; the rest sorted by CPU (or self time). Returns how
+ * many. */
+static uint32_t sorted(const struct summary *S, struct pgc_row *rows, uint32_t n, struct pgc_row **out)
 {
     struct pgc_row *s = malloc((n ? n : 1) * sizeof(*s));
     uint32_t k = 0;
@@ -103,7 +117,7 @@ static uint32_t sorted(struct pgc_row *rows, uint32_t n, struct pgc_row **out)
     for (uint32_t i = 0; i < n; i++)
         if (rows[i].events || rows[i].activations || rows[i].cpu_ns || rows[i].tasks)
             s[k++] = rows[i];
-    qsort(s, k, sizeof(*s), by_cpu);
+    qsort(s, k, sizeof(*s), S->opt->summary_by_self ? by_self : by_cpu);
     *out = s;
     return k;
 }
@@ -114,7 +128,7 @@ static void text_table(struct summary *S, const char *title, struct pgc_row *row
     struct pgc_out *o = S->out;
     char b[512];
     struct pgc_row *s;
-    uint32_t k = sorted(rows, n, &s);
+    uint32_t k = sorted(S, rows, n, &s);
     if (k == UINT32_MAX)
         return;
     int tasks = 0; /* the "on behalf" column only where tasks ran (docs/converter.md) */
@@ -123,9 +137,9 @@ static void text_table(struct summary *S, const char *title, struct pgc_row *row
     /* title: its names already made safe by the callers */
     snprintf(b, sizeof(b), "\n%s — CPU %.3f ms in %" PRIu64 " events\n", title, ms(total_cpu), events);
     pgc_out_str(o, b);
-    int hn = snprintf(b, sizeof(b), "%-24s %11s %6s %11s %11s %9s %8s %10s %10s%s |jank:", "group", "cpu ms",
-                      "cpu%", "wall ms", "blocked ms", "activ.", "events", "max cpu", "max wall",
-                      tasks ? "    on behalf ms" : "");
+    int hn = snprintf(b, sizeof(b), "%-24s %11s %6s %11s %6s %11s %11s %9s %8s %10s %10s%s |jank:",
+                      "group", "cpu ms", "cpu%", "self ms", "self%", "wall ms", "blocked ms",
+                      "activ.", "events", "max cpu", "max wall", tasks ? "    on behalf ms" : "");
     for (int j = 0; j < PGC_JANK_BUCKETS && hn > 0 && (size_t)hn < sizeof(b) - 16; j++) {
         char lab[8];
         snprintf(lab, sizeof(lab), ">%d", 1 << j);
@@ -138,9 +152,15 @@ static void text_table(struct summary *S, const char *title, struct pgc_row *row
         const struct pgc_row *r = &s[i];
         double pct = total_cpu ? 100.0 * (double)r->cpu_ns / (double)total_cpu : 0;
         char name[128];
-        int n0 = snprintf(b, sizeof(b), "%-24.24s %11.3f %6.1f %11.3f %11.3f %9" PRIu64 " %8" PRIu64
-                          " %10.3f %10.3f", pgc_text_safe(name, sizeof(name), r->name),
-                          ms(r->cpu_ns), pct, ms(r->wall_ns), ms(r->blocked_ns),
+        char self[2][16] = {"?", "?"}; /* unknown: an older file's (docs/converter.md) */
+        if (pgc_row_self_known(r)) {
+            snprintf(self[0], sizeof self[0], "%.3f", ms(r->self_ns));
+            snprintf(self[1], sizeof self[1], "%.1f",
+                     total_cpu ? 100.0 * (double)r->self_ns / (double)total_cpu : 0);
+        }
+        int n0 = snprintf(b, sizeof(b), "%-24.24s %11.3f %6.1f %11s %6s %11.3f %11.3f %9" PRIu64
+                          " %8" PRIu64 " %10.3f %10.3f", pgc_text_safe(name, sizeof(name), r->name),
+                          ms(r->cpu_ns), pct, self[0], self[1], ms(r->wall_ns), ms(r->blocked_ns),
                           r->activations, r->events, ms(r->longest_ns), ms(r->longest_wall_ns));
         if (tasks)
             n0 += snprintf(b + n0, sizeof(b) - (size_t)n0, " %15.3f", ms(r->task_cpu_ns));
@@ -176,7 +196,7 @@ static void json_totals(struct summary *S, struct pgc_row *rows, uint32_t n, uin
     pgc_out_u64(o, events);
     PGC_LIT(o, ",");
     struct pgc_row *s;
-    uint32_t k = sorted(rows, n, &s);
+    uint32_t k = sorted(S, rows, n, &s);
     if (k == UINT32_MAX)
         return;
     PGC_LIT(o, "\"groups\":[");
@@ -188,6 +208,11 @@ static void json_totals(struct summary *S, struct pgc_row *rows, uint32_t n, uin
         pgc_out_fixed(o, (int64_t)r->cpu_ns, 1000000);
         PGC_LIT(o, ",\"cpu_percent\":");
         pgc_out_double(o, total_cpu ? 100.0 * (double)r->cpu_ns / (double)total_cpu : 0);
+        PGC_LIT(o, ",\"self_ms\":"); /* null: unknown (an older file), never 0 for it */
+        if (pgc_row_self_known(r))
+            pgc_out_fixed(o, (int64_t)r->self_ns, 1000000);
+        else
+            PGC_LIT(o, "null");
         PGC_LIT(o, ",\"wall_ms\":");
         pgc_out_fixed(o, (int64_t)r->wall_ns, 1000000);
         PGC_LIT(o, ",\"blocked_ms\":");
@@ -346,7 +371,7 @@ static int totals_threads(struct summary *S)
                 S->thread_events += t->events;
                 continue;
             }
-            pgc_row_from_totals(&S->rows[gi], t);
+            pgc_row_from_totals(&S->rows[gi], &all[i]);
         }
         uint32_t tid = 0, idx;
         char name[96];

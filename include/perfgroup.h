@@ -104,6 +104,12 @@ struct perfgroup_stats {
      * of the task its own stopwatches did not hold (charged once). */
     uint64_t task_cpu_ns;
     uint64_t tasks;                /* tasks that charged it */
+    /* Self time: of cpu_ns, the CPU time while the group was the innermost running one —
+     * started by the innermost acquiring frame of its thread's event (a re-entry of a group
+     * already running does not make it innermost; the top group: while no group was). Its
+     * error bounds: docs/accounting.md, "Self time". Appended: older fields keep their
+     * offsets. */
+    uint64_t self_ns;
 };
 
 struct perfgroup_snapshot; /* opaque */

@@ -163,7 +163,7 @@ static void apply_totals(struct pgl_file *lf, const struct pgc_file *f)
             t->events = x->events;
             continue;
         }
-        pgc_row_from_totals(&t->rows[gi], x);
+        pgc_row_from_totals(&t->rows[gi], sl);
     }
     for (uint32_t i = 0; i < lf->nthreads; i++) {
         struct pgl_thread *t = &lf->threads[i];

@@ -151,12 +151,14 @@ static uint32_t by_name(const struct pgl_file *f, const uint32_t *canon, struct 
     return n;
 }
 
-enum field { F_CPU, F_WALL, F_BLOCKED, F_ACT, F_EVENTS, F_JANK, F_TASK_CPU, F_TASKS, NFIELDS };
+enum field { F_CPU, F_SELF, F_WALL, F_BLOCKED, F_ACT, F_EVENTS, F_JANK, F_TASK_CPU, F_TASKS, NFIELDS };
 static const struct {
     const char *name, *help;
 } group_family[NFIELDS] = {
     {"perfgroup_group_cpu_seconds_total",
      "CPU time the thread spent in the group during events (seconds)"},
+    {"perfgroup_group_self_cpu_seconds_total",
+     "Of that, CPU time while the group was the innermost running one: its self time (seconds)"},
     {"perfgroup_group_wall_seconds_total",
      "Wall-clock time the group held the thread during events (seconds)"},
     {"perfgroup_group_blocked_seconds_total",
@@ -178,6 +180,8 @@ static void group_series(FILE *o, const struct pgl_file *f, const struct named *
         return;
     if ((k == F_TASK_CPU || k == F_TASKS) && !r->tasks)
         return; /* series of tasks only where tasks ran */
+    if (k == F_SELF && !pgc_row_self_known(r))
+        return; /* unknown (an older writer's file): no series rather than a false 0 */
     if (k == F_JANK) {
         for (int j = 0; j < PGC_JANK_BUCKETS; j++) {
             fputs(group_family[k].name, o);
@@ -191,6 +195,7 @@ static void group_series(FILE *o, const struct pgl_file *f, const struct named *
     fputs("} ", o);
     switch (k) {
     case F_CPU: fprintf(o, "%.9f\n", (double)r->cpu_ns / 1e9); break;
+    case F_SELF: fprintf(o, "%.9f\n", (double)r->self_ns / 1e9); break;
     case F_WALL: fprintf(o, "%.9f\n", (double)r->wall_ns / 1e9); break;
     case F_BLOCKED: fprintf(o, "%.9f\n", (double)r->blocked_ns / 1e9); break;
     case F_ACT: fprintf(o, "%" PRIu64 "\n", r->activations); break;

@@ -96,6 +96,7 @@ static int update(struct top_file *t, const struct pgl_file *f, int64_t now)
         if (g < t->nprev) {
             const struct pgc_row *p = &t->prev[g];
             d[g].cpu_ns -= p->cpu_ns;
+            d[g].self_ns -= p->self_ns;
             d[g].wall_ns -= p->wall_ns;
             d[g].blocked_ns -= p->blocked_ns;
             d[g].activations -= p->activations;
@@ -155,6 +156,16 @@ static void print_rate(FILE *o, int width, double v, double secs)
         fprintf(o, " %*s", width, "-");
 }
 
+/* The self-time share column (docs/accounting.md "Self time"): "?" where a part of it is
+ * unknown (an older writer's file), never a false 0. */
+static void print_self(FILE *o, int known, uint64_t self_ns, uint64_t cpu_ns)
+{
+    if (known)
+        fprintf(o, " %6.1f", cpu_ns ? 100.0 * (double)self_ns / (double)cpu_ns : 0);
+    else
+        fprintf(o, " %6s", "?");
+}
+
 static void show_row(FILE *o, const struct top_file *t, const struct pgc_row *d, int tasks)
 {
     const struct pgc_row *tot = &t->prev[d - t->delta];
@@ -162,6 +173,7 @@ static void show_row(FILE *o, const struct top_file *t, const struct pgc_row *d,
     fputs("  ", o);
     put_name(o, d->name, 18);
     fprintf(o, " %6.1f", pct);
+    print_self(o, d->self_unknown == 0, d->self_ns, t->delta_cpu);
     print_rate(o, 8, (double)d->cpu_ns / 1e6, t->delta_s);
     print_rate(o, 8, (double)d->events, t->delta_s);
     fprintf(o, " %6" PRIu64, d->jank[JANK_SHOWN]);
@@ -202,7 +214,7 @@ static void show_file(FILE *o, const struct pgl_file *f, const struct top_file *
     int tasks = 0; /* the "behalf s" column only where tasks ran */
     for (uint32_t g = 0; g < t->nprev; g++)
         tasks |= t->prev[g].tasks != 0;
-    fprintf(o, "  %-18s %6s %8s %8s %6s %8s %9s %7s%s\n", "group", "CPU%", "CPU ms/s",
+    fprintf(o, "  %-18s %6s %6s %8s %8s %6s %8s %9s %7s%s\n", "group", "CPU%", "self%", "CPU ms/s",
             "events/s", "jank", "blk ms/s", "CPU s", "jank>16", tasks ? "  behalf s" : "");
     struct pgc_row **order = malloc((t->nprev + 1) * sizeof(*order));
     if (!order)
@@ -213,9 +225,10 @@ static void show_file(FILE *o, const struct pgl_file *f, const struct top_file *
             order[n++] = &t->delta[g];
     qsort(order, n, sizeof(*order), by_interval);
     if (n > ROWS_SHOWN) { /* 2,000 groups stay readable: the heaviest, then the rest folded */
-        uint64_t cpu = 0, events = 0;
+        uint64_t cpu = 0, events = 0, self = 0, unknown = 0;
         for (uint32_t i = ROWS_SHOWN; i < n; i++)
-            cpu += order[i]->cpu_ns, events += order[i]->events;
+            cpu += order[i]->cpu_ns, events += order[i]->events, self += order[i]->self_ns,
+                unknown += order[i]->self_unknown;
         double pct = t->delta_cpu ? 100.0 * (double)cpu / (double)t->delta_cpu : 0;
         char more[40];
         snprintf(more, sizeof more, "(%" PRIu32 " more)", n - ROWS_SHOWN);
@@ -223,6 +236,7 @@ static void show_file(FILE *o, const struct pgl_file *f, const struct top_file *
         for (uint32_t i = 0; i < n; i++)
             show_row(o, t, order[i], tasks);
         fprintf(o, "  %-18.18s %6.1f", more, pct);
+        print_self(o, unknown == 0, self, t->delta_cpu);
         print_rate(o, 8, (double)cpu / 1e6, t->delta_s);
         print_rate(o, 8, (double)events, t->delta_s);
         fputc('\n', o);

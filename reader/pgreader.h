@@ -85,6 +85,10 @@ struct pgr_event_group {  /* one element of PGF_REC_EVENT's group list */
     uint64_t cycles;
     uint64_t cpu_ns;
     uint64_t activations;
+    /* self time (format.h): has_self 0 in records of writers before it (unknown) */
+    uint8_t has_self;
+    uint64_t self_ns;
+    uint32_t parent;      /* the innermost running group's id + 1 at its first stopwatch; 0: none */
 };
 
 /* One record; `kind` selects the union member (field names as in perfgroup/format.h). */

@@ -386,7 +386,14 @@ static int decode_fields(struct cur *c, struct pgr_record *rec, uint32_t n, uint
             TRY(mp_u64(c, &g->cycles, "cycles"));
             TRY(mp_u64(c, &g->cpu_ns, "cpu_ns"));
             TRY(mp_u64(c, &g->activations, "activations"));
-            for (uint32_t j = 4; j < m; j++)
+            g->has_self = m >= 6;
+            g->self_ns = 0;
+            g->parent = 0;
+            if (g->has_self) {
+                TRY(mp_u64(c, &g->self_ns, "self_ns"));
+                TRY(mp_u32(c, &g->parent, "parent"));
+            }
+            for (uint32_t j = g->has_self ? 6 : 4; j < m; j++)
                 TRY(mp_skip(c, 2));
         }
         x->groups = r->groups;

@@ -67,6 +67,7 @@ struct pg_totals {
     uint64_t discarded;
     uint64_t max_wall_ns;
     uint64_t task_cpu_ns, tasks; /* on the group's behalf (tasks.c) */
+    uint64_t self_ns;            /* of cpu_ns, its self time (docs/accounting.md) */
 };
 _Static_assert(sizeof(struct pg_totals) == sizeof(struct pgf_totals), "pg_totals is pgf_totals");
 _Static_assert(offsetof(struct pg_totals, jank) == offsetof(struct pgf_totals, jank),
@@ -91,6 +92,7 @@ _Static_assert(offsetof(struct pg_totals, max_wall_ns) == offsetof(struct pgf_to
         if ((d)->events == 0 || (s)->min_event_ns < (d)->min_event_ns)                        \
             (d)->min_event_ns = (s)->min_event_ns;                                            \
         (d)->cpu_ns += (s)->cpu_ns;                                                           \
+        (d)->self_ns += (s)->self_ns;                                                         \
         (d)->wall_ns += (s)->wall_ns;                                                         \
         (d)->blocked_ns += (s)->blocked_ns;                                                   \
         (d)->cycles += (s)->cycles;                                                           \

@@ -92,6 +92,12 @@ PG_HIDDEN void perfgroup__cputime_init(void)
  * its groups (each group has one live stopwatch per iteration at most). */
 static void attribute(struct pg_thread *t, uint64_t off)
 {
+    /* the innermost acquiring frame's groups: off their self time too (none: the event's) */
+    uint32_t inner = t->depth;
+    while (inner > 0 && (!t->stack[inner - 1].mask || t->stack[inner - 1].iter != t->iter))
+        inner--;
+    if (inner == 0)
+        t->ev_inner += off;
     for (uint32_t i = 0; i < t->depth; i++) {
         const struct pg_frame *f = &t->stack[i];
         if (!f->mask || f->iter != t->iter)
@@ -102,10 +108,9 @@ static void attribute(struct pg_thread *t, uint64_t off)
             uint32_t gid = f->fn->gid[j];
             struct pg_gstate *s = &t->sw[gid];
             t->goff[gid] += off;
-            if (s->stamp != t->event_stamp) { /* joins the event's list, as pg_charge does */
-                s->stamp = t->event_stamp;
-                pg_exec_add(t, gid);
-            }
+            if (i + 1 == inner)
+                s->self -= off; /* modulo 2^64: commit() clamps it */
+            pg_stamp(t, s, gid, f); /* joins the event's list, as pg_charge does */
         }
     }
 }

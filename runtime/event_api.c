@@ -55,15 +55,23 @@ int perfgroup_event_end(void)
 }
 
 /* Charge, or restart, the stopwatches of the live frames [0, depth) of iteration `iter`.
- * Only nested-loop calls walk the shadow stack: the hooks never do. */
+ * Only nested-loop calls walk the shadow stack: the hooks never do. Innermost first: each
+ * frame's self time is its span less its ended nested frames' (inner) and the live one's
+ * above it (up), as if they all ended here (pg_frame_end). */
 static void bank_frames(struct pg_thread *t, uint32_t depth, uint64_t iter, uint64_t tsc)
 {
     uint32_t cpu = pg_cpu_now();
-    for (uint32_t i = 0; i < depth; i++) {
+    uint64_t up = 0;
+    for (uint32_t i = depth; i-- > 0;) {
         struct pg_frame *f = &t->stack[i];
-        if (f->mask && f->iter == iter)
-            pg_charge_frame(t, f, tsc, cpu, 0); /* no activation yet: it goes on after */
+        if (f->iter != iter)
+            continue; /* stale (and so is every frame below it) */
+        if (f->mask && pg_charge_frame(t, f, tsc, cpu, f->inner + up, 0)) /* it goes on after */
+            up = tsc - f->tsc;
+        else
+            up += f->inner;
     }
+    t->ev_inner += up;
 }
 
 static void restart_frames(struct pg_thread *t, uint32_t depth, uint64_t old_iter, uint64_t tsc)
@@ -75,6 +83,7 @@ static void restart_frames(struct pg_thread *t, uint32_t depth, uint64_t old_ite
             continue;
         f->iter = t->iter;
         f->tsc = tsc;
+        f->inner = 0;
         f->cpu = cpu;
         for (unsigned j = 0; j < f->fn->ngroups; j++)
             if (f->mask & (1u << j))

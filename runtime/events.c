@@ -62,6 +62,7 @@ PG_HIDDEN void perfgroup__event_open(struct pg_thread *t, uint64_t tsc, int kind
     if (perfgroup__rec_mode_now())
         perfgroup__progress_open(t, 1);
     t->last_tsc = t->event_begin_tsc;
+    t->ev_inner = 0;
     pg_cur_refresh(t); /* a new iteration: every frame's stopwatch is stale */
     PG_TEST_POINT(2);
     pg_latch_drop(latch);
@@ -111,11 +112,12 @@ static uint32_t totals_write_begin(struct pg_thread *t, uint32_t epoch)
     return seq;
 }
 
-static void totals_add(struct pg_totals *tot, uint64_t cycles, uint64_t cpu_ns, uint64_t wall_ns,
-                       uint64_t acts, uint64_t discarded)
+static void totals_add(struct pg_totals *tot, uint64_t cycles, uint64_t cpu_ns, uint64_t self_ns,
+                       uint64_t wall_ns, uint64_t acts, uint64_t discarded)
 {
     TADD(tot->cycles, cycles);
     TADD(tot->cpu_ns, cpu_ns);
+    TADD(tot->self_ns, self_ns);
     TADD(tot->wall_ns, wall_ns);
     TADD(tot->blocked_ns, wall_ns > cpu_ns ? wall_ns - cpu_ns : 0);
     TADD(tot->activations, acts);
@@ -130,6 +132,23 @@ static void totals_add(struct pg_totals *tot, uint64_t cycles, uint64_t cpu_ns, 
     unsigned m = perfgroup__jank_mask(cpu_ns);
     for (unsigned i = 0; m; i++, m >>= 1)
         TADD(tot->jank[i], m & 1);
+}
+
+/* A group's self time in the event, in CPU ns, from its self cycles (modulo 2^64: below 0
+ * after sampled starts' corrections, or the off-CPU ticks of a measured thread taken off)
+ * as its charged time is found from its cycles: measured, the ticks (their off-CPU part is
+ * off already, cputime.c); estimated, the event's CPU shared by cycles. At most the
+ * cycles charged, and the group's CPU time `gcpu` (docs/accounting.md, "Self time"). */
+static uint64_t self_cpu(const struct pg_thread *t, uint64_t self, uint64_t charged,
+                         uint64_t ev_cycles, uint64_t cpu_ns, uint64_t gcpu)
+{
+    if ((int64_t)self <= 0)
+        return 0;
+    if (self > charged)
+        self = charged;
+    uint64_t ns = t->measured ? perfgroup__ticks_to_ns(self)
+                              : (uint64_t)((double)self / (double)ev_cycles * (double)cpu_ns);
+    return ns < gcpu ? ns : gcpu;
 }
 
 /* Close the thread's current event at `end_tsc` with `cpu_ns` of CPU time, the top group's.
@@ -151,7 +170,15 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
 
     uint32_t seq = totals_write_begin(t, epoch);
 
-    struct perfgroup_rec_group_share *shares = t->shares; /* room for every group */
+    int recording = perfgroup__rec_mode_now() && t->rec;
+    struct perfgroup_rec_group_share *shares = t->shares; /* room for every group, but: */
+    uint32_t room = shares == t->shares0 ? PG_SHARES_INLINE : t->cap;
+    if (recording && room < t->nexec) { /* the entry's inline room is short: once a thread */
+        if (!t->shares_big)
+            t->shares_big = perfgroup__map(sizeof *shares * PG_GROUPS_INLINE);
+        if (t->shares_big)
+            shares = t->shares_big, room = PG_GROUPS_INLINE;
+    }
     unsigned nshares = 0;
     uint64_t ev_wall = ev_ok ? perfgroup__ticks_to_ns(ev_cycles) : 0;
     if (ev_ok && cpu_ns > ev_wall) {
@@ -166,8 +193,12 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
         cpu_ns = ev_wall;
     }
     struct pg_totals *top = totals_for(t, PG_TOP_GROUP);
-    if (top && ev_ok)
-        totals_add(top, ev_cycles, cpu_ns, ev_wall, 1, 0);
+    if (top && ev_ok) {
+        /* its self time: the event's cycles no acquiring frame of it held (ev_inner) */
+        uint64_t own = (int64_t)(ev_cycles - t->ev_inner) < 0 ? 0 : ev_cycles - t->ev_inner;
+        totals_add(top, ev_cycles, cpu_ns, self_cpu(t, own, ev_cycles, ev_cycles, cpu_ns, cpu_ns),
+                   ev_wall, 1, 0);
+    }
     else if (top)
         TADD(top->discarded, 1);
     PG_TEST_POINT(4);
@@ -196,14 +227,20 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
                     gcpu = gwall;
                 if (gcpu > cpu_ns) /* a stopwatch lies inside its event: so does its CPU time */
                     gcpu = cpu_ns;
-                totals_add(tot, recent, gcpu, gwall, s->acts, s->discarded);
+                uint64_t gself = self_cpu(t, s->self, recent, ev_cycles, cpu_ns, gcpu);
+                totals_add(tot, recent, gcpu, gself, gwall, s->acts, s->discarded);
                 if (s->discarded)
                     t->event_flags |= PGF_EVENT_F_DISCARDED;
                 perfgroup__alerts_check(t, ename, gid, gcpu, gwall, cpu_ns);
-                shares[nshares++] = (struct perfgroup_rec_group_share){gid, recent, gcpu, s->acts};
+                if (recording && nshares < room) /* (resident only in threads that record) */
+                    shares[nshares++] = (struct perfgroup_rec_group_share){gid, recent, gcpu,
+                                                                          s->acts, gself, s->parent};
+                else if (recording)
+                    t->ov_dropped++; /* no memory for shares_big: counted, never guessed */
             }
         }
         s->recent = 0;
+        s->self = 0;
         t->goff[gid] = 0;
         s->acts = 0;
         s->discarded = 0;
@@ -212,7 +249,7 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
     atomic_store_explicit(&t->seq, seq + 2, memory_order_release);
     PG_TEST_POINT(6);
 
-    if (perfgroup__rec_mode_now() && t->rec) {
+    if (recording) {
         if (t->rec_name_ptr != ename) {
             t->rec_name_ptr = ename;
             t->rec_name_id = perfgroup__rec_string(ename);

@@ -62,6 +62,7 @@ static PG_ALWAYS_INLINE uint64_t push_frame(struct pg_thread *t, struct pg_func 
     f->sp = sp;
     f->ra = ra;
     f->tsc = tsc;
+    f->inner = 0;
     t->last_tsc = tsc; /* (an estimated start: the value it had) */
     f->iter = t->iter;
     f->fn = fn;
@@ -248,8 +249,10 @@ static __attribute__((noinline)) uint64_t enter_sampled(struct pg_thread *t, str
     uint64_t corr = (tsc - t->last_tsc) * s0->est_cycle;
     est_reload(t, s0);
     for (unsigned i = 0; i < fn->ngroups; i++)
-        if (mask & (1u << i))
-            pg_charge(t, fn->gid[i], (uint64_t)0 - corr, 1, 0); /* modulo 2^64: commit() */
+        if (mask & (1u << i)) /* modulo 2^64: commit() */
+            pg_charge(t, fn->gid[i], (uint64_t)0 - corr, (uint64_t)0 - corr, 1, 0, &t->stack[d]);
+    /* the gaps were the enclosing frame's code (or the event's own): its self time */
+    *pg_inner_of(t, d) -= corr;
     uint64_t token = push_frame(t, fn, sp, ra, mask, d, t->last_tsc, pg_cpu_fast());
     t->last_tsc = tsc;
     return token;
@@ -317,8 +320,7 @@ static PG_ALWAYS_INLINE void exit_frame(struct pg_thread *t, uint32_t idx, uint6
         else
             perfgroup__rec_interval(t->rec, fn->id, (uint8_t)mask, depth, f->tsc, tsc - f->tsc);
     }
-    if (PG_LIKELY(mask != 0) && PG_LIKELY(f->iter == t->iter))
-        pg_charge_frame(t, f, tsc, hot ? pg_cpu_fast() : pg_cpu_now(), 1);
+    pg_frame_end(t, idx, tsc, hot ? pg_cpu_fast() : pg_cpu_now()); /* charged, if current */
     /* A stale frame (a nested loop or a new event started since) is dropped uncharged: its
      * groups' `running` holds an old iteration, which no longer blocks a new stopwatch. */
     t->depth = idx;

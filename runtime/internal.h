@@ -36,6 +36,7 @@
 #define PG_GROUP_BLOCK      1024   /* groups per registry / totals block */
 #define PG_GROUP_BLOCKS     4096   /* => at most 4M groups */
 #define PG_GROUPS_INLINE    64     /* groups whose per-thread tables live in the entry */
+#define PG_SHARES_INLINE    16     /* of them, room in the entry for an event's record */
 #define PG_MAX_GROUPS       (PG_GROUP_BLOCK * PG_GROUP_BLOCKS)
 #define PG_NEST_MAX         16     /* nested event loops per thread */
 #define PG_ALERTS_MAX       16
@@ -87,11 +88,18 @@ struct pg_func {
 struct pg_gstate {
     uint64_t running;   /* iteration whose stopwatch holds the group; 0: none */
     uint64_t recent;    /* cycles charged in the current event */
+    uint64_t self;      /* of them, the cycles its frames were the innermost acquiring one
+                         * (self time, docs/accounting.md "Self time"), less the off-CPU
+                         * ticks settled while they were; modulo 2^64 (a sampled start's
+                         * correction may take it below 0): commit() clamps it */
     uint32_t acts;      /* stopwatches committed in the current event */
     uint32_t stamp;     /* == thread's event_stamp: executed in the current event */
     uint32_t discarded; /* measures dropped in the current event (CPU change, TSC backwards) */
     uint16_t est_left;  /* estimated starts left to this group's next sampled one (hooks.c) */
     uint16_t est_cycle; /* the length of its current sampling cycle; 0: none yet */
+    uint32_t parent;    /* in the current event (set with stamp): the innermost running group
+                         * (id + 1) when its first stopwatch of the event ran; 0: the event's
+                         * root (the recording's call tree, docs/accounting.md "Self time") */
 };
 
 /* One acquiring activation on the shadow stack. */
@@ -102,6 +110,8 @@ struct pg_frame {
     uint64_t iter;
     struct pg_func *fn;
     uint64_t bits;       /* re-entry bits of the groups it started (reentry.c) */
+    uint64_t inner;      /* the cycles of its span its nested acquiring frames took (their
+                          * spans as they ended), modulo 2^64: its self is span - inner */
     uint32_t cpu;
     uint16_t gen;        /* token check: a frame dropped by resync is never charged */
     uint8_t mask;        /* bit i: fn->gid[i] was acquired here */
@@ -144,7 +154,11 @@ struct pg_thread {
     uint32_t nexec, exec_cap;   /* groups executed in the current event */
     struct pg_gstate *sw;       /* the groups' stopwatches, by group id (sw0, or a mapping) */
     uint32_t *exec;
-    struct perfgroup_rec_group_share *shares; /* an event's groups for its record (cold) */
+    struct perfgroup_rec_group_share *shares; /* an event's groups for its record (cold):
+                                 * shares0 (PG_SHARES_INLINE of them) or grow_groups' (cap) */
+    struct perfgroup_rec_group_share *shares_big; /* PG_GROUPS_INLINE of them, mapped at the
+                                 * first recorded event of more than PG_SHARES_INLINE groups
+                                 * while the tables are the entry's (kept for its life) */
     uint64_t *goff;             /* per group: of its `recent`, the ticks the thread spent off
                                  * its CPU, added by the settling of a deschedule to every
                                  * stopwatch live across it (cputime.c); cold, never touched
@@ -157,6 +171,10 @@ struct pg_thread {
     uint64_t est_win;           /* exact: the counter at the rate window's first start */
     uint64_t est_tick;          /* perfgroup__tick at the newest start that read the counter
                                  * in an estimating event (0: an odd one) */
+    uint64_t ev_inner;          /* the event's cycles its outermost acquiring frames took, and
+                                 * its off-CPU ticks while none ran: the top group's self is
+                                 * the event's cycles less these (pg_frame.inner's for the
+                                 * event's root) */
 
     /* ---- cold: events and commits, own thread only ---- */
     const char *event_name;
@@ -235,10 +253,12 @@ struct pg_thread {
      * everything above and the first frames fit in two pages) ---- */
     /* the first PG_GROUPS_INLINE groups' tables (g, exec, goff point here until a group
      * beyond them runs: perfgroup__grow_groups maps larger ones) */
-    struct pg_gstate sw0[PG_GROUPS_INLINE];
     uint32_t exec0[PG_GROUPS_INLINE];
     uint64_t goff0[PG_GROUPS_INLINE];
-    struct perfgroup_rec_group_share shares0[PG_GROUPS_INLINE];
+    struct pg_gstate sw0[PG_GROUPS_INLINE];
+    /* an event's first PG_SHARES_INLINE groups for its record, written at commit while
+     * recording only; an event of more, in a thread of inline tables, takes shares_big */
+    struct perfgroup_rec_group_share shares0[PG_SHARES_INLINE];
     struct pg_frame stack[PG_STACK_MAX];     /* hot: the shadow stack */
     /* per block of PG_GROUP_BLOCK groups from the second on, the thread's totals (mapped at
      * its first commit of a group there; snapshots read them); [0] unused: totals_b0 */
@@ -388,43 +408,95 @@ static inline void pg_exec_clear(struct pg_thread *t)
 }
 
 /*
- * Charge `delta` cycles of a stopwatch of group `gid` to the current event (ok == 0: the
- * measure is dropped and counted), `finished`: the stopwatch ends here (an activation; a
- * nested loop's banking charges without ending it). The group joins the event's list of
- * executed groups the first time. Used by the exit hook, thread exit and nested loops.
+ * Charge `delta` cycles of a stopwatch of group `gid` to the current event, `self` of them
+ * its self time (ok == 0: the measure is dropped and counted), `finished`: the stopwatch
+ * ends here (an activation; a nested loop's banking charges without ending it). The group
+ * joins the event's list of executed groups the first time, with its parent: the innermost
+ * running group below frame `at` (its frame, or the one a sampled start is pushing). Used
+ * by the exit hook, thread exit, nested loops and the sampled starts' corrections.
  */
+/* The innermost running group below frame `at` (id + 1; its frame's first acquired group),
+ * 0 if none: the innermost acquiring frame under it of the current iteration. Cold: once per
+ * group and event, out of line (the exit hook's registers stay its own). */
+static __attribute__((noinline, cold)) uint32_t pg_parent_below(const struct pg_thread *t,
+                                                                const struct pg_frame *at)
+{
+    for (uint32_t i = (uint32_t)(at - t->stack); i-- > 0;) {
+        const struct pg_frame *p = &t->stack[i];
+        if (p->iter != t->iter)
+            break;
+        if (p->mask)
+            return p->fn->gid[__builtin_ctz(p->mask)] + 1;
+    }
+    return 0;
+}
+
+/* Group `gid` joins the event (its first stopwatch in it, frame `at`): listed, its parent. */
 static inline __attribute__((always_inline)) void
-pg_charge(struct pg_thread *t, uint32_t gid, uint64_t delta, int ok, int finished)
+pg_stamp(struct pg_thread *t, struct pg_gstate *s, uint32_t gid, const struct pg_frame *at)
+{
+    if (s->stamp != t->event_stamp) {
+        s->stamp = t->event_stamp;
+        s->parent = pg_parent_below(t, at);
+        pg_exec_add(t, gid);
+    }
+}
+
+static inline __attribute__((always_inline)) void
+pg_charge(struct pg_thread *t, uint32_t gid, uint64_t delta, uint64_t self, int ok, int finished,
+          const struct pg_frame *at)
 {
     struct pg_gstate *s = &t->sw[gid];
     if (finished)
         s->running = 0;
     if (PG_LIKELY(ok)) {
         s->recent += delta;
+        s->self += self;
         s->acts += (uint32_t)finished;
     } else {
         s->discarded++;
     }
-    if (s->stamp != t->event_stamp) {
-        s->stamp = t->event_stamp;
-        pg_exec_add(t, gid);
-    }
+    pg_stamp(t, s, gid, at);
 }
 
 /* Charge every group frame f acquired, up to `tsc` (the off-CPU time inside it is settled
- * into the group by cputime.c), if it belongs to the current iteration; where counter
- * intervals are not valid across CPUs (perfgroup__cpu_mask), if it ends on the CPU it
- * started on. */
-static inline __attribute__((always_inline)) void
+ * into the group by cputime.c), `inner` of it its nested acquiring frames' (its self time is
+ * the rest), if it belongs to the current iteration; where counter intervals are not valid
+ * across CPUs (perfgroup__cpu_mask), if it ends on the CPU it started on. Returns whether
+ * the measure was kept. */
+static inline __attribute__((always_inline)) int
 pg_charge_frame(struct pg_thread *t, const struct pg_frame *f, uint64_t tsc, uint32_t cpu,
-                int finished)
+                uint64_t inner, int finished)
 {
     const struct pg_func *fn = f->fn;
     uint64_t delta = tsc - f->tsc;
     int ok = ((cpu ^ f->cpu) & perfgroup__cpu_mask) == 0 && (int64_t)delta >= 0;
     for (unsigned i = 0; i < fn->ngroups; i++)
         if (f->mask & (1u << i))
-            pg_charge(t, fn->gid[i], delta, ok, finished);
+            pg_charge(t, fn->gid[i], delta, delta - inner, ok, finished, f);
+    return ok;
+}
+
+/* Where the span of frame `idx` goes when it ends (self time): the `inner` of the frame
+ * below if that one is of the current iteration, else the event's own (its root). */
+static inline __attribute__((always_inline)) uint64_t *pg_inner_of(struct pg_thread *t, uint32_t idx)
+{
+    return idx != 0 && t->stack[idx - 1].iter == t->iter ? &t->stack[idx - 1].inner : &t->ev_inner;
+}
+
+/* Frame `idx` ends at `tsc`: charged if it is of the current iteration, and its span goes
+ * to the frame holding it; a frame that acquired nothing (trace mode's re-entries) is not
+ * the innermost of anything: its nested frames' spans go on down. */
+static inline __attribute__((always_inline)) void
+pg_frame_end(struct pg_thread *t, uint32_t idx, uint64_t tsc, uint32_t cpu)
+{
+    struct pg_frame *f = &t->stack[idx];
+    if (PG_LIKELY(f->iter == t->iter)) {
+        uint64_t up = f->inner;
+        if (PG_LIKELY(f->mask != 0) && PG_LIKELY(pg_charge_frame(t, f, tsc, cpu, f->inner, 1)))
+            up = tsc - f->tsc;
+        *pg_inner_of(t, idx) += up;
+    }
 }
 
 /* ---- lifecycle.c: start-up, once (its constructor, or the first call that needs it) ------ */

@@ -229,9 +229,7 @@ static void thread_exit(void *arg)
     uint32_t cpu = pg_cpu_now();
     perfgroup__trace_frames(t, 0, t->depth, tsc);
     while (t->depth > 0) {
-        struct pg_frame *f = &t->stack[t->depth - 1];
-        if (f->mask && f->iter == t->iter)
-            pg_charge_frame(t, f, tsc, cpu, 1);
+        pg_frame_end(t, t->depth - 1, tsc, cpu); /* innermost first: self time as at exits */
         t->depth--;
     }
     perfgroup__event_close(t, tsc);
@@ -327,10 +325,13 @@ static void fork_restart_event(struct pg_thread *t)
     for (uint32_t i = 0; i < t->depth; i++) {
         t->stack[i].tsc = tsc;
         t->stack[i].cpu = cpu;
+        t->stack[i].inner = 0;
     }
+    t->ev_inner = 0;
     for (uint32_t i = 0; i < t->nexec; i++) {
         struct pg_gstate *s = &t->sw[t->exec[i]];
         s->recent = 0;
+        s->self = 0;
         t->goff[t->exec[i]] = 0;
         s->acts = 0;
         s->discarded = 0;

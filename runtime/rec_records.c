@@ -215,7 +215,7 @@ void perfgroup__rec_event(struct perfgroup_rec_thread *hw, uint32_t name_string_
      * event of more groups than a chunk holds lists the heaviest that fit and says how many
      * it could not (`groups_more`); the whole-run totals hold them all. */
     heaviest_first(groups, ngroups);
-    uint32_t fixed = CLOCK_MAX + 1 + 1 + 5 + 9 + 9 + 9 + 5 + 5 + 5, per = 1 + 5 + 9 + 9 + 9;
+    uint32_t fixed = CLOCK_MAX + 1 + 1 + 5 + 9 + 9 + 9 + 5 + 5 + 5, per = 1 + 5 + 9 + 9 + 9 + 9 + 5;
     uint32_t room = ((w->chunk_bytes ? w->chunk_bytes : MIN_CHUNK) - PGF_CHUNK_HEADER_SIZE -
                      96 /* reserve_locked: the chunk's opening records */ - fixed) / per;
     unsigned more = ngroups > room ? ngroups - room : 0;
@@ -240,11 +240,13 @@ void perfgroup__rec_event(struct perfgroup_rec_thread *hw, uint32_t name_string_
     msgpack_pack_uint32(&pk, flags);
     msgpack_pack_array(&pk, ngroups);
     for (unsigned i = 0; i < ngroups; i++) {
-        msgpack_pack_array(&pk, 4);
+        msgpack_pack_array(&pk, 6); /* self_ns, parent: readers before them skip them */
         msgpack_pack_uint32(&pk, groups[i].group_id);
         msgpack_pack_uint64(&pk, groups[i].cycles);
         msgpack_pack_uint64(&pk, groups[i].cpu_ns);
         msgpack_pack_uint64(&pk, groups[i].activations);
+        msgpack_pack_uint64(&pk, groups[i].self_ns);
+        msgpack_pack_uint32(&pk, groups[i].parent);
     }
     if (more)
         msgpack_pack_uint32(&pk, more);

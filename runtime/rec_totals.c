@@ -62,7 +62,7 @@ static void totals_fold_locked(void) {
             recorder.ended_row = n, recorder.ended_cap = nc;
         }
         if (!recorder.ended_row[gid]) { /* the group's first: this slot becomes the row */
-            TOT_WRITE(s, { s->thread = 0; s->flags = PGF_TOTALS_F_USED | PGF_TOTALS_F_FOLDED; });
+            TOT_WRITE(s, { s->thread = 0; s->flags = PGF_TOTALS_F_USED | PGF_TOTALS_F_FOLDED | PGF_TOTALS_F_SELF; });
             recorder.ended_row[gid] = i + 1;
             continue;
         }
@@ -108,7 +108,7 @@ static int64_t totals_take_locked(uint32_t thread, uint32_t gid) {
         memset(&s->t, 0, sizeof s->t);
         s->thread = thread;
         s->group = gid;
-        s->flags = PGF_TOTALS_F_USED;
+        s->flags = PGF_TOTALS_F_USED | PGF_TOTALS_F_SELF; /* this writer measures self time */
     });
     return i;
 }

@@ -142,6 +142,7 @@ struct perfgroup_snapshot *perfgroup_snapshot_diff(const struct perfgroup_snapsh
         if (!e)
             continue;
         s[i].cpu_ns = sub(s[i].cpu_ns, e->cpu_ns);
+        s[i].self_ns = sub(s[i].self_ns, e->self_ns);
         s[i].wall_ns = sub(s[i].wall_ns, e->wall_ns);
         s[i].blocked_ns = sub(s[i].blocked_ns, e->blocked_ns);
         s[i].cycles = sub(s[i].cycles, e->cycles);

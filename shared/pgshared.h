@@ -294,11 +294,21 @@ struct pgc_row {
     /* tasks run on this thread on the group's behalf (perfgroup_task_*): whole-run totals
      * only (an event record does not carry them) */
     uint64_t task_cpu_ns, tasks;
+    /* self time (docs/accounting.md "Self time"): the sum of the parts that carried it;
+     * self_unknown counts the parts that did not (an older writer's slot, an event record):
+     * self is known only when that is 0 (pgc_row_self_known) */
+    uint64_t self_ns, self_unknown;
 };
 struct pgc_clock;
 void pgc_row_add(struct pgc_row *d, const struct pgc_row *s); /* d += s */
-/* d = a whole-run totals slot's body (format.h; longest: max_event_ns, max_wall_ns) */
-void pgc_row_from_totals(struct pgc_row *d, const struct pgf_totals *t);
+/* d = a whole-run totals slot's body (format.h; longest: max_event_ns, max_wall_ns); its
+ * self time known if the slot says so (PGF_TOTALS_F_SELF) */
+void pgc_row_from_totals(struct pgc_row *d, const struct pgf_totals_slot *slot);
+/* The row's self time is measured (every part of it carried one), and it has any part. */
+static inline int pgc_row_self_known(const struct pgc_row *r)
+{
+    return r->self_unknown == 0 && (r->events || r->activations || r->cpu_ns);
+}
 /* Adds the groups of one PGF_REC_EVENT r of file f to rows (one per group of f, by index). */
 void pgc_rows_add_event(struct pgc_row *rows, const struct pgc_file *f,
                         const struct pgc_clock *clk, const struct pgr_record *r);

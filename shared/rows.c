@@ -21,10 +21,13 @@ void pgc_row_add(struct pgc_row *d, const struct pgc_row *s)
         d->jank[k] += s->jank[k];
     d->task_cpu_ns += s->task_cpu_ns;
     d->tasks += s->tasks;
+    d->self_ns += s->self_ns;
+    d->self_unknown += s->self_unknown;
 }
 
-void pgc_row_from_totals(struct pgc_row *d, const struct pgf_totals *t)
+void pgc_row_from_totals(struct pgc_row *d, const struct pgf_totals_slot *slot)
 {
+    const struct pgf_totals *t = &slot->t;
     d->cpu_ns = t->cpu_ns;
     d->wall_ns = t->wall_ns;
     d->blocked_ns = t->blocked_ns;
@@ -36,6 +39,9 @@ void pgc_row_from_totals(struct pgc_row *d, const struct pgf_totals *t)
         d->jank[k] = t->jank[k];
     d->task_cpu_ns = t->task_cpu_ns;
     d->tasks = t->tasks;
+    int known = (slot->flags & PGF_TOTALS_F_SELF) != 0;
+    d->self_ns = known ? t->self_ns : 0;
+    d->self_unknown = !known;
 }
 
 /* One event's groups into rows (one per group of f): shared with the live view (live.c). */
@@ -54,6 +60,7 @@ void pgc_rows_add_event(struct pgc_row *rows, const struct pgc_file *f,
         w->blocked_ns += wall > eg->cpu_ns ? wall - eg->cpu_ns : 0;
         w->activations += eg->activations;
         w->events++;
+        w->self_unknown++; /* an event record carries no self time */
         if (eg->cpu_ns > w->longest_ns)
             w->longest_ns = eg->cpu_ns;
         if (wall > w->longest_wall_ns)

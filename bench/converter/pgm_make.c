@@ -45,9 +45,9 @@ static void *run(void *arg)
             bytes += 9 * PGF_INTERVAL_SIZE;
         }
         struct perfgroup_rec_group_share g[3] = {
-            {1, 93 * u, 22000, 1}, {2, 44 * u, 9000, 4}, {3, 22 * u, 6000, 4}};
+            {1, 93 * u, 22000, 1, 13000, 0}, {2, 44 * u, 9000, 4, 3000, 2}, {3, 22 * u, 6000, 4, 6000, 3}};
         perfgroup__rec_event(w, ev_name, t, t + 96 * u, 23000, 0, g, 3);
-        bytes += 60;
+        bytes += 72;
         t += step;
     }
     perfgroup__rec_thread_end(w, t);

@@ -307,17 +307,21 @@ struct pgf_totals {
      * (the slot's reserved words, always zero there) */
     uint64_t task_cpu_ns;    /* 160 CPU time of tasks run on this thread on the group's behalf */
     uint64_t tasks;          /* 168 tasks run on this thread on the group's behalf */
+    /* self time (docs/accounting.md "Self time"): valid only in a slot flagged
+     * PGF_TOTALS_F_SELF (older writers: unknown, never 0 as measured) */
+    uint64_t self_ns;        /* 176 of cpu_ns, CPU while the group was the innermost one */
 };
 struct pgf_totals_slot {
     uint32_t seq;            /*   0 even when whole, odd while being rewritten */
     uint32_t thread;         /*   4 thread index (PGF_REC_THREAD); 0: the ended threads' row */
     uint32_t group;          /*   8 group id (PGF_REC_GROUP) */
     uint32_t flags;          /*  12 PGF_TOTALS_F_* */
-    struct pgf_totals t;     /*  16 (task_cpu_ns, tasks at 176, 184) */
+    struct pgf_totals t;     /*  16 (task_cpu_ns, tasks at 176, 184; self_ns at 192) */
 };
 #define PGF_TOTALS_F_USED  0x1u /* the slot is taken */
 #define PGF_TOTALS_F_ENDED 0x2u /* its thread ended (its totals are final) */
 #define PGF_TOTALS_F_FOLDED 0x4u /* the ended threads' row (thread 0) */
+#define PGF_TOTALS_F_SELF  0x8u /* t.self_ns is measured (writers with self time; slot >= 200) */
 #define PGF_TOTALS_SLOT_MIN 176u /* the smallest totals_slot_size a reader accepts */
 
 #define PGF_CSTATE_WRITING 1u
@@ -352,7 +356,12 @@ struct pgf_totals_slot {
  *                    first record of every data chunk, and periodically (before an EVENT
  *                    ending more than a second after the thread's last PGF_REC_CLOCK)
  *   PGF_REC_EVENT    [kind, name_string_id, begin_tsc, end_tsc, cpu_ns, flags,
- *                     [[group_id, cycles, cpu_ns, activations], ...], groups_more]
+ *                     [[group_id, cycles, cpu_ns, activations, self_ns, parent], ...],
+ *                     groups_more]
+ *                    self_ns, parent (writers with self time; older records have 4 fields:
+ *                    self unknown): the group's self time in the event, and the innermost
+ *                    running group (id + 1; 0: none, the event's root) when its first
+ *                    stopwatch of the event ran (docs/accounting.md "Self time")
  *                    every group that ran, heaviest first (most cpu_ns, then most cycles,
  *                    then the lower id), as many as fit a chunk (the heaviest); groups_more (version 3, present only when not 0): how many more
  *                    ran and are not listed (the whole-run totals hold them)
@@ -408,11 +417,12 @@ _Static_assert(__builtin_offsetof(struct pgf_file_header, clamped) == 432, "clam
 _Static_assert(__builtin_offsetof(struct pgf_file_header, totals_offset) == 440, "totals_offset offset");
 _Static_assert(__builtin_offsetof(struct pgf_file_header, totals_used) == 456, "totals_used offset");
 _Static_assert(__builtin_offsetof(struct pgf_file_header, totals_lost) == 464, "totals_lost offset");
-_Static_assert(sizeof(struct pgf_totals) == 176, "totals size");
+_Static_assert(sizeof(struct pgf_totals) == 184, "totals size");
+_Static_assert(__builtin_offsetof(struct pgf_totals, self_ns) == 176, "totals self_ns");
 _Static_assert(__builtin_offsetof(struct pgf_totals, task_cpu_ns) == 160, "totals task_cpu_ns");
 _Static_assert(__builtin_offsetof(struct pgf_totals, jank) == 64, "totals jank");
 _Static_assert(__builtin_offsetof(struct pgf_totals, max_wall_ns) == 152, "totals max_wall_ns");
-_Static_assert(sizeof(struct pgf_totals_slot) == 192, "totals slot size");
+_Static_assert(sizeof(struct pgf_totals_slot) == 200, "totals slot size");
 _Static_assert(__builtin_offsetof(struct pgf_totals_slot, t) == 16, "totals slot body");
 _Static_assert(__builtin_offsetof(struct pgf_totals_slot, t.max_wall_ns) + 8 == PGF_TOTALS_SLOT_MIN,
                "the fields a reader needs");

@@ -42,6 +42,7 @@
 #include "perfgroup.h"
 #include "../runtime/task.h"
 #include "../bounds/bounds.h"
+#include "../bounds/modes.h"
 
 #define NOINLINE __attribute__((noinline))
 #define EVENTS 400
@@ -49,24 +50,11 @@
 #define JEVENTS 20
 #define JCALLS 20000
 
-static volatile uint64_t sink;
 static double iters_per_ns;
-static int failures;
 
 #define cpu_ns() ((uint64_t)thread_cpu_ns())
 
-/* Busy work by iterations, calibrated once (a CPU-clock read costs more than B's pieces). */
-PERF_GROUP_NONE NOINLINE static void burn_iters(uint64_t n)
-{
-    uint64_t x = sink;
-    for (uint64_t i = 0; i < n; i++) {
-        x ^= x << 7;
-        x ^= x >> 9;
-        __asm__ __volatile__("" : "+r"(x));
-    }
-    sink = x;
-}
-PERF_GROUP_NONE static void burn_ns(double ns) { burn_iters((uint64_t)(ns * iters_per_ns)); }
+PERF_GROUP_NONE static void burn_ns(double ns) { pg_burn_iters((uint64_t)(ns * iters_per_ns)); }
 
 PERF_GROUP("C") NOINLINE static void fc(void) { burn_ns(1000); }
 PERF_GROUP("D") NOINLINE static void fd(void) { burn_ns(600); }
@@ -87,7 +75,7 @@ PERF_GROUP("A") NOINLINE static void fa(void)
             fd();
     }
 }
-PERF_GROUP("J") NOINLINE static void fj(int n) { burn_iters((uint64_t)n); }
+PERF_GROUP("J") NOINLINE static void fj(int n) { pg_burn_iters((uint64_t)n); }
 
 /* ---- child: run the phases, print what the snapshots say -------------------------------- */
 
@@ -116,7 +104,7 @@ PERF_GROUP_NONE static void print_phase(const char *phase, struct perfgroup_snap
 PERF_GROUP_NONE static int child(void)
 {
     uint64_t t0 = cpu_ns();
-    burn_iters(20000000);
+    pg_burn_iters(20000000);
     iters_per_ns = 20000000.0 / (double)(cpu_ns() - t0);
     struct perfgroup_snapshot *s0 = perfgroup_snapshot_take();
     for (int e = 0; e < EVENTS; e++) {
@@ -146,7 +134,7 @@ PERF_GROUP_NONE static int child(void)
         for (int i = 0; i < JCALLS; i++)
             fj(30);
         if (e == JEVENTS / 2) { /* 100 ms in no group, then J again */
-            burn_iters((uint64_t)(100e6 * iters_per_ns));
+            pg_burn_iters((uint64_t)(100e6 * iters_per_ns));
             for (int i = 0; i < 1000; i++)
                 fj(30);
         }
@@ -171,22 +159,10 @@ struct run {
 
 PERF_GROUP_NONE static int run_child(const char *self, const char *mode, struct run *r)
 {
-    int p[2];
-    if (pipe(p) != 0)
+    pid_t pid;
+    FILE *f = pg_spawn_mode(self, mode, &pid);
+    if (!f)
         return -1;
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(p[1], 1);
-        close(p[0]);
-        if (*mode)
-            setenv("PERFGROUP_ACCOUNTING", mode, 1);
-        else
-            unsetenv("PERFGROUP_ACCOUNTING"); /* the default */
-        execl(self, self, "--child", (char *)NULL);
-        _exit(127);
-    }
-    close(p[1]);
-    FILE *f = fdopen(p[0], "r");
     char line[512], ph[16], g[16];
     memset(r, 0, sizeof *r);
     while (fgets(line, sizeof line, f)) {
@@ -223,26 +199,10 @@ PERF_GROUP_NONE static int run_child(const char *self, const char *mode, struct 
                     memcpy(r->jank[i], &v[2], sizeof r->jank[i]);
             }
     }
-    fclose(f);
-    int st;
-    waitpid(pid, &st, 0);
-    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+    return pg_spawn_end(f, pid);
 }
 
-/* Count a failed check, saying why; the table still prints. */
-PERF_GROUP_NONE __attribute__((format(printf, 2, 3))) static void check(int ok, const char *fmt, ...)
-{
-    if (ok)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    printf("FAIL: ");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    failures++;
-}
-#define CHECK(cond, ...) check((cond), __VA_ARGS__)
+#define CHECK(cond, ...) pg_check((cond), __VA_ARGS__)
 
 PERF_GROUP_NONE static void check_run(const char *name, const struct run *r, int adaptive)
 {
@@ -257,7 +217,7 @@ PERF_GROUP_NONE static void check_run(const char *name, const struct run *r, int
      * event's J is that plus the short calls', in that bucket or the next */
     const uint64_t *j = r->jank[NG - 1];
     int b = (int)floor(log2(r->long_ms));
-    check(b >= 4 && b + 2 < PERFGROUP_JANK_BUCKETS && j[4] == 1 && j[b] == 1 && j[b + 2] == 0,
+    pg_check(b >= 4 && b + 2 < PERFGROUP_JANK_BUCKETS && j[4] == 1 && j[b] == 1 && j[b + 2] == 0,
           "%s: J's long event (%.1f ms of CPU) not alone above 16 ms, in (%d, %d] ms: >16 %llu, "
           ">32 %llu, >64 %llu, >128 %llu", name, r->long_ms, 1 << b, 4 << b,
           (unsigned long long)j[4], (unsigned long long)j[5], (unsigned long long)j[6],
@@ -266,7 +226,7 @@ PERF_GROUP_NONE static void check_run(const char *name, const struct run *r, int
     int sb = 3;
     while (sb + 1 < PERFGROUP_JANK_BUCKETS && (double)(1 << sb) < 8 + r->tick_max_ms)
         sb++;
-    check(r->stretch[sb] == 0,
+    pg_check(r->stretch[sb] == 0,
           "%s: J charged the 100 ms stretch outside any group: an event above %d ms (longest tick "
           "interval %.2f ms): >8 %llu, >16 %llu, >32 %llu, >64 %llu", name, 1 << sb,
           r->tick_max_ms, (unsigned long long)r->stretch[3], (unsigned long long)r->stretch[4],
@@ -289,13 +249,8 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--child") == 0)
         return child();
-    const char *self = "/proc/self/exe";
     char path[4096];
-    ssize_t n = readlink(self, path, sizeof path - 1);
-    if (n > 0) {
-        path[n] = 0;
-        self = path;
-    }
+    const char *self = pg_exe_path(path, sizeof path);
     struct run r[3];
     const char *modes[3] = {"exact", "", "exact"}; /* "": unset, the default (adaptive) */
     double stolen = (double)pg_steal_ns(); /* tests/bounds/bounds.h */
@@ -333,6 +288,6 @@ int main(int argc, char **argv)
            (unsigned long long)r[0].estimated[2], (unsigned long long)r[2].estimated[0],
            (unsigned long long)r[2].estimated[1], (unsigned long long)r[2].estimated[2],
            r[1].tick_max_ms);
-    printf(failures ? "%d check(s) failed\n" : "ok\n", failures);
-    return failures ? 1 : 0;
+    printf(pg_failures ? "%d check(s) failed\n" : "ok\n", pg_failures);
+    return pg_failures ? 1 : 0;
 }

@@ -59,7 +59,7 @@ void write_intervals(struct perfgroup_rec_thread *w, uint64_t from, uint64_t n) 
 }
 
 void write_event(struct perfgroup_rec_thread *w, uint32_t name, uint64_t t) {
-    struct perfgroup_rec_group_share s[2] = { { 1, 1000, 500, 3 }, { 2, 400, 200, 1 } };
+    struct perfgroup_rec_group_share s[2] = { { 1, 1000, 500, 3, 300, 0 }, { 2, 400, 200, 1, 200, 2 } };
     perfgroup__rec_event(w, name, t, t + 1000, 700, 0, s, 2);
 }
 

@@ -384,7 +384,7 @@ static int test_clock(void) {
     CHECK_EQ(perfgroup_record_open(path, PERFGROUP_RECORD_STATS, 1 << 20, 4096), 0);
     struct perfgroup_rec_thread *w = perfgroup__rec_thread_start(0, 1, "main");
     uint32_t ev = perfgroup__rec_string("ev");
-    struct perfgroup_rec_group_share sh = { 1, 10, 10, 1 };
+    struct perfgroup_rec_group_share sh = { 1, 10, 10, 1, 10, 0 };
     uint64_t t0 = pg_clock_now();
     perfgroup__rec_event(w, ev, t0, pg_clock_now(), 1, 0, &sh, 1);
     usleep(1100 * 1000); /* real time: more than a second of the real clock */
@@ -670,8 +670,11 @@ static int test_heaviest(void) {
     CHECK(w != NULL);
     /* 5 groups (insertion): light first, a CPU tie broken by ticks, a full tie by id */
     struct perfgroup_rec_group_share few[5] = {
-        {1, 10, 100, 1}, {2, 10, 300, 1}, {3, 5, 200, 1}, {4, 9, 200, 1}, {5, 9, 200, 1}};
+        {1, 10, 100, 1, 100, 0}, {2, 10, 300, 1, 150, 2}, {3, 5, 200, 1, 7, 3},
+        {4, 9, 200, 1, 200, 0}, {5, 9, 200, 1, 0, 5}}; /* self_ns, parent: group id + 1 */
     static const uint32_t few_order[5] = {2, 4, 5, 3, 1};
+    struct perfgroup_rec_group_share few_want[5]; /* the record sorts `few` in place */
+    memcpy(few_want, few, sizeof few);
     perfgroup__rec_event(w, ev, 1000, 2000, 900, 0, few, 5);
     /* 300 groups (heap sort), 7 at a time the same CPU: ids in no order of their weight;
      * in 4 KiB chunks only the heaviest fit */
@@ -679,7 +682,7 @@ static int test_heaviest(void) {
     static struct perfgroup_rec_group_share many[MANY];
     for (uint32_t i = 0; i < MANY; i++)
         many[i] = (struct perfgroup_rec_group_share){1 + (i * 7919u) % 1000u, i % 3,
-                                                      (i * 37u) % 101u / 7u * 1000u, 1};
+                                                      (i * 37u) % 101u / 7u * 1000u, 1, 0, 0};
     static struct perfgroup_rec_group_share want[MANY];
     memcpy(want, many, sizeof many);
     perfgroup__rec_event(w, ev, 3000, 4000, 900, 0, many, MANY);
@@ -697,8 +700,14 @@ static int test_heaviest(void) {
         if (events++ == 0) {
             CHECK_EQ(n, 5);
             CHECK_EQ(rec.u.event.groups_more, 0);
-            for (uint32_t i = 0; i < n; i++)
+            for (uint32_t i = 0; i < n; i++) {
                 CHECK_EQ(g[i].group_id, few_order[i]);
+                /* self time and parent (format.h) round-trip with their group */
+                const struct perfgroup_rec_group_share *x = &few_want[few_order[i] - 1];
+                CHECK(g[i].has_self);
+                CHECK_EQ(g[i].self_ns, x->self_ns);
+                CHECK_EQ(g[i].parent, x->parent);
+            }
             continue;
         }
         /* the heaviest n of the 300, in order; the rest counted */
