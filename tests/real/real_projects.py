@@ -175,11 +175,14 @@ def parallel_compile(jobs):
 
 
 # ---- Lua 5.4 + lpeg + cjson ----------------------------------------------------------------------
-def build_lua(T, cc, variant, bdir):
+def build_lua(T, cc, variant, bdir, extra_cflags=()):
+    """Builds the interpreter and the two modules into bdir (objects in bdir/obj); extra_cflags
+    go to every unit (bench/real_projects.py: another map=)."""
     lua_src = os.path.join(debian_source("lua5.4", T.cache), "src")
     lpeg_src = debian_source("lua-lpeg", T.cache)
     cjson_src = debian_source("lua-cjson", T.cache)
     cflags, ldflags = variant_flags(T, "lua", cc, variant, bdir)
+    cflags += list(extra_cflags)
     compiler = COMPILERS[cc]
     jobs, objs = [], []
     os.makedirs(os.path.join(bdir, "obj"), exist_ok=True)
@@ -331,12 +334,15 @@ def cpu_children():
     return r.ru_utime + r.ru_stime
 
 
-def run_suite(T, project, bdir, variant, recdir=None, buffer="4M"):
-    """Runs the suite; returns (results, wall seconds, CPU seconds, recording files)."""
+def run_suite(T, project, bdir, variant, recdir=None, buffer="4M", extra_env=None):
+    """Runs the suite; returns (results, wall seconds, CPU seconds, recording files).
+    extra_env: variables set after the PERFGROUP_ ones of the caller's environment are taken
+    away (bench/real_projects.py: PERFGROUP_ACCOUNTING, a preload)."""
     env = dict(os.environ)
     for k in list(env):
         if k.startswith("PERFGROUP_"):
             del env[k]
+    env.update(extra_env or {})
     files = []
     if recdir and variant in INSTRUMENTED:
         shutil.rmtree(recdir, ignore_errors=True)
