@@ -9,6 +9,9 @@
 #
 #   scripts/compilers.sh                  # gcc-11 gcc-12 clang-13 clang-14 clang-15 clang-16 clang-19
 #   COMPILERS="gcc-11 clang-19" scripts/compilers.sh
+#   JOBS=1 scripts/compilers.sh           # one run at a time (default: one per CPU)
+#   scripts/compilers.sh --install        # only install the missing compilers (scripts/test.sh
+#                                         # does it in the background while it builds)
 #
 # Work and plugins go to build-compilers/ (nothing is installed); the plugins are built the way
 # a user builds them for several compilers at once (-DPERFGROUP_GCC="gcc-11;gcc-12"
@@ -40,6 +43,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     --no-install-recommends "${missing[@]}" >/dev/null
 fi
 scripts/deps.sh
+[ "${1-}" = --install ] && exit 0
 
 # The runtime and every plugin in one build: the CMake options a user sets to build plugins for
 # several compilers side by side (plugin-gcc/ and plugin-clang/CMakeLists.txt).
@@ -70,7 +74,19 @@ plugin_of() {  # compiler -> path of its plugin (the first of each family has th
   esac
 }
 
-fails=(); total=0
+# Every run is a job of its own (its own work directory and log), JOBS at a time (default: the
+# CPUs; scripts/jobs.sh): the runs are compiles and short programs, so one at a time left a
+# core idle. The verdicts are gathered after all ended, in the order of the runs.
+. scripts/jobs.sh
+labels=()  # the label of each run, in the order of job_logs
+run() {  # label log command...
+  labels+=("$1"); shift
+  job "$@"
+}
+reentry() {  # compiler opt plugin exe
+  "$1" "$2" -Wall -Wextra -Werror -Iinclude "-fplugin=$3" tests/reentry/reentry_prog.c \
+    -o "$4" "$RUNTIME" "-Wl,-rpath,$(dirname "$RUNTIME")" -ldl && "$4"
+}
 for c in $COMPILERS; do
   plugin=$(plugin_of "$c")
   mkdir -p "$OUT/$c"
@@ -78,12 +94,9 @@ for c in $COMPILERS; do
   for src in tests/corpus/*.c tests/corpus/*.cc; do
     for opt in -O0 -O2; do
       name=$(basename "${src%.*}")
-      log=$OUT/$c/$name$opt.log
-      rc=0
-      python3 tests/corpus/run_corpus.py --cc "$c" --plugin="-fplugin=$plugin" --opt=$opt \
-        --runtime "$RUNTIME" --include include --workdir "$OUT/$c/$name$opt" "$src" >"$log" 2>&1 || rc=$?
-      total=$((total + 1))
-      if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then fails+=("$c $opt $name ($log)"); fi
+      run "$c $opt $name corpus" "$OUT/$c/$name$opt.log" \
+        python3 tests/corpus/run_corpus.py --cc "$c" --plugin="-fplugin=$plugin" --opt=$opt \
+        --runtime "$RUNTIME" --include include --workdir "$OUT/$c/$name$opt" "$src"
       n=$((n + 1))
     done
   done
@@ -91,26 +104,26 @@ for c in $COMPILERS; do
   # trace, which has no re-entry keys, so the check skips nothing there; this program counts
   # the hook calls the check saves and the ones it must let through.
   for opt in -O0 -O2; do
-    log=$OUT/$c/reentry$opt.log
-    exe=$OUT/$c/reentry$opt
-    rc=0
-    { "$c" $opt -Wall -Wextra -Werror -Iinclude "-fplugin=$plugin" tests/reentry/reentry_prog.c \
-        -o "$exe" "$RUNTIME" "-Wl,-rpath,$(dirname "$RUNTIME")" -ldl && "$exe"; } >"$log" 2>&1 || rc=$?
-    total=$((total + 1))
-    if [ $rc -ne 0 ]; then fails+=("$c $opt reentry ($log)"); fi
+    run "$c $opt reentry" "$OUT/$c/reentry$opt.log" reentry "$c" $opt "$plugin" "$OUT/$c/reentry$opt"
     n=$((n + 1))
   done
   # A map file's meaning (tests/mapfile): one file spelled as every build system spells it
   # (from the root, its directory, ../ paths, absolute, through symlinks), one group.
   case $c in gcc-*) fam=gcc ;; *) fam=clang ;; esac
-  log=$OUT/$c/mapfile.log
-  rc=0
-  python3 tests/mapfile/mapfile_test.py --cc $fam --compiler "$c" --plugin "$plugin" \
-    --runtime "$RUNTIME" --workdir "$OUT/$c/mapfile" spellings >"$log" 2>&1 || rc=$?
-  total=$((total + 1))
-  if [ $rc -ne 0 ]; then fails+=("$c mapfile spellings ($log)"); fi
+  run "$c mapfile spellings" "$OUT/$c/mapfile.log" \
+    python3 tests/mapfile/mapfile_test.py --cc $fam --compiler "$c" --plugin "$plugin" \
+    --runtime "$RUNTIME" --workdir "$OUT/$c/mapfile" spellings
   n=$((n + 1))
   echo "compilers.sh: $c: $n runs (corpus, reentry, mapfile)" >&2
+done
+wait
+fails=(); total=0
+for i in "${!job_logs[@]}"; do
+  label=${labels[$i]} log=${job_logs[$i]}
+  rc=$(job_status "$log")
+  total=$((total + 1))
+  # 77: a corpus program for other compilers only (run_corpus.py's perfgroup-only)
+  case "$rc:$label" in 0:*|77:*corpus) ;; *) fails+=("${label% corpus} ($log)") ;; esac
 done
 echo "compilers.sh: $total runs, ${#fails[@]} failed"
 for f in "${fails[@]}"; do echo "FAIL: $f"; done

@@ -38,15 +38,26 @@ unpack() { # dir deb...
   for deb in "$@"; do dpkg-deb -x "$deb" "$dir.tmp"; done
   mv "$dir.tmp" "$dir"
 }
-fails=0
+# The compiles run JOBS at a time (scripts/jobs.sh; the link of a plugin after its objects),
+# reported in order once they ended.
+. scripts/jobs.sh
+labels=()  # the label of each job, in the order of job_logs
 check() { # label log command...
-  local label=$1 log=$2; shift 2
-  if "$@" 2>"$log"; then
-    echo "headers.sh: $label: ok"
-  else
-    echo "headers.sh: $label: FAILED"; cat "$log"; fails=$((fails + 1))
-  fi
+  labels+=("$1"); shift
+  job "$@"
 }
+report() {  # the verdict of every job so far, in order
+  local i
+  for i in "${!job_logs[@]}"; do
+    if [ "$(job_status "${job_logs[$i]}")" -eq 0 ]; then
+      echo "headers.sh: ${labels[$i]}: ok"
+    else
+      echo "headers.sh: ${labels[$i]}: FAILED"; cat "${job_logs[$i]}"; fails=$((fails + 1))
+    fi
+  done
+  labels=() job_logs=()
+}
+fails=0
 for v in $GCCS; do
   unpack "$OUT/gcc-$v" "$OUT"/debs/gcc-"$v"-plugin-dev_*.deb
   inc=$(echo "$OUT/gcc-$v"/usr/lib/gcc/*/"$v"/plugin/include)
@@ -55,19 +66,26 @@ for v in $GCCS; do
         -Wall -Wextra -Wno-unused-parameter -Werror -I"$inc" -Iplugin-gcc -Iinclude \
         plugin-gcc/*.cc -o "$OUT/obj/perfgroup-gcc$v.so"
 done
+clang_files="plugin options attribute select instrument threads coroutines elide table version"
 for v in $LLVMS; do
   unpack "$OUT/llvm-$v" "$OUT"/debs/llvm-"$v"-dev_*.deb "$OUT"/debs/libclang-"$v"-dev_*.deb
   inc=$OUT/llvm-$v/usr/lib/llvm-$v/include
-  objs=()
-  for f in plugin options attribute select instrument threads coroutines elide table version; do
-    objs+=("$OUT/obj/$f-$v.o")
+  for f in $clang_files; do
     check "LLVM $v headers: plugin-clang/$f.cpp" "$OUT/llvm-$v-$f.log" \
       g++ -c -fPIC -O2 -std=c++17 -fvisibility=hidden -fvisibility-inlines-hidden -fno-exceptions \
           -Wall -Wextra -Wno-unused-parameter -Wno-nonnull -Werror -D_GNU_SOURCE \
           -D__STDC_CONSTANT_MACROS -D__STDC_FORMAT_MACROS -D__STDC_LIMIT_MACROS \
           -isystem "$inc" -Iplugin-clang -Iinclude "plugin-clang/$f.cpp" -o "$OUT/obj/$f-$v.o"
   done
+done
+wait
+report
+for v in $LLVMS; do
+  objs=()
+  for f in $clang_files; do objs+=("$OUT/obj/$f-$v.o"); done
   check "LLVM $v: perfgroup-clang-$v.so linked" "$OUT/llvm-$v-link.log" \
     g++ -shared -Wl,--allow-shlib-undefined "${objs[@]}" -o "$OUT/obj/perfgroup-clang-$v.so"
 done
+wait
+report
 [ $fails -eq 0 ]

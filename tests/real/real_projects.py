@@ -27,6 +27,7 @@ reads the recordings back with perfgroup-convert --summary --json and requires t
 groups; runs one small program with PERFGROUP_TEXT and requires hook lines of those groups.
 """
 import argparse
+import fcntl
 import glob
 import json
 import os
@@ -84,8 +85,16 @@ def sh(cmd, cwd=None, env=None, check=True, quiet=True, timeout=None):
 
 # ---- Sources -------------------------------------------------------------------------------------
 def debian_source(pkg, cache):
-    """The unpacked (patched) Debian source tree of pkg, fetched once into cache."""
+    """The unpacked (patched) Debian source tree of pkg, fetched once into cache. Runs at once
+    (ctest -j, scripts/test.sh) share the cache: one fetches and unpacks under the cache's
+    lock, the others wait for it and find the tree."""
     os.makedirs(cache, exist_ok=True)
+    with open(os.path.join(cache, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return debian_source_locked(pkg, cache)
+
+
+def debian_source_locked(pkg, cache):
     found = [d for d in glob.glob(os.path.join(cache, f"{pkg}-*")) if os.path.isdir(d)]
     if found:
         return found[0]

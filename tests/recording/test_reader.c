@@ -59,6 +59,9 @@ static void make_good(void) {
 }
 
 static void write_raw(const uint8_t *data, size_t len) {
+    /* A new file each time, not the old one truncated: ext4 (auto_da_alloc) writes a file
+     * truncated and rewritten out to disk at its close, and the fuzz writes thousands. */
+    CHECK(unlink(bad) == 0 || errno == ENOENT);
     FILE *f = fopen(bad, "wb");
     CHECK(f != NULL);
     CHECK_EQ(fwrite(data, 1, len, f), len);
