@@ -19,9 +19,9 @@
  * PG_TICK_IDLE_TICKS ticks no estimating thread looked at, and speeds up at its next wake-up
  * once one has (perfgroup__tick_used): no hook ever wakes it (no system call in a hook), an
  * event that starts estimating while it idles starts exact for up to PG_TICK_IDLE_NS.
- * Cost: a wake-up every 2 ms while threads estimate (~13 us of CPU each on a KVM guest, i.e.
- * ~0.7 % of one core: docs/benchmarks.md), ten a
- * second otherwise; one load and compare per estimated start.
+ * Cost: a wake-up every 2 ms while threads estimate (~10-13 us of CPU each on a KVM guest:
+ * 0.47 % of one core, bench/ticker.c, docs/benchmarks.md), ten a second otherwise; one load
+ * and compare per estimated start.
  *
  * Started at start-up when the accounting is adaptive (never from a hook: a thread creation),
  * in a fork child by its first perfgroup_event_begin; it takes no signal of the program.
@@ -70,10 +70,11 @@ static void *ticker_main(void *arg)
     (void)arg;
     pthread_setname_np(pthread_self(), "perfgroup-tick");
     unsigned idle = 0;
-    /* running: the word goes even (every start of an estimating event was exact till now) */
+    /* running: the word goes even (every start of an estimating event was exact till now);
+     * this thread is its only writer in the process */
     int64_t prev = pg_clock_gettime_ns(CLOCK_MONOTONIC); /* the previous tick's time */
-    atomic_fetch_or_explicit(&perfgroup__tick, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&perfgroup__tick, 1, memory_order_relaxed);
+    uint64_t w0 = atomic_load_explicit(&perfgroup__tick, memory_order_relaxed);
+    atomic_store_explicit(&perfgroup__tick, (w0 | 1) + 1, memory_order_relaxed);
     for (;;) {
         uint64_t w = atomic_load_explicit(&perfgroup__tick, memory_order_relaxed);
         nap((w & 1) ? PG_TICK_IDLE_NS : PG_TICK_NS);
@@ -87,7 +88,7 @@ static void *ticker_main(void *arg)
             continue;
         }
         int64_t now = pg_clock_gettime_ns(CLOCK_MONOTONIC);
-        if (prev != 0 && (uint64_t)(now - prev) > atomic_load(&tick_max_ns))
+        if ((uint64_t)(now - prev) > atomic_load(&tick_max_ns))
             atomic_store(&tick_max_ns, (uint64_t)(now - prev));
         prev = now;
         idle = used ? 0 : idle + 1;
@@ -124,7 +125,7 @@ PG_HIDDEN void perfgroup__ticker_atfork_child(void)
     uint64_t w = atomic_load(&perfgroup__tick);
     atomic_store(&perfgroup__tick, w | 1);
     if (atomic_load(&ticker_state) == TICKER_RUNNING)
-        atomic_store(&ticker_state, PG_TSAN ? TICKER_OFF : TICKER_NONE);
+        atomic_store(&ticker_state, TICKER_NONE);
 }
 
 uint64_t perfgroup_tick_max_ns(void)
