@@ -43,6 +43,33 @@ void (*perfgroup__test_point)(int point);
 #endif
 
 static _Atomic uint64_t clock_hz;
+PG_HIDDEN _Atomic uint64_t perfgroup__clock_conv64, perfgroup__clock_conv;
+
+/* clock_hz and the conversions derived from it (clock.h, perfgroup__ticks_to_ns): each one
+ * atomic word, stored after the frequency they were computed from. */
+PG_HIDDEN void perfgroup__clock_hz_set(uint64_t hz)
+{
+    atomic_store_explicit(&clock_hz, hz, memory_order_relaxed);
+    uint64_t conv = 0, conv64 = 0;
+    if (hz > 1000000000ull) /* ceil(1e9 * 2^64 / hz) < 2^64 */
+        conv64 = (uint64_t)((((unsigned __int128)1000000000u << 64) + hz - 1) / hz);
+    if (hz != 0) {
+        /* the largest shift whose multiplier, rounded up, stays below 2^57 (>= 2^56: 56 bits
+         * kept); rounded up, a whole number of ns converts to itself */
+        unsigned s = 97; /* 1e9 < 2^30: 1e9 << 97 fits 128 bits */
+        unsigned __int128 m;
+        for (;; s--) {
+            unsigned __int128 num = (unsigned __int128)1000000000u << s;
+            m = num / hz + (num % hz != 0);
+            if (m < PG_CONV_MULT_END || s == 0)
+                break;
+        }
+        if (m < PG_CONV_MULT_END)
+            conv = ((uint64_t)s << PG_CONV_SHIFT_AT) | (uint64_t)m;
+    }
+    atomic_store_explicit(&perfgroup__clock_conv, conv, memory_order_relaxed);
+    atomic_store_explicit(&perfgroup__clock_conv64, conv64, memory_order_relaxed);
+}
 static uint64_t cal_ticks0;
 static int64_t cal_mono0;
 /* the stretch since start-up (ns) from which the next refinement is taken */
@@ -195,8 +222,7 @@ PG_HIDDEN void perfgroup__clock_init(void)
     (void)force_mono;
     perfgroup__clock_kind = PGF_CLOCK_MONOTONIC;
 #endif
-    atomic_store(&clock_hz, perfgroup__clock_kind == PGF_CLOCK_MONOTONIC ? 1000000000ull
-                                                                         : tsc_hz_guess());
+    perfgroup__clock_hz_set(perfgroup__clock_kind == PGF_CLOCK_MONOTONIC ? 1000000000ull : tsc_hz_guess());
     if (cal_pair(&cal_ticks0, &cal_mono0) == UINT64_MAX) { /* a counter that went back 5 times */
         cal_mono0 = pg_clock_gettime_ns(CLOCK_MONOTONIC);
         cal_ticks0 = pg_clock_now();
@@ -247,13 +273,22 @@ PG_HIDDEN void perfgroup__clock_calibrate(uint64_t ticks, int64_t mono_ns)
         return;
     }
     hz = (uint64_t)((double)(t - cal_ticks0) * 1e9 / (double)(m - cal_mono0));
-    atomic_store_explicit(&clock_hz, hz, memory_order_relaxed);
+    perfgroup__clock_hz_set(hz);
 }
 
-PG_HIDDEN uint64_t perfgroup__ticks_to_ns(uint64_t ticks)
+PG_HIDDEN uint64_t perfgroup__ticks_to_ns_slow(uint64_t ticks)
 {
     uint64_t hz = perfgroup__clock_hz();
     if (hz == 1000000000ull)
         return ticks;
     return (uint64_t)((double)ticks * 1e9 / (double)hz);
 }
+
+#ifdef PERFGROUP_TESTING
+/* The inline conversion, out of line for tests/runtime/test_seam.c. */
+uint64_t perfgroup__test_ticks_to_ns(uint64_t ticks);
+uint64_t perfgroup__test_ticks_to_ns(uint64_t ticks)
+{
+    return perfgroup__ticks_to_ns(ticks);
+}
+#endif

@@ -15,6 +15,7 @@
 #ifndef PERFGROUP_RUNTIME_CLOCK_H
 #define PERFGROUP_RUNTIME_CLOCK_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
 #include "base.h"
@@ -69,8 +70,31 @@ PG_HIDDEN uint64_t perfgroup__clock_hz(void);
  * (a compare) except when the stretch since start-up has doubled, where it takes its own
  * best-of-5 sandwiched pair (clock.c). */
 PG_HIDDEN void perfgroup__clock_calibrate(uint64_t ticks, int64_t mono_ns);
-/* Ticks to nanoseconds with the current estimate. */
-PG_HIDDEN uint64_t perfgroup__ticks_to_ns(uint64_t ticks);
+/* Ticks to nanoseconds with the current estimate: a multiply and a shift (a commit converts
+ * ~6 intervals; a double divide each was a quarter of an implicit event's cost over a hook
+ * pair on an Intel Xeon host, docs/benchmarks.md). A counter faster than 1 GHz (x86's TSC):
+ * perfgroup__clock_conv64 = ceil(1e9 * 2^64 / hz), the product's high half. Else
+ * perfgroup__clock_conv = s << 57 | ceil(1e9 * 2^s / hz), that multiplier in [2^56, 2^57).
+ * Either gives the quotient or 1 ns above it, for any interval under ~10^7 s, and a whole
+ * number of ns exactly (tests/runtime/test_seam.c); 0 before the clock is set up (then, and
+ * under the test clock, the divide). */
+#define PG_CONV_SHIFT_AT 57u
+#define PG_CONV_MULT_END (1ull << PG_CONV_SHIFT_AT)
+extern PG_HIDDEN _Atomic uint64_t perfgroup__clock_conv64, perfgroup__clock_conv;
+PG_HIDDEN uint64_t perfgroup__ticks_to_ns_slow(uint64_t ticks);
+static inline uint64_t perfgroup__ticks_to_ns(uint64_t ticks)
+{
+    uint64_t c64 = atomic_load_explicit(&perfgroup__clock_conv64, memory_order_relaxed);
+    if (PG_LIKELY(c64 != 0 && !PG_TEST_VCLOCK))
+        return (uint64_t)(((unsigned __int128)ticks * c64) >> 64);
+    uint64_t conv = atomic_load_explicit(&perfgroup__clock_conv, memory_order_relaxed);
+    if (PG_UNLIKELY(conv == 0 || PG_TEST_VCLOCK))
+        return perfgroup__ticks_to_ns_slow(ticks);
+    return (uint64_t)(((unsigned __int128)ticks * (conv & (PG_CONV_MULT_END - 1))) >>
+                      (conv >> PG_CONV_SHIFT_AT));
+}
+/* The frequency and its conversion (calibration; tests). */
+PG_HIDDEN void perfgroup__clock_hz_set(uint64_t hz);
 
 /*
  * The hooks' fast path reads the clocks through these: no branch and no call, because the

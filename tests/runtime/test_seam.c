@@ -44,6 +44,43 @@ static void jank_edges(void)
     ASSERT_U64(perfgroup__jank_mask(UINT64_MAX), ==, (1u << PERFGROUP_JANK_BUCKETS) - 1);
 }
 
+/* The counter-to-ns conversion (clock.h: one multiply and shift) against the exact quotient
+ * floor(ticks * 1e9 / hz), 128-bit: equal, or 1 ns above it (the multiplier's 56 bits,
+ * rounded up; never above for a whole number of ns), for
+ * counters of 19.2 MHz (arm64) to 5 GHz and intervals up to ~10 days; then the frequency the
+ * runtime had. */
+uint64_t perfgroup__clock_hz(void);
+void perfgroup__clock_hz_set(uint64_t hz);
+uint64_t perfgroup__test_ticks_to_ns(uint64_t ticks); /* clock.h's inline one, out of line */
+static void conversion(void)
+{
+    static const uint64_t hzs[] = {19200000u,    24000000u,    1000000000u,  1234567891u,
+                                   2095078000u, 2500000000u, 2999999999u, 3600000000u,
+                                   5000000000u};
+    uint64_t was = perfgroup__clock_hz();
+    uint32_t x = 12345;
+    for (unsigned h = 0; h < sizeof hzs / sizeof hzs[0]; h++) {
+        perfgroup__clock_hz_set(hzs[h]);
+        for (int i = 0; i < 20000; i++) {
+            x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+            /* 0..2^i-ish: every magnitude from 1 tick to ~10^15 ns */
+            uint64_t ticks = i < 64 ? (uint64_t)i : ((uint64_t)x * x) >> (i % 30);
+            if ((unsigned __int128)ticks * 1000000000u / hzs[h] > 1000000000000000ull)
+                continue;
+            uint64_t exact = (uint64_t)((unsigned __int128)ticks * 1000000000u / hzs[h]);
+            uint64_t got = perfgroup__test_ticks_to_ns(ticks);
+            int whole = (unsigned __int128)ticks * 1000000000u % hzs[h] == 0;
+            if (got != exact && (whole || got != exact + 1)) {
+                fprintf(stderr, "ticks_to_ns(%llu) at %llu Hz: %llu, exact %llu\n",
+                        (unsigned long long)ticks, (unsigned long long)hzs[h],
+                        (unsigned long long)got, (unsigned long long)exact);
+                exit(1);
+            }
+        }
+    }
+    perfgroup__clock_hz_set(was);
+}
+
 /* `test_seam clamp`: an explicit event whose two CPU-clock readings differ by more than its
  * counter's wall time (the clocks disagree) gets its wall time as CPU time, and the clamp is
  * counted; its group's CPU stays within that too. The virtual clock (clock.h) drives it. */
@@ -164,6 +201,7 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "registry_busy") == 0)
         return registry_busy_case();
     jank_edges();
+    conversion();
     /* `test_seam cpu`: run with PERFGROUP_TSC=cpu; `test_seam kept`: where the machine's
      * TSC is valid across CPUs (else skipped: 77) */
     int percpu = argc > 1 && strcmp(argv[1], "cpu") == 0;
