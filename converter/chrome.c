@@ -48,6 +48,7 @@ struct chrome {
     /* per depth d: the extent of the intervals at depth d + 1 written since the last one at
      * d (its children: records come innermost first) */
     int64_t kid_lo[256], kid_hi[256];
+    struct pgc_trace_self tself; /* the acquiring intervals' self times */
     int64_t last_ns;
     char cat[256]; /* an interval slice's category */
     size_t cat_len;
@@ -213,6 +214,7 @@ static int begin_thread(void *ctx, uint32_t ti)
         C->kid_lo[d] = INT64_MAX;
         C->kid_hi[d] = INT64_MIN;
     }
+    pgc_trace_self_reset(&C->tself);
     pgc_grid_free(&C->grid);
     if (pgc_grid_init(&C->grid, C->f->ngroups, C->iv, C->max_rows, counter_row, C))
         return -ENOMEM;
@@ -293,6 +295,7 @@ static int on_record(void *ctx, const struct pgr_record *r)
          * it, its parent by the next: on a busy machine the two can differ by a little, and a
          * child would stick out of its parent, which Perfetto cuts. The parent covers them. */
         uint32_t d = r->u.interval.depth;
+        int64_t self = pgc_trace_self_end(&C->tself, d, r->u.interval.group_mask != 0, e - s);
         if (C->kid_lo[d] < s)
             s = C->kid_lo[d];
         if (C->kid_hi[d] > e)
@@ -308,8 +311,11 @@ static int on_record(void *ctx, const struct pgr_record *r)
         C->cat_len = cl ? cl : strlen(cat);
         head(C, 'X', name, strlen(name), cat);
         span(C, s, e);
-        if (r->u.interval.group_mask) /* the depth is the nesting; only acquisitions are news */
-            PGC_LIT(o, ",\"args\":{\"acquired\":true}");
+        if (r->u.interval.group_mask) { /* the depth is the nesting; only acquisitions are news */
+            PGC_LIT(o, ",\"args\":{\"acquired\":true,\"self_ms\":");
+            pgc_out_fixed(o, self, 1000000); /* less the acquiring intervals nested directly */
+            PGC_LIT(o, "}");
+        }
         PGC_LIT(o, "}");
         break;
     }

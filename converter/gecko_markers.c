@@ -189,6 +189,7 @@ static void interval_record(struct gthread *t, const struct pgr_record *r)
     int64_t e = s + d;
     seen(t, s);
     seen(t, e);
+    int64_t self = pgc_trace_self_end(&t->tself, r->u.interval.depth, r->u.interval.group_mask != 0, d);
     uint32_t site = pgc_site_index(t->f, r->u.interval.function_id);
     uint32_t lid = pgc_trace_level(t, site, r->u.interval.group_mask);
     if ((lid == UNKNOWN || pgc_trace_interval(t, lid, r->u.interval.depth, s, e)) && !t->prof->out->err)
@@ -226,6 +227,7 @@ static void interval_record(struct gthread *t, const struct pgr_record *r)
     pl_u64(&pl, "file", l->file);
     pl_u64(&pl, "line", st->line);
     pl_u64(&pl, "depth", r->u.interval.depth);
+    pl_ms(&pl, "self", self); /* its length less the acquiring intervals nested directly */
     pl_end(&pl);
     pgc_marker_row(t, l->mname, s, e, 1, l->mcat, &pl);
 }
