@@ -153,6 +153,16 @@ class Tmux:
     def screen(self):
         return self("capture-pane", "-p", "-t", "top").stdout
 
+    def new_session(self, *args):
+        """tmux new-session; when the server is still shutting down after its last session
+        was killed ("server exited unexpectedly"), again, up to 10 times 0.2 s apart."""
+        for _ in range(10):
+            r = self("new-session", *args)
+            if r.returncode == 0 or "server exited unexpectedly" not in r.stderr:
+                return r
+            time.sleep(0.2)
+        return r
+
     def close(self):
         self("kill-server")
 
@@ -238,8 +248,8 @@ def top():
         if not tm.quit_top("top -d 60"):
             return
         tm("kill-session", "-t", "top")
-        r = tm("new-session", "-d", "-s", "top", "-x", "100", "-y", "30",
-               "%s top %d; echo top ended: $?; sleep 60" % (PERFGROUP, demo.pid))
+        r = tm.new_session("-d", "-s", "top", "-x", "100", "-y", "30",
+                           "%s top %d; echo top ended: $?; sleep 60" % (PERFGROUP, demo.pid))
         if r.returncode:
             fail("tmux new-session: " + r.stderr)
             return
