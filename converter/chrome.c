@@ -255,6 +255,12 @@ static int on_record(void *ctx, const struct pgr_record *r)
             pgc_out_raw(o, C->cpu_key[gi], C->cpu_key_len[gi]);
             PGC_LIT(o, ":");
             pgc_out_fixed(o, (int64_t)r->u.event.groups[i].cpu_ns, 1000000);
+            if (r->u.event.groups[i].has_self) { /* "self_ms <group>": cpu_key's name part */
+                PGC_LIT(o, ",\"self_ms ");
+                pgc_out_raw(o, C->cpu_key[gi] + 8, C->cpu_key_len[gi] - 8);
+                PGC_LIT(o, ":");
+                pgc_out_fixed(o, (int64_t)r->u.event.groups[i].self_ns, 1000000);
+            }
         }
         PGC_LIT(o, "}}");
         for (uint32_t i = 0; i < r->u.event.ngroups; i++) /* may write counter rows */
@@ -567,7 +573,7 @@ int pgc_chrome_write(struct pgc_file *files, size_t nfiles, const struct pgc_opt
         }
         C.corrupt_said = C.clipped_said = C.overhead_said = 0;
         C.cpu_name = group_strings(&files[i], "CPU ");
-        C.cpu_key = group_strings(&files[i], "cpu_ms ");
+        C.cpu_key = group_strings(&files[i], "cpu_ms "); /* 8 bytes before the name: '"cpu_ms ' */
         C.pend = malloc((files[i].ngroups + 1) * sizeof(*C.pend));
         C.cpu_key_len = malloc((files[i].ngroups + 1) * sizeof(*C.cpu_key_len));
         int ok = C.cpu_name && C.cpu_key && C.pend && C.cpu_key_len;

@@ -101,6 +101,7 @@ static void write_schema(struct pgc_out *o)
         "\"data\":[{\"key\":\"cpu\",\"label\":\"CPU time\",\"format\":\"milliseconds\"},"
         "{\"key\":\"wall\",\"label\":\"Wall time\",\"format\":\"milliseconds\"},"
         "{\"key\":\"groups\",\"label\":\"Groups (CPU)\",\"format\":\"string\",\"searchable\":true},"
+        "{\"key\":\"self\",\"label\":\"Groups (self CPU)\",\"format\":\"string\",\"searchable\":true},"
         "{\"key\":\"jank\",\"label\":\"Jank (> 50 ms of CPU)\",\"format\":\"string\",\"searchable\":true},"
         "{\"key\":\"flags\",\"label\":\"Flags\",\"format\":\"string\"}]},\n"
         "{\"name\":\"PerfgroupInterval\",\"tooltipLabel\":\"{marker.name}: {marker.data.function}\","

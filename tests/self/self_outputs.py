@@ -100,6 +100,38 @@ def slices_self(events):
     return out
 
 
+def event_self(conv, pgm, snap, work, mode):
+    """Per event: Chrome's event slices' `self_ms <group>` and the Gecko PerfgroupEvent
+    markers' `self` ("A 3.155 ms, …", to the us) add up over the events to the snapshot's
+    self time per group (the event records carry it, in both modes)."""
+    chrome = os.path.join(work, "events-%s.chrome.json" % mode)
+    run([conv, pgm, "--format", "chrome", "-o", chrome])
+    with open(chrome) as f:
+        evs = [e for e in json.load(f)["traceEvents"] if e.get("cat") == "event"]
+    prof = os.path.join(work, "events-%s.json" % mode)
+    run([conv, pgm, "-o", prof])
+    with open(prof) as f:
+        t = [t for t in json.load(f)["threads"] if t["markers"]["data"]][0]
+    sch = t["markers"]["schema"]
+    marks = [r[sch["data"]] for r in t["markers"]["data"]
+             if r[sch["data"]] and r[sch["data"]].get("type") == "PerfgroupEvent"]
+    if len(evs) != 10 or len(marks) != 10:
+        fail("%s: %d event slices, %d event markers, want 10" % (mode, len(evs), len(marks)))
+        return
+    for g in "ABC":
+        want = snap[g][0] / 1e6
+        got = sum(e["args"].get("self_ms " + g, float("nan")) for e in evs)
+        if not abs(got - want) <= 1e-5:
+            fail("%s: chrome events' self_ms %s sum %r, the snapshot's %.6f" % (mode, g, got, want))
+        got = 0.0
+        for d in marks:
+            m = re.search(r"(?:^|, )%s ([0-9.]+) ms" % g, d.get("self", ""))
+            got += float(m.group(1)) if m else float("nan")
+        if not abs(got - want) <= 0.001 * len(marks) + 1e-9:
+            fail("%s: Gecko event markers' self for %s sum %r, the snapshot's %.6f (1 us an event)"
+                 % (mode, g, got, want))
+
+
 def trace_mode(conv, pg, prog, work, ff):
     """Self time in a trace-mode recording: the summary's from the totals (the snapshot's),
     and every acquiring interval's own self time (Chrome args.self_ms, Gecko PerfgroupInterval
@@ -110,6 +142,7 @@ def trace_mode(conv, pg, prog, work, ff):
     if snap is None:
         return
     off_ns, nivcsw = snap["off-cpu"]
+    event_self(conv, pgm, snap, work, "trace")
     js = json.loads(run([conv, pgm, "--summary", "--json"]))
     if js["processes"][0].get("mode") != "trace":
         fail("trace: the recording's mode is %r" % js["processes"][0].get("mode"))
@@ -313,6 +346,7 @@ def main(argv):
         else:
             print("Firefox Profiler import: no warning, no error")
 
+    event_self(conv, pgm, snap, work, "stats")
     trace_mode(conv, pg, prog, work, ff)
 
     # older writers' files: self unknown, never 0. gen_pgm.py's (event records of 4 fields,
@@ -340,6 +374,9 @@ def main(argv):
                 fail("older file %s: a row's self is not '?': %r" % (o, ln))
         if re.search(r"^%s\{" % name, run([pg, "metrics", o]), re.M):
             fail("older file %s: a %s series" % (o, name))
+        ev = run([conv, o, "--format", "chrome", "-o", "-"])
+        if o == old and ("self_ms " in ev or '"self":' in run([conv, o, "-o", "-"])):
+            fail("older file %s: a per-event self time (its event records carry none)" % o)
     top = run([pg, "top", "-n", "1", old3])
     if not re.search(r"^  A\s+[0-9.]+\s+\?", top, re.M):
         fail("older file: top's self%% is not '?':\n" + top)
