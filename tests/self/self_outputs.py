@@ -90,11 +90,10 @@ def slices_self(events):
                 acq = sl.get("args", {}).get("acquired")
                 if acq:
                     out.append((sl, sl["dur"] - nested))
-                # what the nearest acquiring slice below took: this one, or what this one
-                # (a re-entry) had nested in it
-                for below in reversed(stack):
-                    below[1] += sl["dur"] if acq else nested
-                    break
+                # to the slice below: this one's duration, or what this one (a re-entry)
+                # had nested in it
+                if stack:
+                    stack[-1][1] += sl["dur"] if acq else nested
             if e is not None:
                 stack.append([e, 0.0])
     return out
