@@ -48,6 +48,7 @@ struct chrome {
     /* per depth d: the extent of the intervals at depth d + 1 written since the last one at
      * d (its children: records come innermost first) */
     int64_t kid_lo[256], kid_hi[256];
+    struct pgc_trace_self tself; /* the acquiring intervals' self times */
     int64_t last_ns;
     char cat[256]; /* an interval slice's category */
     size_t cat_len;
@@ -213,6 +214,7 @@ static int begin_thread(void *ctx, uint32_t ti)
         C->kid_lo[d] = INT64_MAX;
         C->kid_hi[d] = INT64_MIN;
     }
+    pgc_trace_self_reset(&C->tself);
     pgc_grid_free(&C->grid);
     if (pgc_grid_init(&C->grid, C->f->ngroups, C->iv, C->max_rows, counter_row, C))
         return -ENOMEM;
@@ -253,6 +255,12 @@ static int on_record(void *ctx, const struct pgr_record *r)
             pgc_out_raw(o, C->cpu_key[gi], C->cpu_key_len[gi]);
             PGC_LIT(o, ":");
             pgc_out_fixed(o, (int64_t)r->u.event.groups[i].cpu_ns, 1000000);
+            if (r->u.event.groups[i].has_self) { /* "self_ms <group>": cpu_key's name part */
+                PGC_LIT(o, ",\"self_ms ");
+                pgc_out_raw(o, C->cpu_key[gi] + 8, C->cpu_key_len[gi] - 8);
+                PGC_LIT(o, ":");
+                pgc_out_fixed(o, (int64_t)r->u.event.groups[i].self_ns, 1000000);
+            }
         }
         PGC_LIT(o, "}}");
         for (uint32_t i = 0; i < r->u.event.ngroups; i++) /* may write counter rows */
@@ -293,6 +301,7 @@ static int on_record(void *ctx, const struct pgr_record *r)
          * it, its parent by the next: on a busy machine the two can differ by a little, and a
          * child would stick out of its parent, which Perfetto cuts. The parent covers them. */
         uint32_t d = r->u.interval.depth;
+        int64_t self = pgc_trace_self_end(&C->tself, d, r->u.interval.group_mask != 0, e - s);
         if (C->kid_lo[d] < s)
             s = C->kid_lo[d];
         if (C->kid_hi[d] > e)
@@ -308,8 +317,11 @@ static int on_record(void *ctx, const struct pgr_record *r)
         C->cat_len = cl ? cl : strlen(cat);
         head(C, 'X', name, strlen(name), cat);
         span(C, s, e);
-        if (r->u.interval.group_mask) /* the depth is the nesting; only acquisitions are news */
-            PGC_LIT(o, ",\"args\":{\"acquired\":true}");
+        if (r->u.interval.group_mask) { /* the depth is the nesting; only acquisitions are news */
+            PGC_LIT(o, ",\"args\":{\"acquired\":true,\"self_ms\":");
+            pgc_out_fixed(o, self, 1000000); /* less the acquiring intervals nested directly */
+            PGC_LIT(o, "}");
+        }
         PGC_LIT(o, "}");
         break;
     }
@@ -561,7 +573,7 @@ int pgc_chrome_write(struct pgc_file *files, size_t nfiles, const struct pgc_opt
         }
         C.corrupt_said = C.clipped_said = C.overhead_said = 0;
         C.cpu_name = group_strings(&files[i], "CPU ");
-        C.cpu_key = group_strings(&files[i], "cpu_ms ");
+        C.cpu_key = group_strings(&files[i], "cpu_ms "); /* 8 bytes before the name: '"cpu_ms ' */
         C.pend = malloc((files[i].ngroups + 1) * sizeof(*C.pend));
         C.cpu_key_len = malloc((files[i].ngroups + 1) * sizeof(*C.cpu_key_len));
         int ok = C.cpu_name && C.cpu_key && C.pend && C.cpu_key_len;

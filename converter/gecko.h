@@ -108,6 +108,7 @@ struct gthread {
     struct level *levels;
     uint32_t nlevels, caplevels;
     struct pgc_hash level_map;
+    struct pgc_trace_self tself; /* trace: the acquiring intervals' self times */
     /* stats-mode accumulators, one per group of the file, + one for "outside groups" */
     uint64_t *acc;
     uint64_t cpu_done;       /* stats: CPU of the thread's events before the current one */

@@ -107,6 +107,40 @@ static void event_span(struct gthread *t, uint64_t btsc, uint64_t etsc, int64_t 
     *bp = b, *ep = e;
 }
 
+/* One "name 1.25 ms" of an event's list of groups (at most 64 named; the time to the us). */
+static void pl_group_ms(struct pgc_out *pl, uint32_t *listed, const char *gn, uint64_t ns)
+{
+    size_t gnl = strlen(gn);
+    if (*listed >= 64 || !pl_room(pl, gnl * 6 + 64))
+        return;
+    if ((*listed)++)
+        PGC_LIT(pl, ", ");
+    pgc_out_json_chars(pl, gn, gnl);
+    PGC_LIT(pl, " ");
+    pgc_out_fixed(pl, (int64_t)(ns / 1000 * 1000), 1000000);
+    PGC_LIT(pl, " ms");
+}
+
+/* "self": each group's self time in the event (docs/accounting.md "Self time"), in the order
+ * of "groups"; only from records of writers with self time (in both modes), else absent. */
+static void event_self(struct gthread *t, struct pgc_out *pl, const struct pgr_record *r)
+{
+    uint32_t listed = 0, known = 0;
+    for (uint32_t i = 0; i < r->u.event.ngroups; i++)
+        known += r->u.event.groups[i].has_self;
+    if (!known)
+        return;
+    pl_key(pl, "self");
+    PGC_LIT(pl, "\"");
+    for (uint32_t i = 0; i < r->u.event.ngroups; i++) {
+        const struct pgr_event_group *eg = &r->u.event.groups[i];
+        uint32_t gi = pgc_group_index(t->f, eg->group_id);
+        if (gi < t->f->ngroups && eg->has_self)
+            pl_group_ms(pl, &listed, t->f->groups[gi].name, eg->self_ns);
+    }
+    PGC_LIT(pl, "\"");
+}
+
 static void event_record(struct gthread *t, const struct pgr_record *r)
 {
     int64_t b, e;
@@ -147,16 +181,7 @@ static void event_record(struct gthread *t, const struct pgr_record *r)
             best = eg->cpu_ns;
             best_cat = pgc_group_category(t, gi);
         }
-        const char *gn = t->f->groups[gi].name;
-        size_t gnl = strlen(gn);
-        if (listed < 64 && pl_room(&pl, gnl * 6 + 64)) {
-            if (listed++)
-                PGC_LIT(&pl, ", ");
-            pgc_out_json_chars(&pl, gn, gnl);
-            PGC_LIT(&pl, " ");
-            pgc_out_fixed(&pl, (int64_t)(eg->cpu_ns / 1000 * 1000), 1000000);
-            PGC_LIT(&pl, " ms");
-        }
+        pl_group_ms(&pl, &listed, t->f->groups[gi].name, eg->cpu_ns);
     }
     /* groups not named here: past 64, and those the record could not list (groups_more) */
     uint64_t unnamed = (uint64_t)r->u.event.ngroups - listed + r->u.event.groups_more;
@@ -167,6 +192,7 @@ static void event_record(struct gthread *t, const struct pgr_record *r)
         PGC_LIT(&pl, " more groups");
     }
     PGC_LIT(&pl, "\"");
+    event_self(t, &pl, r);
     int jank = r->u.event.cpu_ns > (uint64_t)PGC_JANK_MS * 1000000; /* CPU, as everywhere */
     pl_str(&pl, "jank", jank ? "yes" : "no", jank ? 3 : 2);
     static const char *const flag_text[8] = {
@@ -189,6 +215,7 @@ static void interval_record(struct gthread *t, const struct pgr_record *r)
     int64_t e = s + d;
     seen(t, s);
     seen(t, e);
+    int64_t self = pgc_trace_self_end(&t->tself, r->u.interval.depth, r->u.interval.group_mask != 0, d);
     uint32_t site = pgc_site_index(t->f, r->u.interval.function_id);
     uint32_t lid = pgc_trace_level(t, site, r->u.interval.group_mask);
     if ((lid == UNKNOWN || pgc_trace_interval(t, lid, r->u.interval.depth, s, e)) && !t->prof->out->err)
@@ -226,6 +253,7 @@ static void interval_record(struct gthread *t, const struct pgr_record *r)
     pl_u64(&pl, "file", l->file);
     pl_u64(&pl, "line", st->line);
     pl_u64(&pl, "depth", r->u.interval.depth);
+    pl_ms(&pl, "self", self); /* its length less the acquiring intervals nested directly */
     pl_end(&pl);
     pgc_marker_row(t, l->mname, s, e, 1, l->mcat, &pl);
 }

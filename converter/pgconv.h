@@ -52,6 +52,20 @@ int pgc_chrome_write(struct pgc_file *files, size_t nfiles, const struct pgc_opt
 void pgc_process_name(char *buf, size_t n, const struct pgc_file *files, size_t nfiles,
                       const struct pgc_file *f);
 
+/* Trace mode: each acquiring interval's self time (traceself.c, docs/converter.md): its
+ * length less the acquiring intervals nested directly in it. One per thread, zeroed (or
+ * pgc_trace_self_reset) at the thread's start; fed every interval record in file order. */
+#define PGC_TRACE_DEPTHS 256 /* a record's depth is a u8 */
+struct pgc_trace_self {
+    int64_t inner[PGC_TRACE_DEPTHS]; /* per depth d: what the intervals nested in the one
+                                      * open at d took (acquiring ones: their length) */
+    uint32_t top;                    /* inner[d] == 0 for every d >= top */
+};
+void pgc_trace_self_reset(struct pgc_trace_self *ts);
+/* The interval at `depth` of `len_ns` ended; `acquired`: its group_mask is not 0. Its self
+ * time in ns, or -1 for an interval that acquired nothing (it has none of its own). */
+int64_t pgc_trace_self_end(struct pgc_trace_self *ts, uint32_t depth, int acquired, int64_t len_ns);
+
 /* Per-group CPU on the sample grid (cpugrid.c): the Gecko counters and the Chrome "C"
  * events. emit(ctx, group, time_ns, ns) gets each row: the CPU used in the tick ending at
  * time_ns (0 for a row that closes an idle stretch), in time order per group. */

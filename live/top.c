@@ -7,8 +7,10 @@
  * and the totals since the start. A process that exits or dies keeps its last state on
  * screen, with what happened; the files of its fork() children appear as they are created.
  *
- * On a terminal the screen is redrawn in place and `q` quits; otherwise (a pipe, a file)
- * each refresh prints a plain block, and top ends once every process has ended.
+ * Rows by the interval's CPU, or by its self time (--sort self; on a terminal the keys c and
+ * s switch, redrawing at once). On a terminal the screen is redrawn in place and `q` quits;
+ * otherwise (a pipe, a file) each refresh prints a plain block, and top ends once every
+ * process has ended.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -127,6 +129,21 @@ static int by_interval(const void *a, const void *b)
     return strcmp((*x)->name, (*y)->name);
 }
 
+/* --sort self (key s): by the interval's self time; rows whose self time is unknown (an
+ * older writer's file) after the known ones, those by CPU */
+static int by_self(const void *a, const void *b)
+{
+    const struct pgc_row *const *x = a, *const *y = b;
+    int kx = (*x)->self_unknown == 0, ky = (*y)->self_unknown == 0;
+    if (kx != ky)
+        return kx ? -1 : 1;
+    if (kx && (*x)->self_ns != (*y)->self_ns)
+        return (*x)->self_ns < (*y)->self_ns ? 1 : -1;
+    return by_interval(a, b);
+}
+
+static int sort_self; /* rows by self time (--sort self, key s) rather than CPU (key c) */
+
 /* A name on the terminal: valid UTF-8 with no control character (U+FFFD for a byte that
  * starts no valid sequence and for a control: an escape sequence in a thread or program name
  * must not reach the terminal, a newline must not break the table), cut to `width`
@@ -223,7 +240,7 @@ static void show_file(FILE *o, const struct pgl_file *f, const struct top_file *
     for (uint32_t g = 0; g < t->nprev; g++)
         if (t->prev[g].events || t->prev[g].activations || t->prev[g].cpu_ns || t->prev[g].tasks)
             order[n++] = &t->delta[g];
-    qsort(order, n, sizeof(*order), by_interval);
+    qsort(order, n, sizeof(*order), sort_self ? by_self : by_interval);
     if (n > ROWS_SHOWN) { /* 2,000 groups stay readable: the heaviest, then the rest folded */
         uint64_t cpu = 0, events = 0, self = 0, unknown = 0;
         for (uint32_t i = ROWS_SHOWN; i < n; i++)
@@ -262,8 +279,9 @@ static void draw(FILE *o, const struct pgl_set *s, struct top_file *tf, int tty,
     size_t live = 0;
     for (size_t i = 0; i < s->nfiles; i++)
         live += s->files[i].state == PGL_LIVE;
-    fprintf(o, "perfgroup top — %s — %zu process(es), %zu running — every %.1f s%s\n", when,
-            s->nfiles, live, every, tty ? " — q quits" : "");
+    fprintf(o, "perfgroup top — %s — %zu process(es), %zu running — every %.1f s — sorted by %s"
+               "%s\n", when, s->nfiles, live, every, sort_self ? "self" : "CPU",
+            tty ? " — keys: q quit, c CPU, s self" : "");
     fprintf(o, "CPU%% = share of the process's CPU in events over the interval; jank = events "
                "with > 16 ms CPU\n\n");
     for (size_t i = 0; i < s->nfiles; i++) {
@@ -278,7 +296,7 @@ static void draw(FILE *o, const struct pgl_set *s, struct top_file *tf, int tty,
 }
 
 static const char usage[] =
-    "usage: perfgroup top [-d SECONDS] [-n COUNT] FILE|PID|DIR...\n"
+    "usage: perfgroup top [-d SECONDS] [-n COUNT] [--sort cpu|self] FILE|PID|DIR...\n"
     "\n"
     "  A live about:performance table of recording programs (PERFGROUP_OUTPUT), read from\n"
     "  their recording files as they are written: each process's groups by share of its\n"
@@ -288,8 +306,9 @@ static const char usage[] =
     "  Files of fork() children appear as they are created.\n"
     "  -d SECONDS  refresh interval (default 1; 0.1..3600)\n"
     "  -n COUNT    stop after COUNT refreshes\n"
-    "  On a terminal the table is redrawn in place (q quits); otherwise a plain block per\n"
-    "  refresh, until every process has ended.\n";
+    "  -s, --sort cpu|self  rows by the interval's CPU (default) or self time\n"
+    "  On a terminal the table is redrawn in place (q quits, c / s sort by CPU / self time);\n"
+    "  otherwise a plain block per refresh, until every process has ended.\n";
 
 int pgl_top_main(int argc, char **argv)
 {
@@ -314,6 +333,12 @@ int pgl_top_main(int argc, char **argv)
                 every = v;
             else
                 count = (long)v;
+        } else if (!strcmp(a, "-s") || !strcmp(a, "--sort")) {
+            if (++i >= argc)
+                return pgl_usage(usage, "%s needs cpu or self", a);
+            if (strcmp(argv[i], "cpu") && strcmp(argv[i], "self"))
+                return pgl_usage(usage, "%s: unknown key %s (cpu or self)", a, argv[i]);
+            sort_self = argv[i][0] == 's';
         } else if (a[0] == '-' && a[1]) {
             return pgl_usage(usage, "unknown option %s", a);
         } else {
@@ -380,8 +405,14 @@ int pgl_top_main(int argc, char **argv)
             int n = poll(&p, raw ? 1 : 0, (int)(left / 1000000) + 1);
             if (n > 0 && (p.revents & POLLIN)) {
                 char c;
-                if (read(0, &c, 1) == 1 && (c == 'q' || c == 'Q'))
+                if (read(0, &c, 1) != 1)
+                    continue;
+                if (c == 'q' || c == 'Q')
                     stop = 1;
+                else if ((c == 's' || c == 'c') && sort_self != (c == 's')) {
+                    sort_self = c == 's'; /* the same interval again, in the new order */
+                    draw(stdout, &s, tf, tty, every);
+                }
             }
         }
     }

@@ -12,7 +12,8 @@
                               with -d 60 the spell row shows, then q quits); live CPU %
                               rows; after SIGKILL of the demo, top keeps the last state,
                               says the process is gone and its spell total equals the final
-                              summary's (the same file, read whole); q quits
+                              summary's (the same file, read whole); the keys s and c sort
+                              its rows by self time and by CPU; q quits
     live_test.py top_fork     `perfgroup top -d 0.5 FILE` with stdout not a terminal against a
                               program that forks: plain text blocks (no escape sequence), the
                               child's recording appears as a second process, top ends with
@@ -152,6 +153,16 @@ class Tmux:
     def screen(self):
         return self("capture-pane", "-p", "-t", "top").stdout
 
+    def new_session(self, *args):
+        """tmux new-session; when the server is still shutting down after its last session
+        was killed ("server exited unexpectedly"), again, up to 10 times 0.2 s apart."""
+        for _ in range(10):
+            r = self("new-session", *args)
+            if r.returncode == 0 or "server exited unexpectedly" not in r.stderr:
+                return r
+            time.sleep(0.2)
+        return r
+
     def close(self):
         self("kill-server")
 
@@ -170,6 +181,34 @@ class Tmux:
 SPELL_ROW = re.compile(r"^\s+spell\s+(\d+\.\d)\s", re.M)
 # the spell row's last two columns: total CPU s since the start, jank > 16 ms
 SPELL_TOTAL = re.compile(r"^\s+spell\s.*\s(\d+\.\d{3})\s+\d+\s*$", re.M)
+
+
+ROW_NAMES = re.compile(r"^  (\S+)\s+[0-9.]+\s+[0-9.?]+\s", re.M)
+
+
+def sort_keys(tm, shown):
+    """The keys s and c on top's frozen last state (the demo killed): s redraws at once with
+    the rows by self time — spell (its own code) above core (the loop's file group holds
+    everything: CPU 100 %, self ~0) — and c by CPU again, core first."""
+    by_cpu = ROW_NAMES.findall(shown)
+    if not by_cpu or by_cpu[0] != "core" or "spell" not in by_cpu:
+        fail("top's rows by CPU: %r, want core first and a spell row:\n%s" % (by_cpu, shown))
+        return
+    for key, header, check in (("s", "sorted by self", lambda r: r.index("spell") < r.index("core")),
+                               ("c", "sorted by CPU", lambda r: r == by_cpu)):
+        tm("send-keys", "-t", "top", key)
+
+        def sorted_(scr):  # a capture can catch the redraw half done: wait for a whole one
+            rows = ROW_NAMES.findall(scr)
+            return header in scr and "spell" in rows and "core" in rows and check(rows), rows
+        t0 = time.monotonic()
+        ok, rows = sorted_(scr := tm.screen())
+        while not ok and time.monotonic() - t0 < 5:
+            time.sleep(0.1)
+            ok, rows = sorted_(scr := tm.screen())
+        print("after key %s: %r" % (key, rows))
+        if not ok:
+            fail("key %s: not %s within 5 s:\n%s" % (key, header, scr))
 
 
 def top():
@@ -209,8 +248,8 @@ def top():
         if not tm.quit_top("top -d 60"):
             return
         tm("kill-session", "-t", "top")
-        r = tm("new-session", "-d", "-s", "top", "-x", "100", "-y", "30",
-               "%s top %d; echo top ended: $?; sleep 60" % (PERFGROUP, demo.pid))
+        r = tm.new_session("-d", "-s", "top", "-x", "100", "-y", "30",
+                           "%s top %d; echo top ended: $?; sleep 60" % (PERFGROUP, demo.pid))
         if r.returncode:
             fail("tmux new-session: " + r.stderr)
             return
@@ -248,6 +287,7 @@ def top():
         if not m or abs(float(m.group(1)) - final["cpu_ms"] / 1000) > 0.0005 + 1e-9:
             fail("spell total after SIGKILL: top %s s vs summary %.4f s (same file)"
                  % (m.group(1) if m else "(no total)", final["cpu_ms"] / 1000))
+        sort_keys(tm, gone)
         tm.quit_top("top")
     finally:
         tm.close()

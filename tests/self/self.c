@@ -113,17 +113,22 @@ PERF_GROUP_NONE static const struct perfgroup_stats *find(struct perfgroup_snaps
     return s;
 }
 
-/* --record: the cold phase alone (recorded by PERFGROUP_OUTPUT), then each group's whole-run
- * self and charged time as the snapshot has them, for self_outputs.py to compare with the
- * recording's outputs. */
+/* --record: the cold phase alone (recorded by PERFGROUP_OUTPUT), then the thread's off-CPU
+ * time in it and each group's whole-run self and charged time as the snapshot has them, for
+ * self_outputs.py to compare with the recording's outputs. */
 PERF_GROUP_NONE static int record_child(void)
 {
     cfg = pg_cfg_now();
+    struct pg_obs o0 = pg_obs_now();
     for (int e = 0; e < EVENTS_COLD; e++) {
         perfgroup_event_begin("cold");
         cold_a();
         perfgroup_event_end();
     }
+    struct pg_obs o1 = pg_obs_now();
+    /* the thread's off-CPU time over the events (its wall - CPU clocks): how far a wall
+     * time there (a trace-mode interval's) may exceed the CPU time in it */
+    printf("off-cpu %lld %ld\n", (long long)pg_obs_off(&o0, &o1), o1.nivcsw - o0.nivcsw);
     struct perfgroup_snapshot *s = perfgroup_snapshot_take();
     for (size_t i = 0; i < NG; i++) {
         const struct perfgroup_stats *st = find(s, groups[i]);
