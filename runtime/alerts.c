@@ -30,7 +30,7 @@ static struct {
     void *arg;
     int id;
 } alerts[PG_ALERTS_MAX];
-static _Atomic uint64_t min_threshold = UINT64_MAX;
+PG_HIDDEN _Atomic uint64_t perfgroup__alerts_min = UINT64_MAX;
 static int alert_next_id = 1;
 
 static void recompute_min(void)
@@ -41,7 +41,7 @@ static void recompute_min(void)
         if (th && th < m)
             m = th;
     }
-    atomic_store(&min_threshold, m);
+    atomic_store(&perfgroup__alerts_min, m);
 }
 
 int perfgroup_alert_add(uint64_t threshold_ns, perfgroup_alert_cb cb, void *arg)
@@ -83,7 +83,7 @@ int perfgroup_alert_remove(int id)
 PG_HIDDEN void perfgroup__alerts_check(struct pg_thread *t, const char *event, uint32_t gid,
                                        uint64_t cpu_ns, uint64_t wall_ns, uint64_t event_cpu_ns)
 {
-    if (cpu_ns <= atomic_load_explicit(&min_threshold, memory_order_relaxed))
+    if (cpu_ns <= atomic_load_explicit(&perfgroup__alerts_min, memory_order_relaxed))
         return;
     for (int i = 0; i < PG_ALERTS_MAX; i++) {
         uint64_t th = atomic_load_explicit(&alerts[i].threshold, memory_order_acquire);

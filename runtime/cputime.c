@@ -209,10 +209,3 @@ PG_HIDDEN int64_t perfgroup__cputime_read(struct pg_thread *t, uint64_t *tsc)
     return cpu;
 }
 
-PG_HIDDEN uint64_t perfgroup__cputime_on(uint64_t begin, uint64_t end, uint64_t off_begin,
-                                         uint64_t off_end)
-{
-    int64_t wall = (int64_t)(end - begin);
-    int64_t on = wall - (int64_t)(off_end - off_begin);
-    return wall <= 0 || on <= 0 ? 0 : on > wall ? (uint64_t)wall : (uint64_t)on;
-}

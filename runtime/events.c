@@ -19,15 +19,21 @@
 
 #include "internal.h"
 
-static struct pg_totals *totals_for(struct pg_thread *t, uint32_t gid)
+/* A group's first event in a block of groups: its block, mapped (or the inline one). */
+static __attribute__((noinline, cold)) struct pg_totals *totals_block(struct pg_thread *t, uint32_t gid)
+{
+    struct pg_totals *b = gid < PG_GROUP_BLOCK ? t->tot0 : perfgroup__map(sizeof *b * PG_GROUP_BLOCK);
+    if (b)
+        atomic_store_explicit(pg_tslot(t, gid / PG_GROUP_BLOCK), b, memory_order_release);
+    return b;
+}
+
+static inline __attribute__((always_inline)) struct pg_totals *totals_for(struct pg_thread *t,
+                                                                           uint32_t gid)
 {
     struct pg_totals *b = atomic_load_explicit(pg_tslot(t, gid / PG_GROUP_BLOCK), memory_order_relaxed);
-    if (!b) {
-        b = gid < PG_GROUP_BLOCK ? t->tot0 : perfgroup__map(sizeof *b * PG_GROUP_BLOCK);
-        if (!b)
-            return NULL;
-        atomic_store_explicit(pg_tslot(t, gid / PG_GROUP_BLOCK), b, memory_order_release);
-    }
+    if (PG_UNLIKELY(!b) && !(b = totals_block(t, gid)))
+        return NULL;
     if (gid >= t->tot_hi)
         t->tot_hi = gid + 1;
     return &b[gid % PG_GROUP_BLOCK];
@@ -101,7 +107,8 @@ PG_HIDDEN void perfgroup__thread_totals_zero(struct pg_thread *t)
 
 /* The thread's totals opened for writing (seq odd), zeroed first after a reset; returns
  * the seq to close with seq + 2. */
-static uint32_t totals_write_begin(struct pg_thread *t, uint32_t epoch)
+static inline __attribute__((always_inline)) uint32_t totals_write_begin(struct pg_thread *t,
+                                                                          uint32_t epoch)
 {
     uint32_t seq = atomic_load_explicit(&t->seq, memory_order_relaxed);
     atomic_store_explicit(&t->seq, seq + 1, memory_order_relaxed);
@@ -112,8 +119,9 @@ static uint32_t totals_write_begin(struct pg_thread *t, uint32_t epoch)
     return seq;
 }
 
-static void totals_add(struct pg_totals *tot, uint64_t cycles, uint64_t cpu_ns, uint64_t self_ns,
-                       uint64_t wall_ns, uint64_t acts, uint64_t discarded)
+static inline __attribute__((always_inline)) void
+totals_add(struct pg_totals *tot, uint64_t cycles, uint64_t cpu_ns, uint64_t self_ns, uint64_t wall_ns,
+           uint64_t acts, uint64_t discarded)
 {
     TADD(tot->cycles, cycles);
     TADD(tot->cpu_ns, cpu_ns);
@@ -129,7 +137,7 @@ static void totals_add(struct pg_totals *tot, uint64_t cycles, uint64_t cpu_ns, 
         TSET(tot->min_event_ns, cpu_ns);
     if (wall_ns > tot->max_wall_ns)
         TSET(tot->max_wall_ns, wall_ns);
-    unsigned m = perfgroup__jank_mask(cpu_ns);
+    unsigned m = cpu_ns <= 1000000ull ? 0 : perfgroup__jank_mask(cpu_ns); /* most: none */
     for (unsigned i = 0; m; i++, m >>= 1)
         TADD(tot->jank[i], m & 1);
 }
@@ -231,7 +239,8 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
                 totals_add(tot, recent, gcpu, gself, gwall, s->acts, s->discarded);
                 if (s->discarded)
                     t->event_flags |= PGF_EVENT_F_DISCARDED;
-                perfgroup__alerts_check(t, ename, gid, gcpu, gwall, cpu_ns);
+                if (gcpu > atomic_load_explicit(&perfgroup__alerts_min, memory_order_relaxed))
+                    perfgroup__alerts_check(t, ename, gid, gcpu, gwall, cpu_ns);
                 if (recording && nshares < room) /* (resident only in threads that record) */
                     shares[nshares++] = (struct perfgroup_rec_group_share){gid, recent, gcpu,
                                                                           s->acts, gself, s->parent};

@@ -621,8 +621,13 @@ PG_HIDDEN uint64_t perfgroup__cputime_settle(struct pg_thread *t, uint64_t tsc);
  * counter after it. Returns the CPU clock in ns (0 if it could not be read). */
 PG_HIDDEN int64_t perfgroup__cputime_read(struct pg_thread *t, uint64_t *tsc);
 /* Ticks of [begin, end] the thread spent on its CPU, given t->off at begin (measured). */
-PG_HIDDEN uint64_t perfgroup__cputime_on(uint64_t begin, uint64_t end, uint64_t off_begin,
-                                         uint64_t off_end);
+static inline uint64_t perfgroup__cputime_on(uint64_t begin, uint64_t end, uint64_t off_begin,
+                                             uint64_t off_end)
+{
+    int64_t wall = (int64_t)(end - begin);
+    int64_t on = wall - (int64_t)(off_end - off_begin);
+    return wall <= 0 || on <= 0 ? 0 : on > wall ? (uint64_t)wall : (uint64_t)on;
+}
 
 /* The counter now, with every deschedule before it settled (cold paths). */
 static inline uint64_t pg_clock_settled(struct pg_thread *t)
@@ -669,6 +674,9 @@ PG_HIDDEN void perfgroup__alerts_check(struct pg_thread *t, const char *event, u
 PG_HIDDEN void perfgroup__alerts_deliver(struct pg_thread *t);
 /* Bit i set: an event of cpu_ns exceeds 2^i ms (bucket i of the jank histogram). */
 PG_HIDDEN unsigned perfgroup__jank_mask(uint64_t cpu_ns);
+/* The lowest alert threshold set (UINT64_MAX: none): a commit calls perfgroup__alerts_check
+ * only for a group above it. */
+extern PG_HIDDEN _Atomic uint64_t perfgroup__alerts_min;
 
 /* ---- text.c: PERFGROUP_TEXT debug trace ------------------------------------------------ */
 PG_HIDDEN int perfgroup__text_init(const char *path);
