@@ -418,7 +418,7 @@ static void case_implicit(void)
     int64_t est = (int64_t)stats(s, "A")->max_event_ns;
     ASSERT_I64(est, <=, wall);
     PG_ASSERT_WITHIN(est, cpu, cfg.measured ? pg_bound_measured(cpu, &o0, &o1)
-                                            : pg_bound_sampled(&cfg, wall));
+                                            : pg_bound_sampled(&cfg, &o0, &o1));
     perfgroup_snapshot_free(s);
 }
 
@@ -447,7 +447,7 @@ static void case_implicit_blocked(void)
         __perfgroup_exit(&site_a, ta);
         struct pg_obs o1 = pg_obs_now();
         int64_t t = o1.cpu - o0.cpu;
-        int64_t b = cfg.measured ? pg_bound_measured(t, &o0, &o1) : pg_bound_sampled(&cfg, o1.wall - o0.wall);
+        int64_t b = cfg.measured ? pg_bound_measured(t, &o0, &o1) : pg_bound_sampled(&cfg, &o0, &o1);
         a_truth += t;
         a_bound += b;
         if (t - b < a_min - a_minb)
@@ -597,7 +597,7 @@ static void case_cpu_clock_in_hooks(void)
     struct pg_cfg cfg = pg_cfg_now();
     PG_ASSERT_WITHIN(stats(s, "A")->max_event_ns, r1.cpu - r0.cpu,
                      cfg.measured ? pg_bound_measured(r1.cpu - r0.cpu, &r0, &r1)
-                                  : pg_bound_sampled(&cfg, r1.wall - r0.wall));
+                                  : pg_bound_sampled(&cfg, &r0, &r1));
     perfgroup_snapshot_free(s);
     /* outside the hooks an explicit event reads it twice, as documented */
     cpu_clock_reads = 0;
