@@ -139,11 +139,12 @@ static inline void pg_task_path(char *out, const char *name, const char *tail)
 /* The sampler thread ("perfgroup-cpu", runtime/implicit.c) of this process: its time on a
  * CPU and its time waiting on a run queue, ns (/proc/self/task/<tid>/schedstat's first two
  * numbers), into run and wait: what makes its readings later than its period
- * (pg_bound_sampled); 0, or -1 if it does not run. The kernel adds a wait on a run queue when it ends (the thread gets a CPU): with
- * `settled`, the value is read once the sampler sleeps (its round takes no lock and does no
- * I/O: asleep is in its nanosleep), so that every wait before this call is in it; -1 if it
- * did not sleep within 2 s. Its tid is looked up once per process (and again while it is
- * not found) with open/getdents64/read only: tests read this in signal handlers too. */
+ * (pg_bound_sampled). Returns 0, or -1 if it does not run. The kernel adds a wait on a run
+ * queue when it ends (the thread gets a CPU): with `settled`, the values are read once the
+ * sampler sleeps (its round takes no lock and does no I/O: asleep is in its nanosleep), so
+ * that every wait before this call is in them; -1 if it did not sleep within 2 s. Its tid
+ * is looked up once per process (and again while it is not found) with open/getdents64/
+ * read only: tests read this in signal handlers too. */
 static inline int pg_sampler_busy(int settled, int64_t *run, int64_t *wait)
 {
     static pid_t pid;
@@ -269,62 +270,71 @@ static inline int64_t pg_bound_shared(int64_t truth, const struct pg_obs *a, con
     return off + m;
 }
 
+/* G, the longest gap between the sampler's readings of this thread since a, as far as the
+ * test can bound it (docs/accounting.md "Error bound"): P when the sampler is on time; a
+ * late one reads at most L later, L its time on a CPU and waiting on a run queue plus the
+ * time stolen from the machine since a (observed now, after the stretch: later is only
+ * more), and a reading that took more than 100 us (it waited, or was stolen from, for the
+ * rest) is dropped: another P. G <= (1 + drops) x (P + timer slack) + L, drops <= those
+ * waits / (100 us - a read's own CPU). The sampler is assumed active (it had a thread to
+ * sample in the last second, or started less than one ago): idle, it sleeps 10 P. -1 with
+ * no sampler (P 0) or none seen. Its terms go to why (size 200). */
+static inline int64_t pg_sampler_gap(const struct pg_cfg *c, const struct pg_obs *a, char *why)
+{
+    int64_t p = c->period_ns, run = -1, wait = -1;
+    if (p > 0 && a->smp_run >= 0)
+        pg_sampler_busy(1, &run, &wait);
+    if (a->smp_run < 0 || run < a->smp_run || wait < a->smp_wait) {
+        snprintf(why, 200, "%s", p == 0 ? "no sampler: P 0" : "the sampler's lateness unknown");
+        return -1;
+    }
+    int64_t steal = pg_steal_ns();
+    long hz = sysconf(_SC_CLK_TCK);
+    /* counted in ticks: up to one more not shown yet */
+    int64_t st = steal > a->steal ? steal - a->steal + 1000000000ll / (hz > 0 ? hz : 100) : 0;
+    int64_t w = wait - a->smp_wait + st, late = run - a->smp_run + w;
+    int64_t slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0); /* inherited by the sampler */
+    if (slack < 0)
+        slack = 50000;
+    /* a dropped reading waited or was stolen more than 100 us less its read's own CPU (one
+     * CPU-clock read: within PG_BOUND_HOOK_NS) */
+    int64_t drops = w / (PG_BOUND_DROP_NS - PG_BOUND_HOOK_NS);
+    int64_t g = (1 + drops) * (p + slack) + late;
+    snprintf(why, 200, "G = (1 + %" PRId64 " drops) x (P %" PRId64 " + slack %" PRId64
+             ") + late %" PRId64 " (waits and stolen %" PRId64 ") = %" PRId64,
+             drops, p, slack, late, w, g);
+    return g;
+}
+
 /* An implicit event between a and b estimated by the sampler (no rseq), docs/accounting.md
  * "Error bound": never more than its wall time W off (clamped to [0, W]); with a reading
  * inside it, off by at most the distance from its begin to the next reading (less when a
  * reading shortly before the begin is interpolated from: g/4 for readings g apart, which a
  * test cannot see: its begin's gap began before a) plus that from the newest reading to its
- * end: G + G, G the longest gap between the sampler's readings of the thread since a. G is
- * P when the sampler is on time; a late one reads at most L later, L its time on a CPU and
- * waiting on a run queue plus the time stolen from the machine since a (observed now,
- * after b: later is only more), and a reading that took more than 100 us (it waited, or was
- * stolen from, for the rest) is dropped: another P. G <= (1 + drops) x (P + timer slack) +
- * L, drops <= those waits / (100 us - a read's own CPU). The sampler is assumed
- * active (it had a thread to sample in the last second, or started less than one ago):
- * idle, it sleeps 10 P. */
+ * end: G + G (pg_sampler_gap). */
 static inline int64_t pg_bound_sampled(const struct pg_cfg *c, const struct pg_obs *a,
                                        const struct pg_obs *b)
 {
-    int64_t wall = b->wall - a->wall, p = c->period_ns, bound = wall, run = -1, wait = -1;
-    if (p > 0 && a->smp_run >= 0)
-        pg_sampler_busy(1, &run, &wait);
-    int64_t steal = pg_steal_ns();
-    if (run >= a->smp_run && wait >= a->smp_wait && a->smp_run >= 0) {
-        long hz = sysconf(_SC_CLK_TCK);
-        /* counted in ticks: up to one more not shown yet */
-        int64_t st = steal > a->steal ? steal - a->steal + 1000000000ll / (hz > 0 ? hz : 100) : 0;
-        int64_t w = wait - a->smp_wait + st, late = run - a->smp_run + w;
-        int64_t slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0); /* inherited by the sampler */
-        if (slack < 0)
-            slack = 50000;
-        /* a dropped reading waited or was stolen more than 100 us less its read's own CPU
-         * (one CPU-clock read: within PG_BOUND_HOOK_NS) */
-        int64_t drops = w / (PG_BOUND_DROP_NS - PG_BOUND_HOOK_NS);
-        int64_t g = (1 + drops) * (p + slack) + late;
-        if (2 * g < bound)
-            bound = 2 * g;
-        snprintf(pg_bound_why, sizeof pg_bound_why,
-                 "sampled: min(W %" PRId64 ", G + G), G = (1 + %" PRId64 " drops) x (P %" PRId64
-                 " + slack %" PRId64 ") + late %" PRId64 " (waits and stolen %" PRId64 ") = %" PRId64,
-                 wall, drops, p, slack, late, w, g);
-    } else {
-        snprintf(pg_bound_why, sizeof pg_bound_why, "sampled: W %" PRId64 " (%s)", wall,
-                 p == 0 ? "no sampler: P 0" : "the sampler's lateness unknown");
-    }
+    char why[200];
+    int64_t wall = b->wall - a->wall, g = pg_sampler_gap(c, a, why);
+    int64_t bound = g >= 0 && 2 * g < wall ? 2 * g : wall;
+    snprintf(pg_bound_why, sizeof pg_bound_why, "sampled: min(W %" PRId64 ", G + G), %s", wall, why);
     return bound + (int64_t)((double)wall * PG_BOUND_FREQ);
 }
 
 /* The sum over a run of back-to-back sampled implicit events shorter than P, between a and
- * b: each off by W x |r - r_event| (r the newest interval's on-CPU ratio): summed, twice the
- * off-CPU time in the run, plus P for the events before the run's first reading (their r
- * comes from before it); without a sampler, the run's wall time. */
+ * b: each is off by W x |r - r_event| (r the newest interval's on-CPU ratio): summed, twice
+ * the off-CPU time in the run, plus G for the events before the run's first reading (their
+ * r comes from before it; G as pg_sampler_gap: P on time); never more than the run's wall
+ * time (without a sampler, that). */
 static inline int64_t pg_bound_sampled_run(const struct pg_cfg *c, const struct pg_obs *a,
                                            const struct pg_obs *b)
 {
-    int64_t off = pg_obs_off(a, b), w = b->wall - a->wall;
-    int64_t r = c->period_ns > 0 ? c->period_ns + 2 * off : w;
-    snprintf(pg_bound_why, sizeof pg_bound_why,
-             "sampled run: P %" PRId64 " + 2 x off-CPU %" PRId64, c->period_ns, off);
+    char why[200];
+    int64_t off = pg_obs_off(a, b), w = b->wall - a->wall, g = pg_sampler_gap(c, a, why);
+    int64_t r = g >= 0 && g + 2 * off < w ? g + 2 * off : w; /* each event is clamped to [0, W] */
+    snprintf(pg_bound_why, sizeof pg_bound_why, "sampled run: G + 2 x off-CPU %" PRId64 ", %s",
+             off, why);
     return r + (int64_t)((double)w * PG_BOUND_FREQ);
 }
 
