@@ -22,12 +22,20 @@
  *     clamped to [0, wall]. Callers outside the hooks (thread exit, an explicit event_begin
  *     closing an implicit event, nested loops) pass a real reading for the end.
  *
- * Error bound of that estimate, for an event of wall time W (docs/accounting.md):
+ * Error bound of that estimate, for an event of wall time W (docs/accounting.md), never
+ * more than W (the clamp):
  *   - no sample inside it (W < PG_SAMPLE_NS, most events): W x |r - r_event|, r being the
  *     on-CPU ratio of the newest sample interval (the old window rule);
- *   - otherwise: <= P/4 at the begin (interpolation of a clock whose slope is in [0, 1]
- *     between samples P apart) plus <= min(P, end - newest sample) at the end, P the
- *     sampling period: <= 12.5 ms at the default 10 ms, and never more than W.
+ *   - otherwise: <= min(g/4, next sample - begin) at the begin (interpolation of a clock
+ *     whose slope is in [0, 1] between samples g apart; extrapolated back from the next
+ *     sample when none precedes it) plus <= end - newest sample at the end: with G the
+ *     longest gap between samples, <= G/4 + G (a sample at most G before the begin), else
+ *     <= G + G. G is P, the sampling period, when the sampler is on time (12.5 ms at the
+ *     default 10 ms); a late sampler (waiting on a run queue, its round's own CPU time, a
+ *     reading preempted for more than PG_SAMPLE_SLACK and dropped: one more period) makes
+ *     it G <= (1 + L / PG_SAMPLE_SLACK) x (P + timer slack) + L, L the sampler's CPU time
+ *     and run-queue wait (and the time stolen) meanwhile, and may leave a long event
+ *     without any sample: then only W holds.
  * PERFGROUP_SAMPLE_MS sets the period; 0 starts no sampler (events then get W x the last
  * ratio known, 1 at start).
  *

@@ -77,6 +77,19 @@ static uint32_t heap_pop(void) {
     return top;
 }
 
+/* FULL chunks a recycling passes over because each holds its owner's newest records (at
+ * most one per writer): 32 x 16 bytes of stack in the slow path. */
+#define PG_REC_KEEP 32
+
+/* Does FULL chunk idx hold its owner's newest records: its owner's last FULL chunk, with
+ * nothing written in the owner's current chunk since its opening records (or none)? */
+static int holds_newest(uint32_t idx) {
+    struct writer *ow = recorder.owner[idx];
+    return ow && ow->gen == recorder.gen && ow->last_full == (int32_t)idx &&
+           (ow->cur < 0 || __atomic_load_n(&perfgroup__rec_chunk_at((uint32_t)ow->cur)->committed,
+                                           __ATOMIC_ACQUIRE) == ow->open_committed);
+}
+
 /* Take a chunk for w: a free one, else recycle the oldest FULL DATA chunk. The chunk is
  * invalidated (magic 0: readers skip it); WHOLE: its pages are touched now, so the writer
  * never faults on them (else its first page only, the rest as it fills: fault_through).
@@ -95,19 +108,21 @@ PG_HIDDEN int32_t perfgroup__rec_take_chunk(struct writer *w, int whole) {
         recorder.nfree--;
         c = perfgroup__rec_chunk_at(idx);
     } else if (recorder.nheap) {
-        /* The oldest FULL chunk, unless it still holds its owner's newest records (the
-         * owner, descheduled for long, has not written into its next chunk yet): a
-         * thread's newest whole records survive recycling whatever its pace. */
+        /* The oldest FULL chunk that does not hold its owner's newest records (an owner
+         * descheduled for long has not written into its next chunk yet): a thread's newest
+         * whole records survive recycling whatever its pace, and so do those of every
+         * other thread stalled so at once (recording.stalled; keeping only the oldest
+         * one's lost the second's in recording.kill), up to PG_REC_KEEP of them; the last
+         * FULL chunk is recycled all the same. */
+        struct heap_ent kept[PG_REC_KEEP];
+        uint32_t nkept = 0;
         idx = heap_pop();
-        struct writer *ow = recorder.owner[idx];
-        if (recorder.nheap && ow && ow->gen == recorder.gen && ow->last_full == (int32_t)idx &&
-            (ow->cur < 0 || __atomic_load_n(&perfgroup__rec_chunk_at((uint32_t)ow->cur)->committed,
-                                            __ATOMIC_ACQUIRE) == ow->open_committed)) {
-            uint32_t keep = idx;
-            uint64_t keep_seq = perfgroup__rec_chunk_at(keep)->seq;
+        while (recorder.nheap && nkept < PG_REC_KEEP && holds_newest(idx)) {
+            kept[nkept++] = (struct heap_ent){ perfgroup__rec_chunk_at(idx)->seq, idx };
             idx = heap_pop();
-            heap_push(keep_seq, keep);
         }
+        for (uint32_t k = 0; k < nkept; k++)
+            heap_push(kept[k].seq, kept[k].idx);
         c = perfgroup__rec_chunk_at(idx);
         __atomic_store_n(&c->magic, 0, __ATOMIC_RELEASE);
         struct writer *o = recorder.owner[idx];

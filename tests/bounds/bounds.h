@@ -22,8 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/rseq.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,6 +42,10 @@
 /* the reference itself: a thread's CPU clock steps at a preemption on a VM (150 us of CPU
  * in 8 us of wall seen, made up later), per involuntary context switch in the stretch */
 #define PG_BOUND_STEP_NS (100 * 1000ll)
+
+/* a sampler's reading of a thread that took longer than this was preempted and is dropped
+ * (runtime/implicit.c, PG_SAMPLE_SLACK) */
+#define PG_BOUND_DROP_NS (100 * 1000ll)
 
 /* The configuration of this process, as the runtime chose it from the same inputs. */
 struct pg_cfg {
@@ -63,7 +69,7 @@ static inline struct pg_cfg pg_cfg_now(void)
  * `self`: the CPU this reading used after its CPU-clock read (the rusage and /proc/stat reads,
  * tens of us under a sanitizer), which a stopwatch running across it is charged and the
  * truth may not hold: a bound adds it for both ends. */
-struct pg_obs { int64_t wall, cpu, steal, self, run_delay; long nivcsw, nvcsw; };
+struct pg_obs { int64_t wall, cpu, steal, self, run_delay, smp_run, smp_wait; long nivcsw, nvcsw; };
 
 /* The first size - 1 bytes of a /proc file into buf, NUL-terminated; its length, or -1.
  * open/read/close and no stdio: tests read these in signal handlers (async-signal-safe). */
@@ -121,9 +127,83 @@ static inline int64_t pg_run_delay_ns(void)
     return v;
 }
 
+/* "/proc/self/task/" name tail into out (size 64), with no stdio (signal handlers). */
+static inline void pg_task_path(char *out, const char *name, const char *tail)
+{
+    size_t n = strlen("/proc/self/task/"), k = strnlen(name, 20), t = strlen(tail);
+    memcpy(out, "/proc/self/task/", n);
+    memcpy(out + n, name, k);
+    memcpy(out + n + k, tail, t + 1);
+}
+
+/* The sampler thread ("perfgroup-cpu", runtime/implicit.c) of this process: its time on a
+ * CPU and its time waiting on a run queue, ns (/proc/self/task/<tid>/schedstat's first two
+ * numbers), into run and wait: what makes its readings later than its period
+ * (pg_bound_sampled). Returns 0, or -1 if it does not run. The kernel adds a wait on a run
+ * queue when it ends (the thread gets a CPU): with `settled`, the values are read once the
+ * sampler sleeps (its round takes no lock and does no I/O: asleep is in its nanosleep), so
+ * that every wait before this call is in them; -1 if it did not sleep within 2 s. Its tid
+ * is looked up once per process (and again while it is not found) with open/getdents64/
+ * read only: tests read this in signal handlers too. */
+static inline int pg_sampler_busy(int settled, int64_t *run, int64_t *wait)
+{
+    static pid_t pid;
+    static char tid[24];
+    char path[64], buf[128];
+    if (pid != getpid() || !tid[0]) {
+        pid = getpid();
+        tid[0] = 0;
+        int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        char ents[4096];
+        long n;
+        while (fd >= 0 && !tid[0] && (n = syscall(SYS_getdents64, fd, ents, sizeof ents)) > 0) {
+            for (long off = 0; off < n && !tid[0];) {
+                const char *name = ents + off + 19; /* d_ino 8, d_off 8, d_reclen 2, d_type 1 */
+                unsigned short reclen;
+                memcpy(&reclen, ents + off + 16, sizeof reclen);
+                off += reclen;
+                if (name[0] < '0' || name[0] > '9' || strnlen(name, 20) >= 20)
+                    continue;
+                pg_task_path(path, name, "/comm");
+                if (pg_read_head(path, buf, sizeof buf) >= 13 && memcmp(buf, "perfgroup-cpu", 13) == 0)
+                    memcpy(tid, name, strnlen(name, 20) + 1);
+            }
+        }
+        if (fd >= 0)
+            close(fd);
+        if (!tid[0])
+            return -1;
+    }
+    for (int tries = 0; settled; tries++) { /* "tid (perfgroup-cpu) S ...": the state */
+        pg_task_path(path, tid, "/stat");
+        const char *st = pg_read_head(path, buf, sizeof buf) > 0 ? strstr(buf, ") ") : NULL;
+        if (!st || tries == 20000) {
+            tid[0] = 0;
+            return -1;
+        }
+        if (st[2] == 'S')
+            break;
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+    pg_task_path(path, tid, "/schedstat");
+    if (pg_read_head(path, buf, sizeof buf) < 3) {
+        tid[0] = 0; /* exited: looked up again next time */
+        return -1;
+    }
+    char *p = buf;
+    *run = strtoll(p, &p, 10);
+    *wait = strtoll(p, &p, 10);
+    return 0;
+}
+
 static inline struct pg_obs pg_obs_now(void)
 {
     struct pg_obs o;
+    /* first (its reads are not in the stretch's `self`), and only without rseq: the
+     * sampler's readings are then what the estimate comes from */
+    if (pg_cfg_now().measured || pg_sampler_busy(0, &o.smp_run, &o.smp_wait) != 0)
+        o.smp_run = o.smp_wait = -1;
     struct timespec ts;
     clockid_t id;
     struct rusage ru;
@@ -190,29 +270,71 @@ static inline int64_t pg_bound_shared(int64_t truth, const struct pg_obs *a, con
     return off + m;
 }
 
-/* An implicit event of wall time W estimated by the sampler (no rseq): never more than W
- * off (clamped to [0, W]); with readings P apart, P/4 at the begin + P at the end. */
-static inline int64_t pg_bound_sampled(const struct pg_cfg *c, int64_t wall)
+/* G, the longest gap between the sampler's readings of this thread since a, as far as the
+ * test can bound it (docs/accounting.md "Error bound"): P when the sampler is on time; a
+ * late one reads at most L later, L its time on a CPU and waiting on a run queue plus the
+ * time stolen from the machine since a (observed now, after the stretch: later is only
+ * more), and a reading that took more than 100 us (it waited, or was stolen from, for the
+ * rest) is dropped: another P. G <= (1 + drops) x (P + timer slack) + L, drops <= those
+ * waits / (100 us - a read's own CPU). The sampler is assumed active (it had a thread to
+ * sample in the last second, or started less than one ago): idle, it sleeps 10 P. -1 with
+ * no sampler (P 0) or none seen. Its terms go to why (size 200). */
+static inline int64_t pg_sampler_gap(const struct pg_cfg *c, const struct pg_obs *a, char *why)
 {
-    int64_t b = wall, p = c->period_ns;
-    if (p > 0 && p / 4 + p < b)
-        b = p / 4 + p;
-    snprintf(pg_bound_why, sizeof pg_bound_why, "sampled: min(W %" PRId64 ", P/4 + P at P %" PRId64 ")",
-             wall, p);
-    return b + (int64_t)((double)wall * PG_BOUND_FREQ);
+    int64_t p = c->period_ns, run = -1, wait = -1;
+    if (p > 0 && a->smp_run >= 0)
+        pg_sampler_busy(1, &run, &wait);
+    if (a->smp_run < 0 || run < a->smp_run || wait < a->smp_wait) {
+        snprintf(why, 200, "%s", p == 0 ? "no sampler: P 0" : "the sampler's lateness unknown");
+        return -1;
+    }
+    int64_t steal = pg_steal_ns();
+    long hz = sysconf(_SC_CLK_TCK);
+    /* counted in ticks: up to one more not shown yet */
+    int64_t st = steal > a->steal ? steal - a->steal + 1000000000ll / (hz > 0 ? hz : 100) : 0;
+    int64_t w = wait - a->smp_wait + st, late = run - a->smp_run + w;
+    int64_t slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0); /* inherited by the sampler */
+    if (slack < 0)
+        slack = 50000;
+    /* a dropped reading waited or was stolen more than 100 us less its read's own CPU (one
+     * CPU-clock read: within PG_BOUND_HOOK_NS) */
+    int64_t drops = w / (PG_BOUND_DROP_NS - PG_BOUND_HOOK_NS);
+    int64_t g = (1 + drops) * (p + slack) + late;
+    snprintf(why, 200, "G = (1 + %" PRId64 " drops) x (P %" PRId64 " + slack %" PRId64
+             ") + late %" PRId64 " (waits and stolen %" PRId64 ") = %" PRId64,
+             drops, p, slack, late, w, g);
+    return g;
+}
+
+/* An implicit event between a and b estimated by the sampler (no rseq), docs/accounting.md
+ * "Error bound": never more than its wall time W off (clamped to [0, W]); with a reading
+ * inside it, off by at most the distance from its begin to the next reading (less when a
+ * reading shortly before the begin is interpolated from: g/4 for readings g apart, which a
+ * test cannot see: its begin's gap began before a) plus that from the newest reading to its
+ * end: G + G (pg_sampler_gap). */
+static inline int64_t pg_bound_sampled(const struct pg_cfg *c, const struct pg_obs *a,
+                                       const struct pg_obs *b)
+{
+    char why[200];
+    int64_t wall = b->wall - a->wall, g = pg_sampler_gap(c, a, why);
+    int64_t bound = g >= 0 && 2 * g < wall ? 2 * g : wall;
+    snprintf(pg_bound_why, sizeof pg_bound_why, "sampled: min(W %" PRId64 ", G + G), %s", wall, why);
+    return bound + (int64_t)((double)wall * PG_BOUND_FREQ);
 }
 
 /* The sum over a run of back-to-back sampled implicit events shorter than P, between a and
- * b: each off by W x |r - r_event| (r the newest interval's on-CPU ratio): summed, twice the
- * off-CPU time in the run, plus P for the events before the run's first reading (their r
- * comes from before it); without a sampler, the run's wall time. */
+ * b: each is off by W x |r - r_event| (r the newest interval's on-CPU ratio): summed, twice
+ * the off-CPU time in the run, plus G for the events before the run's first reading (their
+ * r comes from before it; G as pg_sampler_gap: P on time); never more than the run's wall
+ * time (without a sampler, that). */
 static inline int64_t pg_bound_sampled_run(const struct pg_cfg *c, const struct pg_obs *a,
                                            const struct pg_obs *b)
 {
-    int64_t off = pg_obs_off(a, b), w = b->wall - a->wall;
-    int64_t r = c->period_ns > 0 ? c->period_ns + 2 * off : w;
-    snprintf(pg_bound_why, sizeof pg_bound_why,
-             "sampled run: P %" PRId64 " + 2 x off-CPU %" PRId64, c->period_ns, off);
+    char why[200];
+    int64_t off = pg_obs_off(a, b), w = b->wall - a->wall, g = pg_sampler_gap(c, a, why);
+    int64_t r = g >= 0 && g + 2 * off < w ? g + 2 * off : w; /* each event is clamped to [0, W] */
+    snprintf(pg_bound_why, sizeof pg_bound_why, "sampled run: G + 2 x off-CPU %" PRId64 ", %s",
+             off, why);
     return r + (int64_t)((double)w * PG_BOUND_FREQ);
 }
 

@@ -99,7 +99,10 @@ def shared(truth, a, b):
 
 
 def sampled(cfg, wall):
-    """An implicit event of wall time W estimated by the sampler (no rseq)."""
+    """An implicit event of wall time W estimated by the sampler (no rseq), with the sampler
+    on time (G = P: readings P apart). bounds.h's pg_bound_sampled bounds G from the sampler
+    thread's own CPU time and run-queue waits (pg_sampler_gap), which a program sees of
+    itself; a caller here observes another process after the fact and cannot."""
     b = wall
     if cfg.period_ns > 0:
         b = min(b, cfg.period_ns // 4 + cfg.period_ns)

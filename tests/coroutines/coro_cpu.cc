@@ -53,7 +53,7 @@ __attribute__((no_instrument_function)) static double account(const pg_obs &o0, 
 {
     pg_cfg cfg = pg_cfg_now();
     int64_t b = cfg.measured ? pg_bound_measured(o1.cpu - o0.cpu, &o0, &o1)
-                             : pg_bound_sampled(&cfg, o1.wall - o0.wall);
+                             : pg_bound_sampled(&cfg, &o0, &o1);
     __atomic_fetch_add(&bound_ns, b, __ATOMIC_RELAXED);
     if (b > longest_bound_ns)
         longest_bound_ns = b;

@@ -7,6 +7,9 @@
  *
  *   counts     exact record counts when the limit is not hit (stats + trace)
  *   recycle    small limit: all definitions and the newest chunks survive, drops exact
+ *   stalled    writers descheduled right after a chunk switch (their newest records in
+ *              their last FULL chunk, nothing in the next yet) keep those records while
+ *              another writer recycles the whole buffer around them, all of them at once
  *   threads    16 threads at once: every thread's records complete and in order
  *   kill [N]   SIGKILL a 4-thread recorder at random moments N times (default 50)
  *   fork       the child records into its own file, the parent's is unaffected
@@ -157,6 +160,47 @@ static int test_recycle(void) {
     CHECK_EQ(r.hdr.totals_offset, 4096 + 16 * 4096);
     CHECK_EQ((uint64_t)st.st_size, 4096 + 16 * 4096 +
                                    (uint64_t)r.hdr.totals_count * r.hdr.totals_slot_size);
+    return 0;
+}
+
+/* ---- stalled ------------------------------------------------------------------------------ */
+/* Each of STALLED writers fills its first chunk and switches to the next (the slow path a
+ * thread returns from before it writes the record that did not fit), then stops, as a
+ * thread descheduled there for long: its newest records are in its last FULL chunk, among
+ * the oldest of the file by now. Another writer recycles the buffer many times over. Every
+ * stalled writer's records must survive, not only the oldest one's (recording.kill lost
+ * the second of two threads descheduled so). */
+#define STALLED 3
+static int test_stalled(void) {
+    char path[300];
+    path_in(path, sizeof path, "stalled.pgm");
+    CHECK_EQ(perfgroup_record_open(path, PERFGROUP_RECORD_TRACE, 4096 + 24 * 4096, 4096), 0);
+    define_some();
+    uint64_t n[STALLED];
+    for (uint32_t k = 0; k < STALLED; k++) {
+        struct perfgroup_rec_thread *s = perfgroup__rec_thread_start(11 + k, 11 + k, "stalled");
+        n[k] = 0;
+        do /* the first record takes the writer's first chunk */
+            perfgroup__rec_interval(s, 1, 1, 0, n[k]++, 1);
+        while (perfgroup__rec_interval_room(s));
+        CHECK_EQ(perfgroup__rec_reserve(s, PGF_INTERVAL_SIZE), 0); /* the switch, no record */
+    }
+    struct perfgroup_rec_thread *w = perfgroup__rec_thread_start(7, 7, "busy");
+    write_intervals(w, 0, 20000);
+    perfgroup__rec_thread_end(w, 1);
+    CHECK_EQ(perfgroup_record_close(), 0);
+
+    struct readback r;
+    readback(path, &r);
+    CHECK_EQ(r.error, 0);
+    CHECK(r.hdr.chunks_recycled > 100);
+    for (uint32_t k = 0; k < STALLED; k++) {
+        struct rb_thread *t = rb_thread(&r, 11 + k);
+        CHECK_EQ(t->intervals, n[k]);
+        CHECK_EQ(t->last, n[k] - 1);
+        CHECK_EQ(t->gap, 0);
+    }
+    CHECK_EQ(rb_thread(&r, 7)->last, 20000 - 1); /* the busy writer's newest survive too */
     return 0;
 }
 
@@ -761,6 +805,7 @@ int main(int argc, char **argv) {
     const char *t = argv[1];
     if (!strcmp(t, "counts")) rc = test_counts();
     else if (!strcmp(t, "recycle")) rc = test_recycle();
+    else if (!strcmp(t, "stalled")) rc = test_stalled();
     else if (!strcmp(t, "threads")) rc = test_threads();
     else if (!strcmp(t, "kill")) rc = test_kill(argc > 2 ? atoi(argv[2]) : 50);
     else if (!strcmp(t, "fork")) rc = test_fork();

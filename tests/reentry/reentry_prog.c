@@ -213,7 +213,7 @@ __attribute__((no_instrument_function)) int main(void)
      * (docs/accounting.md "Error bounds") */
     struct pg_cfg cfg = pg_cfg_now();
     double bound = (cfg.measured ? pg_bound_measured(o1.cpu - o0.cpu, &o0, &o1)
-                                 : pg_bound_sampled(&cfg, o1.wall - o0.wall)) / 1e6;
+                                 : pg_bound_sampled(&cfg, &o0, &o1)) / 1e6;
     CHECK(pg_enters - e0 == 1, "the call after a longjmp out of its group made %lu enter hook "
           "calls, expected 1", pg_enters - e0);
     /* the dead frame's stopwatch is cancelled (when the longjmp happened is unknown) */

@@ -404,8 +404,8 @@ static void case_implicit(void)
         __perfgroup_exit(&site_a, ta);
     }
     /* 12 ms of CPU in one event, spanning a renormalisation window. Its CPU time is
-     * measured with rseq, else the sampler's estimate (P/4 + P at the 10 ms sampling
-     * period), never above its wall: docs/accounting.md "Error bounds". */
+     * measured with rseq, else the sampler's estimate (G + G, G its readings' longest gap:
+     * 10 ms when it is on time), never above its wall: docs/accounting.md "Error bounds". */
     struct pg_cfg cfg = pg_cfg_now();
     struct pg_obs o0 = pg_obs_now();
     call_a(12 * MS);
@@ -418,20 +418,21 @@ static void case_implicit(void)
     int64_t est = (int64_t)stats(s, "A")->max_event_ns;
     ASSERT_I64(est, <=, wall);
     PG_ASSERT_WITHIN(est, cpu, cfg.measured ? pg_bound_measured(cpu, &o0, &o1)
-                                            : pg_bound_sampled(&cfg, wall));
+                                            : pg_bound_sampled(&cfg, &o0, &o1));
     perfgroup_snapshot_free(s);
 }
 
 /* Without the event API, a group that blocks: its wall time is exact, its CPU time comes
  * from the sampler thread's readings of this thread's CPU clock (the hooks never read it).
  * Each event works 20 ms and sleeps 30 ms (in both orders): the bound for an event that was
- * descheduled is 12.5 ms at the 10 ms sampling period (docs/accounting.md); without the
- * sampler it would be charged ~50 ms, without rseq's bit a spinning event would drift. */
+ * descheduled is G + G, 20 ms with the sampler on time at its 10 ms period (docs/
+ * accounting.md); without the sampler it would be charged ~50 ms, without rseq's bit a
+ * spinning event would drift. */
 static void case_implicit_blocked(void)
 {
     /* each event's truth by the thread's CPU clock around it, and its bound (docs/
      * accounting.md "Error bounds"): measured with rseq; else the sampler's estimate, per
-     * event min(W, P/4 + P), and for B's run of short events its off-CPU time */
+     * event min(W, G + G), and for B's run of short events its off-CPU time */
     struct pg_cfg cfg = pg_cfg_now();
     int64_t a_truth = 0, a_bound = 0, a_min = INT64_MAX, a_max = 0, a_minb = 0, a_maxb = 0;
     for (int i = 0; i < 4; i++) {
@@ -447,7 +448,7 @@ static void case_implicit_blocked(void)
         __perfgroup_exit(&site_a, ta);
         struct pg_obs o1 = pg_obs_now();
         int64_t t = o1.cpu - o0.cpu;
-        int64_t b = cfg.measured ? pg_bound_measured(t, &o0, &o1) : pg_bound_sampled(&cfg, o1.wall - o0.wall);
+        int64_t b = cfg.measured ? pg_bound_measured(t, &o0, &o1) : pg_bound_sampled(&cfg, &o0, &o1);
         a_truth += t;
         a_bound += b;
         if (t - b < a_min - a_minb)
@@ -597,7 +598,7 @@ static void case_cpu_clock_in_hooks(void)
     struct pg_cfg cfg = pg_cfg_now();
     PG_ASSERT_WITHIN(stats(s, "A")->max_event_ns, r1.cpu - r0.cpu,
                      cfg.measured ? pg_bound_measured(r1.cpu - r0.cpu, &r0, &r1)
-                                  : pg_bound_sampled(&cfg, r1.wall - r0.wall));
+                                  : pg_bound_sampled(&cfg, &r0, &r1));
     perfgroup_snapshot_free(s);
     /* outside the hooks an explicit event reads it twice, as documented */
     cpu_clock_reads = 0;

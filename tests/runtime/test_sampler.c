@@ -108,7 +108,7 @@ static void check(const char *who, int want)
     int64_t lo = handler_i1.cpu - handler_i0.cpu, hi = handler_o1.cpu - handler_o0.cpu;
     PG_ASSERT_BRACKET(stats(s, "handler")->cpu_ns, lo, hi,
                       cfg.measured ? pg_bound_measured(hi, &handler_o0, &handler_o1)
-                                   : pg_bound_sampled(&cfg, handler_o1.wall - handler_o0.wall));
+                                   : pg_bound_sampled(&cfg, &handler_o0, &handler_o1));
     perfgroup_snapshot_free(s);
 }
 
