@@ -54,16 +54,58 @@ static int expand(const char *tmpl, int force_pid, char *out, size_t cap) {
     return 0;
 }
 
-/* A file at path recorded by this very pid: we are an exec()ed image of that process. */
+/* How long this process has existed, in ns: /proc/self/stat's start time (field 22, clock
+ * ticks since boot), which an exec keeps; -1 if unknown. */
+static int64_t process_age_ns(void) {
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    char buf[1024];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* the name in parentheses may hold anything */
+    long hz = sysconf(_SC_CLK_TCK);
+    if (!p || hz <= 0)
+        return -1;
+    int field = 2;
+    for (p++; *p && field < 22; p++)
+        if (*p == ' ' && ++field == 22) {
+            char *end;
+            unsigned long long start = strtoull(p + 1, &end, 10);
+            if (end == p + 1)
+                return -1;
+            int64_t age = ns_of(CLOCK_BOOTTIME) - (int64_t)(start * (1000000000ull / (unsigned long)hz));
+            return age < 0 ? 0 : age;
+        }
+    return -1;
+}
+
+/*
+ * A file at path recorded by this process before an exec(): we are its exec()ed image, and
+ * record beside it (".exec<N>"). Its pid is ours and it began after this process did — a
+ * file of an earlier process that had our pid (pids are reused: 32768 of them by default)
+ * began before, and is replaced as any other finished recording is. Both its monotonic and
+ * its realtime start are compared (a file of an earlier boot has an unrelated monotonic
+ * start), with a second of slack (the start time's clock ticks, the clocks' reads).
+ */
 static int ours_before_exec(const char *path) {
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return 0;
     struct pgf_file_header h;
-    ssize_t n = pread(fd, &h, 40, 0);
+    ssize_t n = pread(fd, &h, 72, 0);
     close(fd);
-    return n == 40 && memcmp(h.magic, PGF_MAGIC, PGF_MAGIC_LEN) == 0 &&
-           h.pid == (uint32_t)getpid();
+    if (n != 72 || memcmp(h.magic, PGF_MAGIC, PGF_MAGIC_LEN) != 0 || h.pid != (uint32_t)getpid())
+        return 0;
+    int64_t age = process_age_ns();
+    if (age < 0)
+        return 1; /* no /proc: the pid alone */
+    const int64_t slack = 1000000000;
+    return h.start_monotonic_ns >= ns_of(CLOCK_MONOTONIC) - age - slack &&
+           h.start_realtime_ns >= ns_of(CLOCK_REALTIME) - age - slack;
 }
 
 /*

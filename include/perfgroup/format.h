@@ -105,7 +105,8 @@
  * planted at the path is replaced, never followed. A fork()ed child
  * records into the name expanded with its own pid (the name plus ".<pid>" when it has no
  * %p) with every definition replayed, made at its first record; after exec() of a recording process the new image
- * finds a file of its own pid at the name and records into "<name>.exec<N>" instead.
+ * finds a file of its own pid, begun after its process started, at the name and records
+ * into "<name>.exec<N>" instead (an earlier process's file of a reused pid is replaced).
  *
  * Records are msgpack arrays whose first element is the record kind (positive fixint);
  * fields follow in the order listed below. Writers may append fields at the end of a record

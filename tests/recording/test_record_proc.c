@@ -152,6 +152,36 @@ int test_exec(const char *self) {
     CHECK_EQ(r.hdr.pid, pid);
     CHECK_EQ(rb_thread(&r, 0)->intervals, 10);
     CHECK_EQ(rb_thread(&r, 0)->thread_end, 1);
+
+    /* A finished recording of an earlier process that had this pid (pids are reused) is not
+     * this process's before an exec: its name is replaced, nothing goes to ".exec1". The
+     * exec'd image's file above, given this pid and begun an hour before this process. */
+    char stale[300], beside[310];
+    path_in(tmpl, sizeof tmpl, "reused.%p.pgm");
+    snprintf(stale, sizeof stale, "%s/reused.%d.pgm", dir, (int)getpid());
+    snprintf(beside, sizeof beside, "%s.exec1", stale);
+    struct pgf_file_header h;
+    int fd = open(second, O_RDONLY);
+    CHECK(fd >= 0);
+    CHECK_EQ(pread(fd, &h, sizeof h, 0), (ssize_t)sizeof h);
+    close(fd);
+    struct timespec mono, real;
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    clock_gettime(CLOCK_REALTIME, &real);
+    h.pid = (uint32_t)getpid();
+    h.start_monotonic_ns = (int64_t)mono.tv_sec * 1000000000 + mono.tv_nsec - 3600 * 1000000000ll;
+    h.start_realtime_ns = (int64_t)real.tv_sec * 1000000000 + real.tv_nsec - 3600 * 1000000000ll;
+    fd = open(stale, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    CHECK(fd >= 0);
+    CHECK_EQ(write(fd, &h, sizeof h), (ssize_t)sizeof h);
+    close(fd);
+    CHECK_EQ(perfgroup_record_open(tmpl, PERFGROUP_RECORD_STATS, 1 << 20, 4096), 0);
+    CHECK_EQ(perfgroup_record_close(), 0);
+    CHECK(access(beside, F_OK) != 0);
+    readback(stale, &r);
+    CHECK_EQ(r.error, 0);
+    CHECK_EQ(r.hdr.pid, (uint32_t)getpid());
+    CHECK(r.hdr.start_realtime_ns > h.start_realtime_ns + 3000 * 1000000000ll);
     return 0;
 }
 
