@@ -14,11 +14,12 @@
 
 #include "gcc-plugin.h"
 /* plugin-version.h defines the static gcc_version that plugin_init checks (plugin.cc); the
- * plugin's other files include it for GCCPLUGIN_VERSION_MAJOR alone. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-variable"
+ * plugin's other files include it for GCCPLUGIN_VERSION_MAJOR alone. The inline function
+ * below refers to it so that no file warns it unused: not a `#pragma GCC diagnostic`
+ * around the include, which the precompiled header of this file (plugin-gcc/CMakeLists.txt)
+ * does not keep before GCC 13. */
 #include "plugin-version.h"
-#pragma GCC diagnostic pop
+static inline const struct plugin_gcc_version *pg_gcc_version (void) { return &gcc_version; }
 
 #if GCCPLUGIN_VERSION_MAJOR < 11
 #error "perfgroup.so needs GCC 11 or newer"

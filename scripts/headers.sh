@@ -58,13 +58,25 @@ report() {  # the verdict of every job so far, in order
   labels=() job_logs=()
 }
 fails=0
+# The GCC plugin as plugin-gcc/CMakeLists.txt builds it: gcc-compat.h precompiled first (a
+# header including it, compiled to <header>.gch with the files' flags), then every file with
+# -include of that header; -Winvalid-pch -Werror: a .gch g++ cannot use is an error, not a
+# silent parse of the headers.
+gcc_plugin() {  # GCC-include-dir version
+  local pch=$OUT/obj/gcc-$2-pch/pg_pch.h
+  local flags=(-fPIC -O2 -std=gnu++17 -fvisibility=hidden -fno-rtti -fno-exceptions -Wall -Wextra
+               -Wno-unused-parameter -Werror -I"$1" -Iplugin-gcc -Iinclude)
+  mkdir -p "$(dirname "$pch")"
+  echo "#include \"$PWD/plugin-gcc/gcc-compat.h\"" >"$pch"
+  g++ -x c++-header "${flags[@]}" "$pch" -o "$pch.gch" &&
+    g++ -shared "${flags[@]}" -Winvalid-pch -include "$pch" plugin-gcc/*.cc \
+        -o "$OUT/obj/perfgroup-gcc$2.so"
+}
 for v in $GCCS; do
   unpack "$OUT/gcc-$v" "$OUT"/debs/gcc-"$v"-plugin-dev_*.deb
   inc=$(echo "$OUT/gcc-$v"/usr/lib/gcc/*/"$v"/plugin/include)
   check "GCC $v plugin headers ($(cd "$OUT/debs" && echo gcc-"$v"-plugin-dev_*.deb))" "$OUT/gcc-$v.log" \
-    g++ -shared -fPIC -O2 -std=gnu++17 -fvisibility=hidden -fno-rtti -fno-exceptions \
-        -Wall -Wextra -Wno-unused-parameter -Werror -I"$inc" -Iplugin-gcc -Iinclude \
-        plugin-gcc/*.cc -o "$OUT/obj/perfgroup-gcc$v.so"
+    gcc_plugin "$inc" "$v"
 done
 clang_files="plugin options attribute select instrument threads coroutines elide table version"
 for v in $LLVMS; do
