@@ -60,7 +60,8 @@ def sccs(nodes, edges):
 
 
 def main():
-    objs = [a for a in sys.argv[1:] if a]
+    # a target with a precompiled header lists it among its objects (GCC's .gch): not code
+    objs = [a for a in sys.argv[1:] if a and not a.endswith(".gch")]
     if not objs:
         print(__doc__.strip().splitlines()[0], file=sys.stderr)
         return 2

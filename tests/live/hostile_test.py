@@ -143,27 +143,50 @@ class Sidecar:
             fail("perfgroup metrics ended with %d" % self.p.returncode)
 
 
+RETRIES = 2  # a scrape over the bound is measured again, paired, this many times
+
+
 def timed_rounds(side, quiet, what, rounds=9):
     """Scrapes of side (the hostile clients at it) interleaved with scrapes of quiet (a
     second sidecar over the same files, nobody else at it): the scrape's own cost under this
-    run's load. Each scrape of side must take at most the slowest of quiet's + DELAY_S."""
+    run's load. Each scrape of side must take at most the slowest of quiet's + DELAY_S.
+    A scrape over it is taken again (a pair: quiet's, then side's) up to RETRIES times and
+    fails only if every one is over: a sidecar that waits on a hostile client waits on it
+    at each scrape (the clients stay), while one preemption of the test or the sidecar on a
+    loaded machine (seen: 356 ms against 193 under ASan with a spinner per core, load 15)
+    happens once."""
     mine, ref = [], []
-    for _ in range(rounds):
+
+    def pair():
         dt, status, _, body = quiet.scrape()
         ref.append(dt)
         dt, status, _, body = side.scrape()
-        mine.append(dt)
         if not status.endswith("200 OK") or b"perfgroup_group_cpu_seconds_total" not in body:
             fail("scrape %s: %s, %d bytes" % (what, status, len(body)))
+        return dt
+
+    for _ in range(rounds):
+        mine.append(pair())
+    over = []
+    for i, dt in enumerate(mine):
+        tries = [dt]
+        while tries[-1] > max(ref) + DELAY_S and len(tries) <= RETRIES:
+            tries.append(pair())
+        mine[i] = tries[-1]
+        if tries[-1] > max(ref) + DELAY_S:
+            over.append(tries)
+        elif len(tries) > 1:
+            print("scrape %s: %s ms, then %.1f ms" % (
+                what, ", ".join("%.1f" % (1e3 * x) for x in tries[:-1]), 1e3 * tries[-1]))
     bound = max(ref) + DELAY_S
     print("scrapes %s: median %.1f ms, max %.1f ms; undisturbed, interleaved: median %.1f "
           "ms, max %.1f ms; bound %.1f ms" % (what, 1e3 * statistics.median(mine),
                                               1e3 * max(mine), 1e3 * statistics.median(ref),
                                               1e3 * max(ref), 1e3 * bound))
-    over = [dt for dt in mine if dt > bound]
     if over:
-        fail("%d scrape(s) %s over %.1f ms: %s" % (
-            len(over), what, 1e3 * bound, ", ".join("%.1f" % (1e3 * x) for x in over)))
+        fail("%d scrape(s) %s over %.1f ms, each %d times in a row: %s" % (
+            len(over), what, 1e3 * bound, RETRIES + 1,
+            "; ".join(", ".join("%.1f" % (1e3 * x) for x in t) for t in over)))
 
 
 def slow():
