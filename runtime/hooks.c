@@ -73,8 +73,9 @@ static PG_ALWAYS_INLINE uint64_t push_frame(struct pg_thread *t, struct pg_func 
     f->bits = bits;
     f->cpu = cpu;
     /* the token from a register: reloaded after the stores below (the compiler cannot tell
-     * them apart), a wider load of f->gen waited for the narrow store to retire (a store-
-     * forwarding stall: 17 % of enter_prepare's samples on an Intel Xeon host) */
+     * them apart), enter_prepare's copy read f->gen with a load wider than its store (a
+     * store-forwarding stall; 17 % of its perf samples sat just after it on an Intel Xeon
+     * host, though bench_hooks showed no change within its noise) */
     uint16_t gen = ++t->gen;
     f->gen = gen;
     f->mask = (uint8_t)mask;
