@@ -36,9 +36,9 @@ int perfgroup__rec_mode;
 
 struct pg_recorder perfgroup__recorder = { .mu = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 
-PG_HIDDEN __thread struct writer *perfgroup__rec_tls_writer;
-PG_HIDDEN __thread int perfgroup__rec_in_rec;
-PG_HIDDEN __thread uint64_t perfgroup__rec_nested_drops;
+PG_HIDDEN PG_REC_TLS struct writer *perfgroup__rec_tls_writer;
+PG_HIDDEN PG_REC_TLS int perfgroup__rec_in_rec;
+PG_HIDDEN PG_REC_TLS uint64_t perfgroup__rec_nested_drops;
 /* ---- chunks ---------------------------------------------------------------------------- */
 
 PG_HIDDEN struct pgf_chunk_header *perfgroup__rec_chunk_at(uint32_t idx) {

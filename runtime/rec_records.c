@@ -34,7 +34,7 @@ int perfgroup__rec_reserve(struct perfgroup_rec_thread *hw, uint32_t need) {
  * only): make room (without the lock when the chunk has it), then lower `end` so that a
  * signal handler's record lands in the slow path (and is dropped) instead of in the middle
  * of this one. 0 = go ahead, then call cold_end; -1 = dropped. */
-PG_HIDDEN int perfgroup__rec_cold_begin(struct writer *w, uint32_t need) {
+PG_HIDDEN int perfgroup__rec_cold_begin(struct writer *w, uint32_t need, uint64_t now) {
     if (perfgroup__rec_in_rec) {
         __atomic_fetch_add(&perfgroup__rec_nested_drops, 1, __ATOMIC_RELAXED);
         return -1;
@@ -44,7 +44,8 @@ PG_HIDDEN int perfgroup__rec_cold_begin(struct writer *w, uint32_t need) {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     /* from here no handler writes into w: check and make room */
     if (!w->hot.chunk || w->gen != __atomic_load_n(&recorder.gen, __ATOMIC_RELAXED) ||
-        (uintptr_t)w->hot.pos + need > (uintptr_t)w->faulted_end || perfgroup__rec_name_due(w, now_tsc())) {
+        (uintptr_t)w->hot.pos + need > (uintptr_t)w->faulted_end ||
+        perfgroup__rec_name_due(w, now ? now : now_tsc())) {
         pthread_mutex_lock(&recorder.mu);
         int saved = errno;
         if (!recorder.hdr && recorder.child_pending)
@@ -215,42 +216,26 @@ void perfgroup__rec_event(struct perfgroup_rec_thread *hw, uint32_t name_string_
      * event of more groups than a chunk holds lists the heaviest that fit and says how many
      * it could not (`groups_more`); the whole-run totals hold them all. */
     heaviest_first(groups, ngroups);
-    uint32_t fixed = CLOCK_MAX + 1 + 1 + 5 + 9 + 9 + 9 + 5 + 5 + 5, per = 1 + 5 + 9 + 9 + 9 + 9 + 5;
+    uint32_t fixed = CLOCK_MAX + PG_REC_EVENT_FIXED, per = PG_REC_EVENT_PER;
     uint32_t room = ((w->chunk_bytes ? w->chunk_bytes : MIN_CHUNK) - PGF_CHUNK_HEADER_SIZE -
                      96 /* reserve_locked: the chunk's opening records */ - fixed) / per;
     unsigned more = ngroups > room ? ngroups - room : 0;
     ngroups -= more;
     uint32_t max = fixed + ngroups * per;
-    if (perfgroup__rec_cold_begin(w, max))
+    if (perfgroup__rec_cold_begin(w, max, end_tsc))
         return;
-    struct span s = { w->hot.pos, w->hot.pos + max };
-    msgpack_packer pk = { &s, span_write };
+    uint8_t *p = w->hot.pos;
     /* a clock pair at least once a second of events, besides the one opening each chunk */
     uint64_t hz = estimate_hz();
     if (hz && end_tsc - w->last_clock > hz && end_tsc > w->last_clock) {
+        struct span s = { p, p + CLOCK_MAX };
+        msgpack_packer pk = { &s, span_write };
         uint64_t t = perfgroup__rec_pack_clock(w, &pk);
-        perfgroup__rec_publish(w, s.p, t);
+        perfgroup__rec_publish(w, p = s.p, t);
     }
-    msgpack_pack_array(&pk, more ? 8 : 7);
-    msgpack_pack_uint8(&pk, PGF_REC_EVENT);
-    msgpack_pack_uint32(&pk, name_string_id);
-    msgpack_pack_uint64(&pk, begin_tsc);
-    msgpack_pack_uint64(&pk, end_tsc);
-    msgpack_pack_uint64(&pk, cpu_ns);
-    msgpack_pack_uint32(&pk, flags);
-    msgpack_pack_array(&pk, ngroups);
-    for (unsigned i = 0; i < ngroups; i++) {
-        msgpack_pack_array(&pk, 6); /* self_ns, parent: readers before them skip them */
-        msgpack_pack_uint32(&pk, groups[i].group_id);
-        msgpack_pack_uint64(&pk, groups[i].cycles);
-        msgpack_pack_uint64(&pk, groups[i].cpu_ns);
-        msgpack_pack_uint64(&pk, groups[i].activations);
-        msgpack_pack_uint64(&pk, groups[i].self_ns);
-        msgpack_pack_uint32(&pk, groups[i].parent);
-    }
-    if (more)
-        msgpack_pack_uint32(&pk, more);
-    perfgroup__rec_publish(w, s.p, end_tsc);
+    p = perfgroup__rec_event_put(p, name_string_id, begin_tsc, end_tsc, cpu_ns, flags, groups,
+                                 ngroups, more);
+    perfgroup__rec_publish(w, p, end_tsc);
     perfgroup__rec_cold_end(w);
 }
 
@@ -261,7 +246,7 @@ void perfgroup__rec_marker(struct perfgroup_rec_thread *hw, uint32_t name_string
         return;
     uint32_t tl = (uint32_t)clip(text, MAX_TEXT);
     uint32_t max = 1 + 1 + 5 + 5 + tl + 9 + 9;
-    if (perfgroup__rec_cold_begin(w, max))
+    if (perfgroup__rec_cold_begin(w, max, end_tsc))
         return;
     struct span s = { w->hot.pos, w->hot.pos + max };
     msgpack_packer pk = { &s, span_write };
@@ -325,7 +310,7 @@ void perfgroup__rec_overhead(struct perfgroup_rec_thread *hw, uint64_t commit_ns
     if (!w)
         return;
     uint32_t max = 1 + 1 + 5 * 9;
-    int room = perfgroup__rec_cold_begin(w, max) == 0;
+    int room = perfgroup__rec_cold_begin(w, max, 0) == 0;
     /* The totals in the header are kept whether or not the record finds room. recorder.hdr is not
      * read here without recorder.mu: a close may forget it meanwhile (and a failed open unmaps its
      * own). Inside cold_begin..cold_end the writer is attached and its header stays mapped;

@@ -154,11 +154,13 @@ struct pg_recorder {
 extern PG_HIDDEN struct pg_recorder perfgroup__recorder;
 #define recorder perfgroup__recorder
 
-/* The calling thread's writer, if it has one (rec_records.c). */
-extern PG_HIDDEN __thread struct writer *perfgroup__rec_tls_writer;
+/* The calling thread's writer, if it has one (rec_records.c). Initial-exec, as the core's
+ * thread-locals (internal.h): no __tls_get_addr call per record. */
+#define PG_REC_TLS __thread __attribute__((tls_model("initial-exec")))
+extern PG_HIDDEN PG_REC_TLS struct writer *perfgroup__rec_tls_writer;
 /* A signal handler's nested call into the recorder (rec_buffer.c, perfgroup__rec_lock). */
-extern PG_HIDDEN __thread int perfgroup__rec_in_rec;
-extern PG_HIDDEN __thread uint64_t perfgroup__rec_nested_drops;
+extern PG_HIDDEN PG_REC_TLS int perfgroup__rec_in_rec;
+extern PG_HIDDEN PG_REC_TLS uint64_t perfgroup__rec_nested_drops;
 
 /* ---- clocks: the core's (clock.h), so TSC values in records and chunks agree -------- */
 
@@ -204,7 +206,8 @@ PG_HIDDEN void perfgroup__rec_attach(struct writer *w);
 PG_HIDDEN void perfgroup__rec_child_open_locked(void);
 PG_HIDDEN struct pgf_chunk_header *perfgroup__rec_chunk_at(uint32_t idx);
 PG_HIDDEN int perfgroup__rec_name_due(struct writer *w, uint64_t now);
-PG_HIDDEN int perfgroup__rec_cold_begin(struct writer *w, uint32_t need);
+/* now: the caller's counter reading (0: read it), for the thread-name check */
+PG_HIDDEN int perfgroup__rec_cold_begin(struct writer *w, uint32_t need, uint64_t now);
 PG_HIDDEN void perfgroup__rec_cold_end(struct writer *w);
 PG_HIDDEN void perfgroup__rec_emit(struct writer *w, const uint8_t *rec, uint32_t len, uint64_t tsc);
 PG_HIDDEN void perfgroup__rec_finish_chunk(struct writer *w);

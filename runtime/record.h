@@ -112,6 +112,88 @@ void perfgroup__rec_event(struct perfgroup_rec_thread *w, uint32_t name_string_i
                           uint64_t begin_tsc, uint64_t end_tsc, uint64_t cpu_ns, unsigned flags,
                           struct perfgroup_rec_group_share *groups, unsigned ngroups);
 
+/*
+ * msgpack written by stores: msgpack-c's smallest encodings, byte for byte (tests/recording
+ * `encoding` compares them), for the records a commit writes in stats mode. Through
+ * msgpack-c's callback GCC kept a call to the packer's target and one to memcpy per field
+ * (an EVENT record of one group ~110 ns over its floor: docs/benchmarks.md).
+ */
+#define PG_REC_PUT_INLINE static inline __attribute__((always_inline))
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define PG_REC_BE(bits, v) __builtin_bswap##bits(v)
+#else
+#define PG_REC_BE(bits, v) (v)
+#endif
+/* tag, then v big-endian in bits/8 bytes: one store each (a byte loop over a width GCC
+ * merged into a variable one was a loop of shifts) */
+#define PG_REC_PUT_BE(bits)                                                                   \
+    PG_REC_PUT_INLINE uint8_t *perfgroup__rec_put_be##bits(uint8_t *p, uint8_t tag,          \
+                                                           uint##bits##_t v) {               \
+        uint##bits##_t be = PG_REC_BE(bits, v);                                               \
+        p[0] = tag;                                                                           \
+        memcpy(p + 1, &be, sizeof be);                                                        \
+        return p + 1 + sizeof be;                                                             \
+    }
+PG_REC_PUT_BE(16)
+PG_REC_PUT_BE(32)
+PG_REC_PUT_BE(64)
+PG_REC_PUT_INLINE uint8_t *perfgroup__rec_put_uint(uint8_t *p, uint64_t v) {
+    if (v < 0x80) {
+        *p = (uint8_t)v; /* positive fixint */
+        return p + 1;
+    }
+    if (v <= 0xff) {
+        p[0] = 0xcc;
+        p[1] = (uint8_t)v;
+        return p + 2;
+    }
+    if (v <= 0xffff)
+        return perfgroup__rec_put_be16(p, 0xcd, (uint16_t)v);
+    if (v <= 0xffffffffu)
+        return perfgroup__rec_put_be32(p, 0xce, (uint32_t)v);
+    return perfgroup__rec_put_be64(p, 0xcf, v);
+}
+PG_REC_PUT_INLINE uint8_t *perfgroup__rec_put_array(uint8_t *p, uint32_t n) {
+    if (n < 16) {
+        *p = (uint8_t)(0x90 | n); /* fixarray */
+        return p + 1;
+    }
+    return n <= 0xffff ? perfgroup__rec_put_be16(p, 0xdc, (uint16_t)n)
+                       : perfgroup__rec_put_be32(p, 0xdd, n);
+}
+
+/* An EVENT record (format.h) at p, its groups as given (perfgroup__rec_event sorts them
+ * and counts in `more` those it leaves out); returns its end. At most
+ * PG_REC_EVENT_FIXED + ngroups * PG_REC_EVENT_PER bytes. */
+#define PG_REC_EVENT_FIXED (1 + 1 + 5 + 9 + 9 + 9 + 5 + 5 + 5)
+#define PG_REC_EVENT_PER (1 + 5 + 9 + 9 + 9 + 9 + 5)
+PG_REC_PUT_INLINE uint8_t *perfgroup__rec_event_put(uint8_t *p, uint32_t name_string_id,
+                                                     uint64_t begin_tsc, uint64_t end_tsc,
+                                                     uint64_t cpu_ns, unsigned flags,
+                                                     const struct perfgroup_rec_group_share *groups,
+                                                     unsigned ngroups, unsigned more) {
+    p = perfgroup__rec_put_array(p, more ? 8 : 7);
+    p = perfgroup__rec_put_uint(p, PGF_REC_EVENT);
+    p = perfgroup__rec_put_uint(p, name_string_id);
+    p = perfgroup__rec_put_uint(p, begin_tsc);
+    p = perfgroup__rec_put_uint(p, end_tsc);
+    p = perfgroup__rec_put_uint(p, cpu_ns);
+    p = perfgroup__rec_put_uint(p, flags);
+    p = perfgroup__rec_put_array(p, ngroups);
+    for (unsigned i = 0; i < ngroups; i++) {
+        p = perfgroup__rec_put_array(p, 6); /* self_ns, parent: readers before them skip them */
+        p = perfgroup__rec_put_uint(p, groups[i].group_id);
+        p = perfgroup__rec_put_uint(p, groups[i].cycles);
+        p = perfgroup__rec_put_uint(p, groups[i].cpu_ns);
+        p = perfgroup__rec_put_uint(p, groups[i].activations);
+        p = perfgroup__rec_put_uint(p, groups[i].self_ns);
+        p = perfgroup__rec_put_uint(p, groups[i].parent);
+    }
+    if (more)
+        p = perfgroup__rec_put_uint(p, more);
+    return p;
+}
+
 /* A user marker (public perfgroup_marker*): end_tsc == start_tsc for an instant. */
 void perfgroup__rec_marker(struct perfgroup_rec_thread *w, uint32_t name_string_id,
                            const char *text, uint64_t start_tsc, uint64_t end_tsc);

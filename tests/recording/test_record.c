@@ -673,6 +673,82 @@ static int test_signal(void) {
     return 0;
 }
 
+/* msgpack-c's encoding of an EVENT record (what the runtime wrote before its own stores). */
+struct enc_buf { uint8_t *p; };
+static int enc_write(void *data, const char *buf, size_t len) {
+    struct enc_buf *b = data;
+    memcpy(b->p, buf, len);
+    b->p += len;
+    return 0;
+}
+static uint8_t *event_msgpack_c(uint8_t *p, uint32_t name, uint64_t begin, uint64_t end,
+                                uint64_t cpu, unsigned flags,
+                                const struct perfgroup_rec_group_share *g, unsigned n,
+                                unsigned more) {
+    struct enc_buf b = {p};
+    msgpack_packer pk = {&b, enc_write};
+    msgpack_pack_array(&pk, more ? 8 : 7);
+    msgpack_pack_uint8(&pk, PGF_REC_EVENT);
+    msgpack_pack_uint32(&pk, name);
+    msgpack_pack_uint64(&pk, begin);
+    msgpack_pack_uint64(&pk, end);
+    msgpack_pack_uint64(&pk, cpu);
+    msgpack_pack_uint32(&pk, flags);
+    msgpack_pack_array(&pk, n);
+    for (unsigned i = 0; i < n; i++) {
+        msgpack_pack_array(&pk, 6);
+        msgpack_pack_uint32(&pk, g[i].group_id);
+        msgpack_pack_uint64(&pk, g[i].cycles);
+        msgpack_pack_uint64(&pk, g[i].cpu_ns);
+        msgpack_pack_uint64(&pk, g[i].activations);
+        msgpack_pack_uint64(&pk, g[i].self_ns);
+        msgpack_pack_uint32(&pk, g[i].parent);
+    }
+    if (more)
+        msgpack_pack_uint32(&pk, more);
+    return b.p;
+}
+
+/* The commit's EVENT writer (record.h, stores) gives msgpack-c's bytes: every width of every
+ * field (each boundary of fixint/u8/u16/u32/u64 and of fixarray/array16), 0 to 17 groups,
+ * with and without `more`; within its documented bound; nothing written past its end. */
+static int test_encoding_event(void) {
+    static const uint64_t vals[] = {0, 1, 0x7f, 0x80, 0xff, 0x100, 0xffff, 0x10000, 0xffffffffull,
+                                    0x100000000ull, 0x0102030405060708ull, ~0ull};
+    enum { NV = sizeof vals / sizeof *vals, MAXG = 17 };
+    static uint8_t a[PG_REC_EVENT_FIXED + MAXG * PG_REC_EVENT_PER + 16];
+    static uint8_t b[sizeof a];
+    struct perfgroup_rec_group_share g[MAXG];
+    static const unsigned counts[] = {0, 1, 3, 15, 16, 17};
+    unsigned cases = 0;
+    for (unsigned i = 0; i < NV; i++)
+        for (unsigned c = 0; c < sizeof counts / sizeof *counts; c++) {
+            unsigned n = counts[c];
+            for (unsigned k = 0; k < n; k++) /* each field walks the values at its own pace */
+                g[k] = (struct perfgroup_rec_group_share){
+                    (uint32_t)vals[(i + k) % NV], vals[(i + 2 * k + 1) % NV],
+                    vals[(i + 3 * k + 2) % NV], vals[(i + 5 * k + 3) % NV],
+                    vals[(i + 7 * k + 4) % NV], (uint32_t)vals[(i + 11 * k + 5) % NV]};
+            for (unsigned more = 0; more < 2; more++) {
+                uint32_t more_n = more ? (uint32_t)vals[(i + 3) % NV] | 1u : 0;
+                memset(a, 0xa5, sizeof a);
+                memset(b, 0xa5, sizeof b);
+                uint32_t name = (uint32_t)vals[(i + 1) % NV];
+                unsigned flags = (unsigned)vals[(i + 4) % NV];
+                uint8_t *ea = perfgroup__rec_event_put(a, name, vals[i], vals[(i + 2) % NV],
+                                                       vals[(i + 5) % NV], flags, g, n, more_n);
+                uint8_t *eb = event_msgpack_c(b, name, vals[i], vals[(i + 2) % NV],
+                                              vals[(i + 5) % NV], flags, g, n, more_n);
+                CHECK_EQ(ea - a, eb - b);
+                CHECK(memcmp(a, b, sizeof a) == 0);
+                CHECK((size_t)(ea - a) <= PG_REC_EVENT_FIXED + n * PG_REC_EVENT_PER);
+                cases++;
+            }
+        }
+    CHECK_EQ(cases, NV * 6 * 2);
+    return 0;
+}
+
 /* The exit hook's interval writer (head from the function entry, then byte and bswapped
  * stores) gives the same 29 bytes as msgpack-c's packer, for extreme values too, writes
  * nothing past them, and publishes the same chunk header. */
@@ -701,7 +777,7 @@ static int test_encoding(void) {
             CHECK_EQ(ca.record_count, 1);
             CHECK_EQ(ca.last_tsc, 0); /* an interval leaves it to the chunk's sealing */
         }
-    return 0;
+    return test_encoding_event();
 }
 
 /* ---- heaviest ---------------------------------------------------------------------------- */
