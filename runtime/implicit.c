@@ -132,7 +132,6 @@ static int sample_thread(struct pg_thread *t)
 static void *sampler_main(void *arg)
 {
     (void)arg;
-    pthread_setname_np(pthread_self(), "perfgroup-cpu");
     unsigned idle = 0;
     /* A round at once, then one a period: the event that started the sampler gets a reading
      * near its begin instead of one a period later (its begin is extrapolated back to it) */
@@ -160,7 +159,8 @@ static PG_COLD void sampler_start(void)
     int expect = SAMPLER_NONE;
     if (!atomic_compare_exchange_strong(&sampler_state, &expect, SAMPLER_RUNNING))
         return;
-    if (perfgroup__spawn(sampler_main) != 0) /* the sampler takes no signal of the program */
+    static const struct pg_spawn sampler = {sampler_main, "perfgroup-cpu"};
+    if (perfgroup__spawn(&sampler) != 0) /* the sampler takes no signal of the program */
         atomic_store(&sampler_state, SAMPLER_OFF);
 }
 

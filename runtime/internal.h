@@ -317,7 +317,12 @@ extern PG_HIDDEN _Atomic uint32_t perfgroup__tick_used;
 PG_HIDDEN int perfgroup__ticker_ensure(void);
 /* spawn.c: a runtime thread (detached, 64 KiB stack, no signal of the program); pthread_create's
  * result. Never from a hook. */
-PG_HIDDEN int perfgroup__spawn(void *(*main_fn)(void *));
+/* A runtime thread: its main function and its name (static storage: spawn.c). */
+struct pg_spawn {
+    void *(*main_fn)(void *);
+    const char *name;
+};
+PG_HIDDEN int perfgroup__spawn(const struct pg_spawn *what);
 PG_HIDDEN void perfgroup__ticker_atfork_child(void);
 
 static inline __attribute__((always_inline)) struct pg_thread *pg_latch_take(void)

@@ -68,7 +68,6 @@ static void nap(uint64_t ns)
 static void *ticker_main(void *arg)
 {
     (void)arg;
-    pthread_setname_np(pthread_self(), "perfgroup-tick");
     unsigned idle = 0;
     /* running: the word goes even (every start of an estimating event was exact till now);
      * this thread is its only writer in the process */
@@ -110,7 +109,8 @@ PG_HIDDEN int perfgroup__ticker_ensure(void)
         return expect == TICKER_RUNNING ? 0 : -1;
     if (!atomic_compare_exchange_strong(&ticker_state, &expect, TICKER_RUNNING))
         return expect == TICKER_RUNNING ? 0 : -1;
-    if (perfgroup__spawn(ticker_main) == 0)
+    static const struct pg_spawn ticker = {ticker_main, "perfgroup-tick"};
+    if (perfgroup__spawn(&ticker) == 0)
         return 0;
     atomic_store(&ticker_state, TICKER_OFF);
     return -1;

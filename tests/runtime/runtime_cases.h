@@ -25,5 +25,6 @@ void case_modules(void);
 void case_fork(void);
 void case_fork_threads(void);
 void case_fork_in_event(void);
+void case_spawn_started(void);
 
 #endif

@@ -721,7 +721,7 @@ static void case_foreign_rseq(void)
 }
 
 static const struct { const char *name; void (*fn)(void); } cases[] = {
-    {"fork", case_fork}, {"fork_threads", case_fork_threads}, {"fork_in_event", case_fork_in_event},
+    {"fork", case_fork}, {"fork_threads", case_fork_threads}, {"fork_in_event", case_fork_in_event}, {"spawn_started", case_spawn_started},
     {"a_calls_b", case_a_calls_b}, {"reentry", case_reentry}, {"two_groups", case_two_groups},
     {"nested_loop", case_nested_loop}, {"nested_implicit", case_nested_implicit}, {"jank_edges", case_jank_edges},
     {"snapshot_diff", case_snapshot_diff}, {"alerts", case_alerts}, {"longjmp", case_longjmp},
