@@ -403,10 +403,17 @@ int pgl_top_main(int argc, char **argv)
                 break;
             struct pollfd p = {raw ? 0 : -1, POLLIN, 0};
             int n = poll(&p, raw ? 1 : 0, (int)(left / 1000000) + 1);
-            if (n > 0 && (p.revents & POLLIN)) {
+            if (n > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL))) {
                 char c;
-                if (read(0, &c, 1) != 1)
+                ssize_t got = read(0, &c, 1);
+                if (got < 0 && (errno == EINTR || errno == EAGAIN))
                     continue;
+                if (got != 1) { /* EOF or EIO: the terminal hung up (without a SIGHUP to us:
+                                 * not its session leader) — nobody to show; polling it
+                                 * again would return at once, a busy loop */
+                    stop = 1;
+                    break;
+                }
                 if (c == 'q' || c == 'Q')
                     stop = 1;
                 else if ((c == 's' || c == 'c') && sort_self != (c == 's')) {

@@ -20,6 +20,8 @@ model"); one ctest per call, each a finding of issue 28.
                               recordings the owner rule allows, each skip told once, the sparse
                               file read in the time of its real size; as an unprivileged user,
                               permission denied named as such and the file read once readable
+    hostile_test.py hangup    `perfgroup top` whose terminal hangs up without a SIGHUP to it
+                              (not the session's leader): it exits, no busy loop
     hostile_test.py truncate  a neighbour truncating a live recording (the runtime writing
                               it; then one whose writer was killed, its header counting all
                               16,384 totals slots in use) again and again while the converter
@@ -710,13 +712,67 @@ def truncate():
             fail("%s never read the file whole between the cuts: the race was not run" % what)
 
 
+def proc_cpu_s(pid):
+    """utime + stime of pid, s (its /proc/<pid>/stat); None once it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def hangup():
+    """`perfgroup top` on a terminal that hangs up under it, with no SIGHUP to it (its stdin
+    and stdout a pty it does not have as controlling terminal: not a session's leader, as in
+    a shell's pipeline or a multiplexer's pane that runs `top; sleep`): it exits within
+    seconds, instead of polling a hung-up terminal in a busy loop (2 such tops were left
+    spinning at 50 % of a CPU each by live.hostile_names runs under load)."""
+    import pty
+    d = workdir("hostile_hangup")
+    rec = os.path.join(d, "rec")
+    os.makedirs(rec, exist_ok=True)
+    record_names(rec, 0.2)
+    for round_ in range(3):
+        master, slave = pty.openpty()
+        p = subprocess.Popen([PERFGROUP, "top", "-d", "0.5", rec], stdin=slave, stdout=slave,
+                             stderr=slave, start_new_session=True)
+        os.close(slave)
+        # its first screen, then the hang-up (the terminal's other side closed)
+        t0 = time.monotonic()
+        got = b""
+        while b"perfgroup top" not in got and time.monotonic() - t0 < 10:
+            try:
+                got += os.read(master, 65536)
+            except OSError:
+                break
+        if b"perfgroup top" not in got:
+            p.kill()
+            fail("top drew no screen in 10 s: %r" % got[-200:])
+            return
+        cpu0 = proc_cpu_s(p.pid)
+        os.close(master)
+        try:
+            rc = p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            cpu1 = proc_cpu_s(p.pid)
+            p.kill()
+            p.wait()
+            fail("round %d: top still running 5 s after its terminal hung up (CPU %.2f -> "
+                 "%.2f s meanwhile)" % (round_, cpu0 or 0, cpu1 or 0))
+            return
+        print("round %d: top exited %d %.2f s after the hang-up" %
+              (round_, rc, time.monotonic() - t0))
+
+
 def main(argv):
     if len(argv) < 2:
         print(__doc__)
         return 1
     if not NAMES:
         skip("LIVE_NAMES is not set (the names program, tests/live/names.c)")
-    tests = {"slow": slow, "http": http, "names": names, "dir": dir_, "truncate": truncate}
+    tests = {"slow": slow, "http": http, "names": names, "dir": dir_, "truncate": truncate,
+             "hangup": hangup}
     if argv[1] not in tests:
         print("unknown test " + argv[1])
         return 1
