@@ -36,7 +36,7 @@ phase "installs (scripts/deps.sh)"
 scripts/deps.sh
 # perfgroup's own runtime and Clang plugin objects through ccache (PERFGROUP_LAUNCHER, the
 # top-level CMakeLists.txt; never a compile through a plugin): the run builds them in up to ten
-# build trees with the same flags (main build, packaging.subdir.* and .compilers, the compiler
+# build trees with the same flags (main build, packaging.subdir.gcc and .compilers, the compiler
 # matrix). The cache is this run's own, emptied here: each distinct object is compiled for real
 # once per run. -g puts the build directory into the object; CCACHE_NOHASHDIR lets another
 # tree's identical compile hit (its debug info names the first tree's directory).
