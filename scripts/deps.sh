@@ -8,6 +8,7 @@ pkgs=(build-essential gcc-12 g++-12 gcc-12-plugin-dev clang-14 libclang-14-dev l
       libasio-dev  # tests/coroutines: a real C++20 coroutine library
       libuv1-dev  # tests/tasks: uv_queue_work requests charged to the groups that queued them
       llvm-14-tools libclang-rt-14-dev lld-14 cmake pkg-config libmsgpack-dev python3 python3-msgpack time file
+      ccache  # scripts/test.sh: the runtime and Clang plugin objects compiled once per run
       tmux prometheus prometheus-node-exporter)  # the live tests (perfgroup top, metrics)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -27,10 +27,23 @@ phases_done() {
     printf '  %-44s %4d:%02d\n' "${phase_names[$i]}" $((phase_secs[i] / 60)) $((phase_secs[i] % 60))
   done
   printf '  %-44s %4d:%02d\n' "total" $((SECONDS / 60)) $((SECONDS % 60))
+  if [ -n "${PERFGROUP_LAUNCHER-}" ]; then
+    ccache -s | sed -n 's/^ *\(Hits\|Misses\): */  ccache (runtime and Clang plugin objects): \1 /p' || true
+  fi
 }
 
 phase "installs (scripts/deps.sh)"
 scripts/deps.sh
+# perfgroup's own runtime and Clang plugin objects through ccache (PERFGROUP_LAUNCHER, the
+# top-level CMakeLists.txt; never a compile through a plugin): the run builds them in up to ten
+# build trees with the same flags (main build, packaging.subdir.gcc and .compilers, the compiler
+# matrix). The cache is this run's own, emptied here: each distinct object is compiled for real
+# once per run. -g puts the build directory into the object; CCACHE_NOHASHDIR lets another
+# tree's identical compile hit (its debug info names the first tree's directory).
+if command -v ccache >/dev/null; then
+  export PERFGROUP_LAUNCHER=ccache CCACHE_DIR=$PWD/build-ccache CCACHE_NOHASHDIR=true
+  rm -rf "$CCACHE_DIR"
+fi
 # The compiler matrix's other compilers install in the background while the sanitizer and
 # main builds run (downloads and unpacking beside compiles); waited for before the first
 # phase that uses apt or those compilers.
