@@ -35,7 +35,9 @@ static void *spawn_start(void *arg)
  * does not lock its allocator around fork (GCC 12's libasan: its allocator's region lock,
  * taken by the new thread's start-up, came locked into the child, whose every thread then
  * waited on it: recording.e2e.fork and e2e.kill hung under ASan) must not be half-way
- * there. A thread not scheduled within the bound is left to start later. */
+ * there. A thread not scheduled within the bound is left to start later; two threads
+ * spawned at once (the ticker and the sampler, from two threads) may each return on the
+ * other's start: the window is then open, as before, for that rare spawn. */
 static void spawn_wait(uint64_t before)
 {
     struct timespec t0, now, nap = {0, 20000};

@@ -32,6 +32,7 @@ model"); one ctest per call, each a finding of issue 28.
 Environment: LIVE_PERFGROUP, LIVE_NAMES (tests/live/names.c), LIVE_WORK. Exit 77 = skipped.
 """
 import os
+import pty
 import re
 import shutil
 import signal
@@ -728,7 +729,6 @@ def hangup():
     a shell's pipeline or a multiplexer's pane that runs `top; sleep`): it exits within
     seconds, instead of polling a hung-up terminal in a busy loop (2 such tops were left
     spinning at 50 % of a CPU each by live.hostile_names runs under load)."""
-    import pty
     d = workdir("hostile_hangup")
     rec = os.path.join(d, "rec")
     os.makedirs(rec, exist_ok=True)
@@ -752,6 +752,7 @@ def hangup():
             return
         cpu0 = proc_cpu_s(p.pid)
         os.close(master)
+        t_hup = time.monotonic()
         try:
             rc = p.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -762,7 +763,7 @@ def hangup():
                  "%.2f s meanwhile)" % (round_, cpu0 or 0, cpu1 or 0))
             return
         print("round %d: top exited %d %.2f s after the hang-up" %
-              (round_, rc, time.monotonic() - t0))
+              (round_, rc, time.monotonic() - t_hup))
 
 
 def main(argv):
