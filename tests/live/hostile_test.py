@@ -443,6 +443,30 @@ def sparse_copy(src, dst, uid=None):
         os.chown(dst, uid, -1)
 
 
+def copy_holes(src, dst):
+    """src to dst, its holes left holes (a recording is its buffer's size, mostly never
+    written: shutil.copy would write every byte of it, 272 MB a copy)."""
+    with open(src, "rb") as f, open(dst, "wb") as g:
+        size = os.fstat(f.fileno()).st_size
+        pos = 0
+        while pos < size:
+            try:
+                pos = os.lseek(f.fileno(), pos, os.SEEK_DATA)
+            except OSError:  # ENXIO: no data after pos
+                break
+            end = os.lseek(f.fileno(), pos, os.SEEK_HOLE)
+            os.lseek(g.fileno(), pos, os.SEEK_SET)
+            while pos < end:
+                os.lseek(f.fileno(), pos, os.SEEK_SET)
+                block = f.read(min(end - pos, 1 << 20))
+                if not block:
+                    break
+                g.write(block)
+                pos += len(block)
+        g.truncate(size)
+    shutil.copymode(src, dst)
+
+
 def opened_names(trace, d):
     """Names in d the traced process opened (strace -e trace=open,openat)."""
     got = set()
@@ -546,13 +570,13 @@ def unprivileged(d, rec, mine):
     own = os.path.join(d, "own")
     os.makedirs(own)
     os.chmod(own, 0o755)
-    shutil.copy(os.path.join(rec, mine), os.path.join(own, "readable.pgm"))
-    shutil.copy(os.path.join(rec, mine), os.path.join(own, "root.pgm"))
+    copy_holes(os.path.join(rec, mine), os.path.join(own, "readable.pgm"))
+    copy_holes(os.path.join(rec, mine), os.path.join(own, "root.pgm"))
     os.chmod(os.path.join(own, "root.pgm"), 0o644)
     other = os.path.join(d, "other")  # another recording (another pid) to be locked.pgm
     os.makedirs(other)
     record_names(other, 0.2)
-    shutil.copy(os.path.join(other, os.listdir(other)[0]), os.path.join(own, "locked.pgm"))
+    copy_holes(os.path.join(other, os.listdir(other)[0]), os.path.join(own, "locked.pgm"))
     os.chown(os.path.join(own, "readable.pgm"), 65534, -1)
     os.chown(os.path.join(own, "locked.pgm"), 65534, -1)
     os.chmod(os.path.join(own, "locked.pgm"), 0)
