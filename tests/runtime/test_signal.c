@@ -79,8 +79,6 @@ static void timer_off(void)
     signal(SIGALRM, SIG_IGN);
 }
 
-/* Recording: the file's header has the process's refused calls and clamped events (stored
- * at close), the snapshot's totals since the start. */
 /* The recording of process `pid` (PERFGROUP_OUTPUT's %p), in path. */
 static void recording_path(char *path, size_t size, pid_t pid)
 {
@@ -90,7 +88,7 @@ static void recording_path(char *path, size_t size, pid_t pid)
 }
 
 /* A passed run's recordings of process `pid` removed (its own and those of its execs,
- * PATH.execN): 50 churn runs in two modes left ~800 MB in every build tree, per ctest run. */
+ * PATH.execN): 50 churn runs in two modes left ~400 MB in every build tree, per ctest run. */
 static void recording_remove(pid_t pid)
 {
     char path[512], pattern[520];
@@ -104,6 +102,8 @@ static void recording_remove(pid_t pid)
     }
 }
 
+/* Recording: the file's header has the process's refused calls and clamped events (stored
+ * at close), the snapshot's totals since the start. */
 static void check_header_counts(const struct perfgroup_snapshot *now)
 {
     ASSERT_I64(perfgroup_record_close(), ==, 0);
