@@ -49,6 +49,7 @@ struct chrome {
      * d (its children: records come innermost first) */
     int64_t kid_lo[256], kid_hi[256];
     struct pgc_trace_self tself; /* the acquiring intervals' self times */
+    uint64_t complete_tsc;      /* the thread's records complete from (pgc_thread_complete_from) */
     int64_t last_ns;
     char cat[256]; /* an interval slice's category */
     size_t cat_len;
@@ -215,6 +216,7 @@ static int begin_thread(void *ctx, uint32_t ti)
         C->kid_hi[d] = INT64_MIN;
     }
     pgc_trace_self_reset(&C->tself);
+    C->complete_tsc = pgc_thread_complete_from(C->f, ti);
     pgc_grid_free(&C->grid);
     if (pgc_grid_init(&C->grid, C->f->ngroups, C->iv, C->max_rows, counter_row, C))
         return -ENOMEM;
@@ -318,8 +320,13 @@ static int on_record(void *ctx, const struct pgr_record *r)
         head(C, 'X', name, strlen(name), cat);
         span(C, s, e);
         if (r->u.interval.group_mask) { /* the depth is the nesting; only acquisitions are news */
-            PGC_LIT(o, ",\"args\":{\"acquired\":true,\"self_ms\":");
-            pgc_out_fixed(o, self, 1000000); /* less the acquiring intervals nested directly */
+            PGC_LIT(o, ",\"args\":{\"acquired\":true");
+            /* less the acquiring intervals nested directly; unknown for one begun before the
+             * thread's records are complete (docs/converter.md, "Recycled records") */
+            if (r->u.interval.start_tsc >= C->complete_tsc) {
+                PGC_LIT(o, ",\"self_ms\":");
+                pgc_out_fixed(o, self, 1000000);
+            }
             PGC_LIT(o, "}");
         }
         PGC_LIT(o, "}");

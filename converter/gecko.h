@@ -109,6 +109,10 @@ struct gthread {
     uint32_t nlevels, caplevels;
     struct pgc_hash level_map;
     struct pgc_trace_self tself; /* trace: the acquiring intervals' self times */
+    /* trace: the clock from which the thread's records are complete (0: from its start;
+     * pgc_thread_complete_from): no samples before it, no self time for an interval that
+     * began before it (what was nested in it then is missing) */
+    uint64_t complete_tsc;
     /* stats-mode accumulators, one per group of the file, + one for "outside groups" */
     uint64_t *acc;
     uint64_t cpu_done;       /* stats: CPU of the thread's events before the current one */

@@ -216,9 +216,18 @@ static void interval_record(struct gthread *t, const struct pgr_record *r)
     seen(t, s);
     seen(t, e);
     int64_t self = pgc_trace_self_end(&t->tself, r->u.interval.depth, r->u.interval.group_mask != 0, d);
+    /* begun before the thread's records are complete: its samples start there, its self
+     * time is unknown (docs/converter.md, "Recycled records") */
+    int64_t from = s;
+    if (r->u.interval.start_tsc < t->complete_tsc) {
+        self = -1;
+        from = tns(t, t->complete_tsc);
+        if (from > e)
+            from = e;
+    }
     uint32_t site = pgc_site_index(t->f, r->u.interval.function_id);
     uint32_t lid = pgc_trace_level(t, site, r->u.interval.group_mask);
-    if ((lid == UNKNOWN || pgc_trace_interval(t, lid, r->u.interval.depth, s, e)) && !t->prof->out->err)
+    if ((lid == UNKNOWN || pgc_trace_interval(t, lid, r->u.interval.depth, from, e)) && !t->prof->out->err)
         t->prof->out->err = ENOMEM;
     if (!r->u.interval.group_mask || site == UNKNOWN || lid == UNKNOWN || t->prof->opt->no_interval_markers)
         return;
@@ -253,7 +262,8 @@ static void interval_record(struct gthread *t, const struct pgr_record *r)
     pl_u64(&pl, "file", l->file);
     pl_u64(&pl, "line", st->line);
     pl_u64(&pl, "depth", r->u.interval.depth);
-    pl_ms(&pl, "self", self); /* its length less the acquiring intervals nested directly */
+    if (self >= 0) /* its length less the acquiring intervals nested directly */
+        pl_ms(&pl, "self", self);
     pl_end(&pl);
     pgc_marker_row(t, l->mname, s, e, 1, l->mcat, &pl);
 }

@@ -60,6 +60,7 @@ int pgc_gecko_begin_thread(void *ctx, uint32_t ti)
     t->prof = prof;
     t->f = prof->f;
     t->th = &prof->f->threads[ti];
+    t->complete_tsc = pgc_thread_complete_from(prof->f, ti);
     t->last_sample_ns = INT64_MIN;
     t->quota = prof->samples_left / (prof->threads_left > 1 ? prof->threads_left : 1);
     if (prof->threads_left > 1)

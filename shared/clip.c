@@ -172,3 +172,18 @@ void pgc_clip_record(struct pgc_file *f, struct pgr_record *r)
         break;
     }
 }
+
+uint64_t pgc_thread_complete_from(const struct pgc_file *f, uint32_t ti)
+{
+    if (ti >= f->nthreads)
+        return 0;
+    /* reading order: DEFS chunks, then by (thread, seq): the first of the thread is its oldest */
+    size_t n = pgr_chunk_count(f->r);
+    for (size_t i = 0; i < n; i++) {
+        const struct pgr_chunk_info *c = pgr_chunk(f->r, i);
+        if (c->kind != PGF_CHUNK_DATA || c->thread != f->threads[ti].index)
+            continue;
+        return c->records_before ? (c->first_tsc ? c->first_tsc : 1) : 0;
+    }
+    return 0;
+}

@@ -277,6 +277,12 @@ uint32_t pgc_group_index(const struct pgc_file *f, uint32_t id);
 uint32_t pgc_site_index(const struct pgc_file *f, uint32_t id);
 /* Index into f->threads of a recorded thread index, UINT32_MAX if undefined. */
 uint32_t pgc_thread_slot(const struct pgc_file *f, uint32_t thread_index);
+/* The clock value from which the records of f->threads[ti] are complete, 0 if they are from
+ * its start: the start (first_tsc) of its oldest chunk still in the file when that chunk
+ * counts records before it (records_before: its earlier chunks were recycled, or skipped as
+ * corrupt). Before it, what the thread ran left no record: an interval that began earlier
+ * has its nested intervals of then missing (docs/converter.md, "Recycled records"). */
+uint64_t pgc_thread_complete_from(const struct pgc_file *f, uint32_t ti);
 /* Text of a string id, NULL if undefined (id 0 = no name). */
 const char *pgc_string_text(const struct pgc_file *f, uint32_t id);
 

@@ -850,6 +850,92 @@ def recycled(make):
         print("ok recycled: %d drop markers; %s" % (len(drops), text.splitlines()[0]))
 
 
+def recycled_trace(cc, plugin, runtime, include, src):
+    """recycled_app.c built with a real plugin, recorded in trace mode into a 1 MiB buffer it
+    overflows several times: `serve` (group loop) spans the run and its steps' early records
+    are recycled. The call tree must not give that stretch to serve as its own time
+    (docs/converter.md, "Recycled records"): the samples start where the thread's records
+    are complete, serve's interval (begun before) has no self time in the Gecko marker or the
+    Chrome slice, the intervals after it do. The same program with a buffer that holds it
+    all: serve's self time is there."""
+    d = os.path.join(WORK, "recycled-" + os.path.basename(cc))
+    os.makedirs(d, exist_ok=True)
+    exe = os.path.join(d, "recycled_app")
+    cmd = [cc, "-O2", "-g", plugin, "-I", include, src, "-o", exe, runtime,
+           "-Wl,-rpath," + os.path.dirname(runtime)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        fail("build: %s\n%s" % (" ".join(cmd), p.stderr))
+        return
+    for buf, recycles in (("1M", True), ("64M", False)):
+        fails0 = len(FAILS)
+        base = os.path.join(d, "r" + buf)
+        pgm, gecko = base + ".pgm", base + ".json"
+        if os.path.exists(pgm):
+            os.unlink(pgm)
+        env = dict(os.environ, PERFGROUP_OUTPUT=pgm, PERFGROUP_MODE="trace", PERFGROUP_BUFFER=buf)
+        p = subprocess.run([exe, "40000"], capture_output=True, text=True, env=env, timeout=120)
+        if p.returncode != 0:
+            fail("run: exit %d: %s" % (p.returncode, p.stderr))
+            return
+        rc, text, err = run([pgm, "--summary", "--no-progress"])
+        dropped = rc == 0 and "records dropped" in text.splitlines()[0]
+        if dropped != recycles:
+            fail("buffer %s: records dropped %s, want %s: %r" % (buf, dropped, recycles, text[:200]))
+            continue
+        rc, _, err = run([pgm, "-o", gecko, "--no-progress"])
+        if rc != 0:
+            fail("convert: exit %d: %s" % (rc, err))
+            continue
+        check_json(gecko)
+        prof = json.load(open(gecko))
+        t = prof["threads"][0]
+        strings, walk = t["stringTable"], thread_stacks(t)
+        samples = t["samples"]["data"]
+        leaves = [walk(row[0])[-1] if walk(row[0]) else None for row in samples]
+        own = leaves.count("serve")
+        intervals = [(strings[m[0]], m[1], m[5]) for m in t["markers"]["data"]
+                     if m[5] and m[5].get("type") == "PerfgroupInterval"]
+        loop = [m for m in intervals if m[0] == "loop"]
+        work = [m for m in intervals if m[0] == "work"]
+        if len(samples) < 20 or len(loop) != 1 or not work:
+            fail("buffer %s: %d samples, %d loop and %d work intervals" % (buf, len(samples),
+                 len(loop), len(work)))
+            continue
+        # serve's own wall time is its loop's few instructions and the hooks around each step
+        # (the summary: ~0.5 % of the run); the recycled stretch, counted as its own, was
+        # ~90 % of the samples
+        if own > max(3, len(samples) // 10):
+            fail("buffer %s: %d of %d samples have serve as their leaf: the stretch whose "
+                 "records were recycled counted as its own time" % (buf, own, len(samples)))
+        first = samples[0][1]
+        if recycles:
+            if "self" in loop[0][2]:
+                fail("recycled: serve began before the records are complete, yet its marker "
+                     "has a self time %r" % loop[0][2]["self"])
+            if first <= loop[0][1] + 1:
+                fail("recycled: the samples start at %.3f ms, serve at %.3f ms: before the "
+                     "records are complete" % (first, loop[0][1]))
+            late = [m for m in work if m[1] >= first]
+            if not late or any("self" not in m[2] for m in late):
+                fail("recycled: a work interval after the first sample without its self time")
+        elif "self" not in loop[0][2]:
+            fail("whole run kept: serve's marker has no self time")
+        # Chrome: the same rule for args.self_ms
+        chrome = base + ".chrome.json"
+        rc, _, err = run([pgm, "--format", "chrome", "-o", chrome, "--no-progress"])
+        if rc != 0:
+            fail("chrome: exit %d: %s" % (rc, err))
+            continue
+        ev = json.load(open(chrome))["traceEvents"]
+        serve = [e for e in ev if e.get("ph") == "X" and e.get("name") == "serve"]
+        if len(serve) != 1 or ("self_ms" in serve[0].get("args", {})) == recycles:
+            fail("buffer %s: chrome serve slices %r" % (buf, serve))
+        if len(FAILS) == fails0:
+            print("ok buffer %s: %d samples from %.3f ms, %d with serve as leaf; serve self %r"
+                  % (buf, len(samples), first, own, loop[0][2].get("self")))
+
+
 def main(argv):
     os.makedirs(WORK, exist_ok=True)
     cmd, rest = argv[0], argv[1:]
@@ -869,6 +955,8 @@ def main(argv):
         corpus(*rest)
     elif cmd == "recycled":
         recycled(rest[0])
+    elif cmd == "recycled_trace":
+        recycled_trace(*rest)
     elif cmd == "progress":
         progress()
     elif cmd == "real":
