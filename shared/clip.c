@@ -177,13 +177,24 @@ uint64_t pgc_thread_complete_from(const struct pgc_file *f, uint32_t ti)
 {
     if (ti >= f->nthreads)
         return 0;
-    /* reading order: DEFS chunks, then by (thread, seq): the first of the thread is its oldest */
-    size_t n = pgr_chunk_count(f->r);
-    for (size_t i = 0; i < n; i++) {
-        const struct pgr_chunk_info *c = pgr_chunk(f->r, i);
-        if (c->kind != PGF_CHUNK_DATA || c->thread != f->threads[ti].index)
-            continue;
-        return c->records_before ? (c->first_tsc ? c->first_tsc : 1) : 0;
+    /* reading order (pgr_chunk): DEFS chunks, then the others by (thread, seq), so the
+     * thread's first is its oldest; found by bisection, whatever a file's thread count */
+    uint32_t want = f->threads[ti].index;
+    size_t lo = 0, hi = pgr_chunk_count(f->r);
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const struct pgr_chunk_info *c = pgr_chunk(f->r, mid);
+        if (c->kind == PGF_CHUNK_DEFS || c->thread < want)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t n = pgr_chunk_count(f->r); lo < n; lo++) {
+        const struct pgr_chunk_info *c = pgr_chunk(f->r, lo);
+        if (c->thread != want)
+            break;
+        if (c->kind == PGF_CHUNK_DATA)
+            return c->records_before ? (c->first_tsc ? c->first_tsc : 1) : 0;
     }
     return 0;
 }
