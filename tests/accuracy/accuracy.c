@@ -550,7 +550,12 @@ static void phase_sleep(void)
     sum.mixed_extra_ms = extra / 1e6;
     printf("S charged %+.3f ms per event over its own CPU time (bound 0.5); C %+.2f %% off its truth\n\n",
            extra / 1e6, pct((double)c->cpu_ns - (double)tru.m_c.cpu, (double)tru.m_c.cpu));
-    check(extra <= 500000, "mixed: the sleeping group is charged more than 0.5 ms per event of the worker's CPU");
+    /* S's CPU is its stopwatch's on-CPU time, C's in the same event does not cap it: what was
+     * stolen in S's own stretches is in it (docs/accounting.md "Error bounds", stolen σ), at
+     * most the phase's, spread over its events. Charging C's 4 u to S is 4 u per event. */
+    check(extra <= 500000 + phase_steal / n,
+          "mixed: the sleeping group is charged more than 0.5 ms per event of the worker's CPU "
+          "(+ the time stolen meanwhile)");
     check(fabs(pct((double)c->cpu_ns - (double)tru.m_c.cpu, (double)tru.m_c.cpu)) <=
               cpu_bound + pct(phase_steal, (double)tru.m_c.cpu),
           "mixed: the worker's CPU off its truth (bound: 2 % + the time stolen meanwhile)");

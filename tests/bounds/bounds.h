@@ -109,6 +109,21 @@ static inline int64_t pg_steal_ns(void)
     return hz > 0 ? (int64_t)(v * (1000000000ull / (unsigned long long)hz)) : 0;
 }
 
+/* /proc/stat's unit: a clock tick, ns. Less than one stolen may not show there yet. */
+static inline int64_t pg_steal_tick_ns(void)
+{
+    long hz = sysconf(_SC_CLK_TCK);
+    return 1000000000ll / (hz > 0 ? hz : 100);
+}
+
+/* The steal /proc/stat shows between two pg_steal_ns() readings, from and to, plus one tick
+ * (up to one more not shown yet); 0 if none showed (less than a tick may have been stolen:
+ * pg_stolen adds what a thread that never slept saw of it, to the ns). */
+static inline int64_t pg_steal_between(int64_t from, int64_t to)
+{
+    return to > from ? to - from + pg_steal_tick_ns() : 0;
+}
+
 /* The thread's time waiting on a run queue, ns (/proc/thread-self/schedstat's second
  * number); -1 if unknown. open/read only, as pg_steal_ns. */
 static inline int64_t pg_run_delay_ns(void)
@@ -235,15 +250,13 @@ static inline int64_t pg_obs_off(const struct pg_obs *a, const struct pg_obs *b)
 /* The terms of the last bound computed, for the failure message. */
 static char pg_bound_why[256];
 
-/* Measured CPU time (rseq) of a stretch whose truth, by the thread's CPU clock between
- * a and b, is `truth`: exact but for the frequency, the hooks at both ends and the
- * reference's own steps. */
-static inline int64_t pg_bound_measured(int64_t truth, const struct pg_obs *a, const struct pg_obs *b)
+/* The time stolen from this thread between a and b, as far as the test can bound it
+ * (docs/accounting.md, "Error bounds", stolen σ): a stopwatch counts it, the thread's CPU
+ * clock does not, so it is what a stopwatch-derived figure (a group's CPU in an implicit
+ * event, a task's, the sum of the self times) may read above its CPU-clock truth. */
+static inline int64_t pg_stolen(const struct pg_obs *a, const struct pg_obs *b)
 {
-    long iv = b->nivcsw - a->nivcsw;
-    int64_t f = (int64_t)((double)truth * PG_BOUND_FREQ);
-    long hz = sysconf(_SC_CLK_TCK);
-    int64_t st = b->steal > a->steal ? b->steal - a->steal + 1000000000ll / (hz > 0 ? hz : 100) : 0;
+    int64_t st = pg_steal_between(a->steal, b->steal);
     /* /proc/stat counts steal in ticks of 10 ms: less than a tick stolen in the stretch may
      * not show there. A thread that never slept in it (no voluntary switch) was off the CPU
      * only waiting on a run queue or stolen: wall - CPU - run-queue wait, to the ns */
@@ -252,6 +265,17 @@ static inline int64_t pg_bound_measured(int64_t truth, const struct pg_obs *a, c
         if (t > st)
             st = t;
     }
+    return st;
+}
+
+/* Measured CPU time (rseq) of a stretch whose truth, by the thread's CPU clock between
+ * a and b, is `truth`: exact but for the frequency, the hooks at both ends and the
+ * reference's own steps. */
+static inline int64_t pg_bound_measured(int64_t truth, const struct pg_obs *a, const struct pg_obs *b)
+{
+    long iv = b->nivcsw - a->nivcsw;
+    int64_t f = (int64_t)((double)truth * PG_BOUND_FREQ);
+    int64_t st = pg_stolen(a, b);
     int64_t self = a->self + b->self;
     snprintf(pg_bound_why, sizeof pg_bound_why,
              "measured: freq %" PRId64 " + hooks 2 x %lld + %ld preemptions x %lld + stolen %" PRId64
@@ -288,10 +312,7 @@ static inline int64_t pg_sampler_gap(const struct pg_cfg *c, const struct pg_obs
         snprintf(why, 200, "%s", p == 0 ? "no sampler: P 0" : "the sampler's lateness unknown");
         return -1;
     }
-    int64_t steal = pg_steal_ns();
-    long hz = sysconf(_SC_CLK_TCK);
-    /* counted in ticks: up to one more not shown yet */
-    int64_t st = steal > a->steal ? steal - a->steal + 1000000000ll / (hz > 0 ? hz : 100) : 0;
+    int64_t st = pg_steal_between(a->steal, pg_steal_ns());
     int64_t w = wait - a->smp_wait + st, late = run - a->smp_run + w;
     int64_t slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0); /* inherited by the sampler */
     if (slack < 0)

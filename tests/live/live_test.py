@@ -167,16 +167,22 @@ class Tmux:
         self("kill-server")
 
     def quit_top(self, what):
-        """Press q: top must end with status 0 (a bounded wait: 10 s)."""
+        """Press q: top must end with status 0 (a bounded wait: LIVENESS_S)."""
         self("send-keys", "-t", "top", "q")
         t0 = time.monotonic()
-        while time.monotonic() - t0 < 10 and "top ended: " not in self.screen():
+        while time.monotonic() - t0 < LIVENESS_S and "top ended: " not in self.screen():
             time.sleep(0.1)
         if "top ended: 0" not in self.screen():
             fail("q did not quit %s (with status 0):\n%s" % (what, self.screen()))
             return False
         return True
 
+
+# How long to wait for something top must do (redraw after a key, notice a dead process): a
+# liveness limit, not a measurement — the checks are that it happens, and a loaded machine
+# (a CPU spinner beside the test, time stolen by the hypervisor) only delays it; a top that
+# never does it fails all the same.
+LIVENESS_S = 30
 
 SPELL_ROW = re.compile(r"^\s+spell\s+(\d+\.\d)\s", re.M)
 # the spell row's last two columns: total CPU s since the start, jank > 16 ms
@@ -203,12 +209,12 @@ def sort_keys(tm, shown):
             return header in scr and "spell" in rows and "core" in rows and check(rows), rows
         t0 = time.monotonic()
         ok, rows = sorted_(scr := tm.screen())
-        while not ok and time.monotonic() - t0 < 5:
+        while not ok and time.monotonic() - t0 < LIVENESS_S:
             time.sleep(0.1)
             ok, rows = sorted_(scr := tm.screen())
         print("after key %s: %r" % (key, rows))
         if not ok:
-            fail("key %s: not %s within 5 s:\n%s" % (key, header, scr))
+            fail("key %s: not %s within %d s:\n%s" % (key, header, LIVENESS_S, scr))
 
 
 def top():
@@ -261,14 +267,15 @@ def top():
         demo.wait()
         gone = None
         t1 = time.monotonic()
-        while time.monotonic() - t1 < 5:
+        while time.monotonic() - t1 < LIVENESS_S:
             scr = tm.screen()
             if "PROCESS GONE" in scr:
                 gone = scr
                 break
             time.sleep(0.1)
         if not gone:
-            fail("top does not say the process is gone 5 s after SIGKILL:\n" + tm.screen())
+            fail("top does not say the process is gone %d s after SIGKILL:\n%s"
+                 % (LIVENESS_S, tm.screen()))
             return
         if " gone " not in gone or not SPELL_ROW.search(gone):
             fail("after SIGKILL, top lost the last state:\n" + gone)

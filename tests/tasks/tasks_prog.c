@@ -14,8 +14,8 @@
  * metrics of the same run's recording against the same figures):
  *   - A's own CPU plus the CPU done on its behalf (cpu_ns + task_cpu_ns) on the workers (the
  *     snapshot's difference from one taken after main queued every job, before the workers
- *     start) equals the CPU of its tasks, within the bound and within 3 %: the call back into
- *     A inside its task is charged once;
+ *     start) equals the CPU of its tasks, within the bound and within 3 % (above it by the
+ *     time stolen in them too): the call back into A inside its task is charged once;
  *   - B's task_cpu_ns equals the CPU of its tasks, likewise;
  *   - tasks counted: A 15, B 5, and no group charged for the 2 jobs queued outside any group;
  *   - a task begun in a signal handler that interrupted a running task (raise(SIGUSR1) in
@@ -70,8 +70,8 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 /* held by main while it queues: the workers start once every job is queued and the snapshot
  * of main's own part is taken, so the snapshot's difference is the workers' alone */
 static pthread_mutex_t start = PTHREAD_MUTEX_INITIALIZER;
-/* per owner: tasks' truth (ns), bound (ns), count; written under mu */
-static int64_t truth[OWNERS], bound[OWNERS];
+/* per owner: tasks' truth (ns), bound (ns), time stolen in them (ns), count; under mu */
+static int64_t truth[OWNERS], bound[OWNERS], stolen[OWNERS];
 static int count[OWNERS];
 static perfgroup_task sig_task; /* what the signal handler tries to begin */
 
@@ -166,6 +166,7 @@ static void *worker(void *arg)
         pthread_mutex_lock(&mu);
         truth[j->owner] += tr;
         bound[j->owner] += pg_bound_measured(tr, &a, &b);
+        stolen[j->owner] += pg_stolen(&a, &b);
         count[j->owner]++;
         pthread_mutex_unlock(&mu);
         free(j);
@@ -173,17 +174,20 @@ static void *worker(void *arg)
     return NULL;
 }
 
-static void within(const char *what, int64_t got, int64_t want, int64_t bnd)
+static void within(const char *what, int64_t got, int64_t want, int64_t bnd, int64_t st)
 {
     double rel = want ? (double)(got - want) / (double)want : 0;
-    printf("%-34s %12" PRId64 " ns, truth %12" PRId64 " ns (%+.3f %%), bound %" PRId64 " ns\n", what,
-           got, want, 100 * rel, bnd);
+    printf("%-34s %12" PRId64 " ns, truth %12" PRId64 " ns (%+.3f %%), bound %" PRId64 " ns, %" PRId64
+           " ns stolen\n", what, got, want, 100 * rel, bnd, st);
     if (llabs(got - want) > bnd)
         FAIL("%s: %" PRId64 " vs truth %" PRId64 ": off by more than the bound %" PRId64, what, got,
              want, bnd);
-    /* the acceptance: within 3 % of the truth */
-    if (rel > 0.03 || rel < -0.03)
-        FAIL("%s: %+.3f %% from the truth, over 3 %%", what, 100 * rel);
+    /* the issue's acceptance: within 3 % of the truth, above it by the time stolen in the
+     * tasks too (a stopwatch counts it, the workers' CPU clocks do not: docs/accounting.md,
+     * "Error bounds", stolen σ). A task charged twice, or one lost, is 5 % of A (10 ms of
+     * 150) and 20 % of B: over it, unless as much was stolen in the very same tasks. */
+    if ((double)(got - want) > 0.03 * (double)want + (double)st || rel < -0.03)
+        FAIL("%s: %+.3f %% from the truth, over 3 %% (+ %" PRId64 " ns stolen)", what, 100 * rel, st);
 }
 
 int main(int argc, char **argv)
@@ -220,9 +224,17 @@ int main(int argc, char **argv)
     struct perfgroup_snapshot *s0 = perfgroup_snapshot_take();
     if (!s0)
         FAIL("snapshot");
+    int64_t steal0 = pg_steal_ns();
     pthread_mutex_unlock(&start);
     for (int i = 0; i < 2; i++)
         pthread_join(th[i], NULL);
+    /* the tasks' stolen time: each task's (pg_stolen: /proc/stat's every-CPU steal + 1 tick,
+     * or its thread's own to the ns), summed; at most what /proc/stat saw over all of them,
+     * + the tick it may not show yet */
+    int64_t run_stolen = pg_steal_ns() - steal0 + pg_steal_tick_ns();
+    for (int o = 0; o < OWNERS; o++)
+        if (stolen[o] > run_stolen)
+            stolen[o] = run_stolen;
 
     struct perfgroup_snapshot *s1 = perfgroup_snapshot_take();
     struct perfgroup_snapshot *d = perfgroup_snapshot_diff(s1, s0);
@@ -241,8 +253,9 @@ int main(int argc, char **argv)
 
     int64_t want_a = truth[OWNER_A], bnd_a = bound[OWNER_A];
     int64_t want_b = truth[OWNER_B], bnd_b = bound[OWNER_B];
-    within("snapshot addon_a own + on behalf (workers)", (int64_t)(A->cpu_ns + A->task_cpu_ns), want_a, bnd_a);
-    within("snapshot addon_b on behalf", (int64_t)B->task_cpu_ns, want_b, bnd_b);
+    within("snapshot addon_a own + on behalf (workers)", (int64_t)(A->cpu_ns + A->task_cpu_ns), want_a,
+           bnd_a, stolen[OWNER_A]);
+    within("snapshot addon_b on behalf", (int64_t)B->task_cpu_ns, want_b, bnd_b, stolen[OWNER_B]);
     if ((int)A->tasks != na || (int)B->tasks != nb || count[OWNER_A] != na || count[OWNER_B] != nb)
         FAIL("tasks: A %" PRIu64 " of %d, B %" PRIu64 " of %d", A->tasks, na, B->tasks, nb);
     uint64_t all_tasks = 0;
@@ -262,10 +275,12 @@ int main(int argc, char **argv)
         FILE *f = fopen(argv[1], "w");
         if (!f)
             FAIL("cannot write %s", argv[1]);
-        fprintf(f, "{\"addon_a\": {\"total_ns\": %" PRId64 ", \"bound_ns\": %" PRId64 ", \"tasks\": %d},\n"
-                   " \"addon_b\": {\"task_ns\": %" PRId64 ", \"bound_ns\": %" PRId64 ", \"tasks\": %d},\n"
+        fprintf(f, "{\"addon_a\": {\"total_ns\": %" PRId64 ", \"bound_ns\": %" PRId64 ", \"stolen_ns\": %"
+                   PRId64 ", \"tasks\": %d},\n"
+                   " \"addon_b\": {\"task_ns\": %" PRId64 ", \"bound_ns\": %" PRId64 ", \"stolen_ns\": %"
+                   PRId64 ", \"tasks\": %d},\n"
                    " \"unowned\": {\"tasks\": %d}}\n",
-                want_a, bnd_a, na, want_b, bnd_b, nb, count[OWNER_NONE]);
+                want_a, bnd_a, stolen[OWNER_A], na, want_b, bnd_b, stolen[OWNER_B], nb, count[OWNER_NONE]);
         fclose(f);
     }
     perfgroup_snapshot_free(s0);

@@ -9,8 +9,9 @@ pool-worker threads' groups: cpu_ms + task_cpu_ms) and `perfgroup metrics FILE` 
 pool-worker series of perfgroup_group_cpu_seconds_total +
 perfgroup_group_task_cpu_seconds_total; main's own queueing is on its own thread), each within
 the bound the program computed from tests/bounds/bounds.h (docs/accounting.md, "Error
-bounds") and within 3 % (the issue's acceptance). The summary's own rounding (µs) and the
-metrics' (ns) are below the bound's hook terms.
+bounds") and within 3 % (the issue's acceptance; above the truth by the time stolen in the
+tasks too, which the program measured: a stopwatch counts it, the workers' CPU clocks do not).
+The summary's own rounding (µs) and the metrics' (ns) are below the bound's hook terms.
 """
 import json
 import os
@@ -24,15 +25,17 @@ def fail(msg):
     sys.exit(1)
 
 
-def within(what, got_ns, want_ns, bound_ns):
+def within(what, got_ns, want_ns, bound_ns, stolen_ns):
     rel = (got_ns - want_ns) / want_ns if want_ns else 0.0
-    print("%-40s %14.0f ns, truth %12d ns (%+.3f %%), bound %d ns" % (what, got_ns, want_ns,
-                                                                      100 * rel, bound_ns))
+    print("%-40s %14.0f ns, truth %12d ns (%+.3f %%), bound %d ns, %d ns stolen"
+          % (what, got_ns, want_ns, 100 * rel, bound_ns, stolen_ns))
     if abs(got_ns - want_ns) > bound_ns:
         fail("%s: %.0f vs truth %d, off by more than the bound %d" % (what, got_ns, want_ns,
                                                                       bound_ns))
-    if abs(rel) > 0.03:
-        fail("%s: %+.3f %% from the truth, over 3 %%" % (what, 100 * rel))
+    # tasks_prog.c's within(): 3 %, above the truth by the time stolen in the tasks too
+    if got_ns - want_ns > 0.03 * want_ns + stolen_ns or rel < -0.03:
+        fail("%s: %+.3f %% from the truth, over 3 %% (+ %d ns stolen)" % (what, 100 * rel,
+                                                                         stolen_ns))
 
 
 def main():
@@ -74,8 +77,9 @@ def main():
         fail("summary: tasks A %s of %d, B %s of %d" % (ga.get("tasks"), a["tasks"],
                                                        gb.get("tasks"), b["tasks"]))
     within("summary addon_a cpu_ms + task_cpu_ms", (ga["cpu_ms"] + ga["task_cpu_ms"]) * 1e6,
-           a["total_ns"], a["bound_ns"])
-    within("summary addon_b task_cpu_ms", gb["task_cpu_ms"] * 1e6, b["task_ns"], b["bound_ns"])
+           a["total_ns"], a["bound_ns"], a["stolen_ns"])
+    within("summary addon_b task_cpu_ms", gb["task_cpu_ms"] * 1e6, b["task_ns"], b["bound_ns"],
+           b["stolen_ns"])
     if groups.get("pool", {}).get("tasks"):
         fail("summary: the pool charged on its own behalf")
     r = subprocess.run([convert, pgm, "--summary"], capture_output=True, text=True, timeout=60)
@@ -99,8 +103,9 @@ def main():
             sums.get(("perfgroup_group_tasks_total", "addon_b")) != b["tasks"]):
         fail("metrics: tasks %s" % {k: v for k, v in sums.items() if "tasks" in k[0]})
     within("metrics addon_a cpu + task cpu", (cpu("addon_a") + task("addon_a")) * 1e9,
-           a["total_ns"], a["bound_ns"])
-    within("metrics addon_b task cpu", task("addon_b") * 1e9, b["task_ns"], b["bound_ns"])
+           a["total_ns"], a["bound_ns"], a["stolen_ns"])
+    within("metrics addon_b task cpu", task("addon_b") * 1e9, b["task_ns"], b["bound_ns"],
+           b["stolen_ns"])
 
     # Gecko: each task a marker on the worker naming the groups it was charged to
     gk = os.path.join(work, "tasks.gecko.json")

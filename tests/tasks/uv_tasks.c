@@ -14,7 +14,8 @@
  * Truth: the worker's thread CPU clock read at the start and end of each work callback
  * (tests/bounds/bounds.h); A's and B's task_cpu_ns must equal it within pg_bound_measured
  * summed over the requests (plus the shim's own code around the callback: the hooks term)
- * and within 3 %. Exit 0 = pass.
+ * and within 3 % (above it by the time stolen in the requests too: a stopwatch counts it,
+ * the workers' CPU clocks do not; docs/accounting.md, "Error bounds"). Exit 0 = pass.
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -111,7 +112,7 @@ struct job {
     int owner;
 };
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static int64_t truth[2], bound[2];
+static int64_t truth[2], bound[2], stolen[2];
 static int done_n[2];
 
 static int64_t cpu_now(void)
@@ -134,6 +135,7 @@ static void work_cb(uv_work_t *req)
     pthread_mutex_lock(&mu);
     truth[j->owner] += b.cpu - a.cpu;
     bound[j->owner] += pg_bound_measured(b.cpu - a.cpu, &a, &b);
+    stolen[j->owner] += pg_stolen(&a, &b);
     done_n[j->owner]++;
     pthread_mutex_unlock(&mu);
 }
@@ -188,7 +190,10 @@ int main(void)
     uv_timer_init(loop, &timer);
     uv_timer_start(&timer, on_tick, 1, 1);
     struct perfgroup_snapshot *s0 = perfgroup_snapshot_take();
+    int64_t steal0 = pg_steal_ns();
     uv_run(loop, UV_RUN_DEFAULT); /* returns once the timer stopped and every request ended */
+    /* over all the requests, + the tick /proc/stat may not show yet: caps their sum */
+    int64_t run_stolen = pg_steal_ns() - steal0 + pg_steal_tick_ns();
     struct perfgroup_snapshot *s1 = perfgroup_snapshot_take();
     struct perfgroup_snapshot *d = perfgroup_snapshot_diff(s1, s0);
     const struct perfgroup_stats *A = perfgroup_snapshot_find(d, "addon_a");
@@ -202,13 +207,16 @@ int main(void)
     for (int o = 0; o < 2; o++) {
         int64_t got = (int64_t)g[o]->task_cpu_ns, want = truth[o];
         double rel = (double)(got - want) / (double)want;
+        int64_t st = stolen[o] < run_stolen ? stolen[o] : run_stolen;
         printf("%s: on behalf %" PRId64 " ns, truth %" PRId64 " ns (%+.3f %%), bound %" PRId64
-               " ns, %" PRIu64 " requests\n", g[o]->name, got, want, 100 * rel, bound[o],
-               g[o]->tasks);
+               " ns, %" PRId64 " ns stolen, %" PRIu64 " requests\n", g[o]->name, got, want, 100 * rel,
+               bound[o], st, g[o]->tasks);
         if (llabs(got - want) > bound[o])
             FAIL("%s: off by more than the bound", g[o]->name);
-        if (rel > 0.03 || rel < -0.03)
-            FAIL("%s: over 3 %% from the truth", g[o]->name);
+        /* a request charged twice or lost is 17 % of A, 50 % of B: over 3 % + the stolen time
+         * unless as much was stolen in those very requests */
+        if ((double)(got - want) > 0.03 * (double)want + (double)st || rel < -0.03)
+            FAIL("%s: over 3 %% from the truth (+ the time stolen in the requests)", g[o]->name);
     }
     uv_close((uv_handle_t *)&timer, NULL);
     uv_run(loop, UV_RUN_DEFAULT);
