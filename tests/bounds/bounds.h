@@ -268,6 +268,31 @@ static inline int64_t pg_stolen(const struct pg_obs *a, const struct pg_obs *b)
     return st;
 }
 
+/* The time a stretch lost to the hypervisor or a run queue between a and b (pg_stolen + the
+ * thread's run-queue wait, when known): what slows a window of starts by the counter. */
+static inline int64_t pg_off_cpu_not_slept(const struct pg_obs *a, const struct pg_obs *b)
+{
+    int64_t w = a->run_delay >= 0 && b->run_delay >= a->run_delay ? b->run_delay - a->run_delay : 0;
+    return pg_stolen(a, b) + w;
+}
+
+/* Adaptive accounting (docs/accounting.md, "Hot threads" and "Where σ applies"): an event
+ * estimates once a window of 64 exact starts ran within 64 x 2 us by the counter; time stolen
+ * in a window, or waited on a run queue, makes it slower by as much, and a new window begins.
+ * An event of `starts` starts and `cpu_ns` of CPU stays exact only if each of its windows lost
+ * at least the margin between 128 us and its own time, so of `events` such events at most
+ * off_ns / (windows x margin) may stay exact after `off_ns` lost over them (0 when nothing
+ * was). `events` (no bound) when they are not hot: a test of estimation must not be. */
+static inline double pg_exact_events_allowed(double events, double starts, double cpu_ns,
+                                             double off_ns)
+{
+    double windows = (double)(int64_t)(starts / 64), window_ns = starts > 0 ? 64 * cpu_ns / starts : 0;
+    double margin = 64 * 2000.0 - window_ns;
+    if (windows < 1 || margin <= 0)
+        return events;
+    return (double)(int64_t)(off_ns / (windows * margin));
+}
+
 /* Measured CPU time (rseq) of a stretch whose truth, by the thread's CPU clock between
  * a and b, is `truth`: exact but for the frequency, the hooks at both ends and the
  * reference's own steps. */

@@ -301,13 +301,11 @@ int main(int argc, char **argv)
      * start, top's over the groups' activations). So at most (stolen + waited) / (windows
      * per event x margin) events may stay exact; with nothing stolen, none. */
     double starts = (r[0].acts[1] + r[0].acts[2] + r[0].acts[3]) / EVENTS_HOT;
-    double windows = floor(starts / 64), window_ns = 64 * r[0].cpu[0] / EVENTS_HOT / (starts > 0 ? starts : 1);
-    double margin = 64 * 2000.0 - window_ns, off = (double)r[1].stolen + (r[1].waited > 0 ? r[1].waited : 0);
-    double exact_ok = windows >= 1 && margin > 0 ? floor(off / (windows * margin)) : EVENTS_HOT;
+    double off = (double)r[1].stolen + (r[1].waited > 0 ? r[1].waited : 0);
+    double exact_ok = pg_exact_events_allowed(EVENTS_HOT, starts, r[0].cpu[0] / EVENTS_HOT, off);
     pg_check(r[1].estimated + exact_ok >= EVENTS_HOT,
           "hot: the adaptive run estimated in %llu events, want %d (less %.0f: %.0f ns stolen or "
-          "waited, windows of %.0f ns, %.0f an event, each %.0f ns under the hot threshold)",
-          r[1].estimated, EVENTS_HOT, exact_ok, off, window_ns, windows, margin);
+          "waited, %.0f starts an event)", r[1].estimated, EVENTS_HOT, exact_ok, off, starts);
     pg_check(r[0].estimated + r[2].estimated == 0, "hot: the exact runs estimated");
     printf("| group | exact #1 self %% | exact #2 self %% | adaptive self %% | spread | adaptive - exact | bound |\n"
            "|---|---|---|---|---|---|---|\n");
