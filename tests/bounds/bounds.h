@@ -283,11 +283,14 @@ static inline int64_t pg_off_cpu_not_slept(const struct pg_obs *a, const struct 
  * at least the margin between 128 us and its own time, so of `events` such events at most
  * off_ns / (windows x margin) may stay exact after `off_ns` lost over them (0 when nothing
  * was). `events` (no bound) when they are not hot: a test of estimation must not be. */
+#define PG_BOUND_EST_WINDOW 64     /* runtime/internal.h PG_EST_WINDOW */
+#define PG_BOUND_EST_HOT_NS 2000.0 /* runtime/internal.h PG_EST_HOT_NS */
 static inline double pg_exact_events_allowed(double events, double starts, double cpu_ns,
                                              double off_ns)
 {
-    double windows = (double)(int64_t)(starts / 64), window_ns = starts > 0 ? 64 * cpu_ns / starts : 0;
-    double margin = 64 * 2000.0 - window_ns;
+    double windows = (double)(int64_t)(starts / PG_BOUND_EST_WINDOW);
+    double window_ns = starts > 0 ? PG_BOUND_EST_WINDOW * cpu_ns / starts : 0;
+    double margin = PG_BOUND_EST_WINDOW * PG_BOUND_EST_HOT_NS - window_ns;
     if (windows < 1 || margin <= 0)
         return events;
     return (double)(int64_t)(off_ns / (windows * margin));
