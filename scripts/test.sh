@@ -23,7 +23,7 @@ phase_end() {
   phase_secs+=($((SECONDS - phase_t0)))
   local now; now=$(cpu_ticks)
   phase_busy+=("$(echo "$phase_cpu0 $now" | awk '{b=$4-$1; t=$5-$2; s=$6-$3;
-    printf "%3d %% busy, %d %% stolen", t>0 ? 100*b/t : 0, t>0 ? 100*s/t : 0}')")
+    printf "%3d %% busy, %d %% stolen", (t > 0 ? 100 * b / t : 0), (t > 0 ? 100 * s / t : 0)}')")
   phase_cpu0=$now
 }
 phase() {
