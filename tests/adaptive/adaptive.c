@@ -82,14 +82,34 @@ PERF_GROUP("J") NOINLINE static void fj(int n) { pg_burn_iters((uint64_t)n); }
 static const char *groups[] = {"top", "A", "B", "C", "D", "J"};
 #define NG (sizeof groups / sizeof *groups)
 
-PERF_GROUP_NONE static void print_phase(const char *phase, struct perfgroup_snapshot *before,
-                                        const struct pg_obs *o0)
+/* Each event's wall time, of the phase running: an event slow enough may stay exact
+ * (pg_event_may_stay_exact, bounds.h). */
+static double walls[EVENTS];
+
+PERF_GROUP_NONE static double wall_ns(void)
 {
-    /* what the phase lost to the hypervisor or a run queue: it may keep events exact */
-    struct pg_obs o1 = pg_obs_now();
-    printf("%s off %lld\n", phase, (long long)pg_off_cpu_not_slept(o0, &o1));
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* The phase's groups (its events' starts: the activations of groups[first..last]) over n
+ * events; prints the snapshot's figures per group, its estimated events, and how many of
+ * its events were slow enough to stay exact. */
+PERF_GROUP_NONE static void print_phase(const char *phase, struct perfgroup_snapshot *before,
+                                        int n, size_t first, size_t last)
+{
     struct perfgroup_snapshot *after = perfgroup_snapshot_take();
     struct perfgroup_snapshot *d = perfgroup_snapshot_diff(after, before);
+    double starts = 0;
+    for (size_t i = first; i <= last; i++) {
+        const struct perfgroup_stats *s = perfgroup_snapshot_find(d, groups[i]);
+        starts += s ? (double)s->activations : 0;
+    }
+    int slow = 0;
+    for (int e = 0; e < n; e++)
+        slow += pg_event_may_stay_exact(walls[e], starts / n);
+    printf("%s slow %d\n", phase, slow);
     for (size_t i = 0; i < NG; i++) {
         const struct perfgroup_stats *s = perfgroup_snapshot_find(d, groups[i]);
         if (!s)
@@ -111,17 +131,18 @@ PERF_GROUP_NONE static int child(void)
     pg_burn_iters(20000000);
     iters_per_ns = 20000000.0 / (double)(cpu_ns() - t0);
     struct perfgroup_snapshot *s0 = perfgroup_snapshot_take();
-    struct pg_obs o0 = pg_obs_now();
     for (int e = 0; e < EVENTS; e++) {
+        double w0 = wall_ns();
         perfgroup_event_begin("mix");
         fa();
         perfgroup_event_end();
+        walls[e] = wall_ns() - w0;
     }
-    print_phase("mix", s0, &o0);
+    print_phase("mix", s0, EVENTS, 1, 4); /* A, B, C, D */
     perfgroup_snapshot_free(s0);
     s0 = perfgroup_snapshot_take();
-    o0 = pg_obs_now();
     for (int e = 0; e < JEVENTS; e++) {
+        double w0 = wall_ns();
         perfgroup_event_begin("jank");
         for (int i = 0; i < JCALLS; i++)
             fj(30);
@@ -131,12 +152,13 @@ PERF_GROUP_NONE static int child(void)
             printf("long %llu\n", (unsigned long long)(cpu_ns() - c0));
         }
         perfgroup_event_end();
+        walls[e] = wall_ns() - w0;
     }
-    print_phase("jank", s0, &o0);
+    print_phase("jank", s0, JEVENTS, NG - 1, NG - 1); /* J */
     perfgroup_snapshot_free(s0);
     s0 = perfgroup_snapshot_take();
-    o0 = pg_obs_now();
     for (int e = 0; e < JEVENTS; e++) {
+        double w0 = wall_ns();
         perfgroup_event_begin("stretch");
         for (int i = 0; i < JCALLS; i++)
             fj(30);
@@ -146,8 +168,9 @@ PERF_GROUP_NONE static int child(void)
                 fj(30);
         }
         perfgroup_event_end();
+        walls[e] = wall_ns() - w0;
     }
-    print_phase("stretch", s0, &o0);
+    print_phase("stretch", s0, JEVENTS, NG - 1, NG - 1);
     perfgroup_snapshot_free(s0);
     printf("tickmax %llu\n", (unsigned long long)perfgroup_tick_max_ns());
     return 0;
@@ -161,7 +184,7 @@ struct run {
     uint64_t jank[NG][PERFGROUP_JANK_BUCKETS];
     uint64_t stretch[PERFGROUP_JANK_BUCKETS]; /* J's jank in the stretch phase */
     uint64_t estimated[3];
-    double off[3];              /* ns the phase lost to steal or a run queue (pg_off_cpu_not_slept) */
+    double slow[3];             /* events slow enough to stay exact (pg_event_may_stay_exact) */
     double long_ms, tick_max_ms;
 };
 
@@ -184,8 +207,8 @@ PERF_GROUP_NONE static int run_child(const char *self, const char *mode, struct 
             r->tick_max_ms = lm / 1e6;
             continue;
         }
-        if (sscanf(line, "%15s off %lf", ph, &lm) == 2) {
-            r->off[strcmp(ph, "jank") == 0 ? 1 : strcmp(ph, "stretch") == 0 ? 2 : 0] = lm;
+        if (sscanf(line, "%15s slow %lf", ph, &lm) == 2) {
+            r->slow[strcmp(ph, "jank") == 0 ? 1 : strcmp(ph, "stretch") == 0 ? 2 : 0] = lm;
             continue;
         }
         if (sscanf(line, "%15s estimated %llu", ph, &v[0]) == 2) {
@@ -248,22 +271,17 @@ PERF_GROUP_NONE static void check_run(const char *name, const struct run *r, int
           "%s: longest tick interval %.2f ms (a ticker %s)", name, r->tick_max_ms,
           adaptive ? "expected" : "in exact mode");
     uint64_t est = r->estimated[0] + r->estimated[1] + r->estimated[2];
-    /* every event estimates but those time stolen or waited on a run queue kept exact (each
-     * of their windows slowed past 64 x 2 us: pg_exact_events_allowed, bounds.h); the stretch
-     * phase's events are the jank phase's but for the stretch */
-    double mix_starts = (double)(r->acts[0][1] + r->acts[0][2] + r->acts[0][3] + r->acts[0][4]) / EVENTS;
-    double j_starts = (double)r->acts[1][NG - 1] / JEVENTS;
-    double ok[3] = {pg_exact_events_allowed(EVENTS, mix_starts, r->cpu[0][0] / EVENTS, r->off[0]),
-                    pg_exact_events_allowed(JEVENTS, j_starts, r->cpu[1][0] / JEVENTS, r->off[1]),
-                    pg_exact_events_allowed(JEVENTS, j_starts, r->cpu[1][0] / JEVENTS, r->off[2])};
+    /* every event estimates but those whose wall time was long enough for each of their
+     * windows to take 64 x 2 us (pg_event_may_stay_exact, bounds.h): time stolen, a run queue,
+     * a busy SMT sibling */
     if (adaptive)
-        CHECK(r->estimated[0] + ok[0] >= EVENTS && r->estimated[1] + ok[1] >= JEVENTS &&
-                  r->estimated[2] + ok[2] >= JEVENTS,
+        CHECK(r->estimated[0] + r->slow[0] >= EVENTS && r->estimated[1] + r->slow[1] >= JEVENTS &&
+                  r->estimated[2] + r->slow[2] >= JEVENTS,
               "%s: events estimated %llu + %llu + %llu, want every one (%d + %d + %d) but those "
-              "the time lost kept exact (%.0f + %.0f + %.0f: %.0f, %.0f, %.0f ns)", name,
+              "slow enough to stay exact (%.0f + %.0f + %.0f)", name,
               (unsigned long long)r->estimated[0], (unsigned long long)r->estimated[1],
-              (unsigned long long)r->estimated[2], EVENTS, JEVENTS, JEVENTS, ok[0], ok[1], ok[2],
-              r->off[0], r->off[1], r->off[2]);
+              (unsigned long long)r->estimated[2], EVENTS, JEVENTS, JEVENTS, r->slow[0],
+              r->slow[1], r->slow[2]);
     else
         CHECK(est == 0, "%s: %llu events estimated in exact mode", name, (unsigned long long)est);
 }

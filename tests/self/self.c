@@ -184,13 +184,25 @@ PERF_GROUP_NONE static int child(void)
 
     int64_t steal0 = pg_steal_ns();
     struct pg_obs h0 = pg_obs_now();
+    static double walls[EVENTS_HOT]; /* each event's wall time: pg_event_may_stay_exact */
     for (int e = 0; e < EVENTS_HOT; e++) {
+        struct timespec w0, w1;
+        clock_gettime(CLOCK_MONOTONIC, &w0);
         perfgroup_event_begin("hot");
         hot_a();
         perfgroup_event_end();
+        clock_gettime(CLOCK_MONOTONIC, &w1);
+        walls[e] = (double)(w1.tv_sec - w0.tv_sec) * 1e9 + (double)(w1.tv_nsec - w0.tv_nsec);
     }
     struct perfgroup_snapshot *s2 = perfgroup_snapshot_take();
     d = perfgroup_snapshot_diff(s2, s1);
+    double starts = 0; /* per event: A's, B's and C's activations */
+    for (size_t i = 1; i < NG; i++)
+        starts += (double)find(d, groups[i])->activations / EVENTS_HOT;
+    int slow = 0;
+    for (int e = 0; e < EVENTS_HOT; e++)
+        slow += pg_event_may_stay_exact(walls[e], starts);
+    printf("hot slow %d\n", slow);
     for (size_t i = 0; i < NG; i++) {
         const struct perfgroup_stats *s = find(d, groups[i]);
         printf("hot %s %llu %llu %llu\n", groups[i], (unsigned long long)s->self_ns,
@@ -210,10 +222,6 @@ PERF_GROUP_NONE static int child(void)
             stolen = st > 0 ? st : 0;
     }
     printf("hot stolen %lld\n", (long long)stolen);
-    /* its waits on a run queue (preempted; -1 unknown): a window of starts they fell in is
-     * slow by the counter too */
-    printf("hot waited %lld\n", h0.run_delay >= 0 && h1.run_delay >= 0
-                                    ? (long long)(h1.run_delay - h0.run_delay) : -1ll);
     perfgroup_snapshot_free(d);
     perfgroup_snapshot_free(s1);
     perfgroup_snapshot_free(s2);
@@ -228,8 +236,7 @@ PERF_GROUP_NONE static int child(void)
 
 struct run {
     double self[NG], cpu[NG], acts[NG];
-    unsigned long long estimated, stolen;
-    long long waited;
+    unsigned long long estimated, stolen, slow;
 };
 
 PERF_GROUP_NONE static int run_child(const char *exe, const char *mode, struct run *r)
@@ -251,7 +258,7 @@ PERF_GROUP_NONE static int run_child(const char *exe, const char *mode, struct r
             r->stolen = v[0];
             continue;
         }
-        if (sscanf(line, "hot waited %lld", &r->waited) == 1)
+        if (sscanf(line, "hot slow %llu", &r->slow) == 1)
             continue;
         if (sscanf(line, "hot %15s %llu %llu %llu", g, &v[0], &v[1], &v[2]) == 4)
             for (size_t i = 0; i < NG; i++)
@@ -294,18 +301,13 @@ int main(int argc, char **argv)
               modes[k], sum, r[k].cpu[0], stolen_k);
     }
     /* every event estimates once a window of PG_EST_WINDOW (64) exact starts ran faster than
-     * 2 us each by the counter (docs/accounting.md, "Hot threads"); a window that time was
-     * stolen from (or the thread waited on a run queue in) is slower by it, and a new one
-     * begins. An event stays exact only if each of its windows was: each slower by at least
-     * the margin between 64 x 2 us and a window's time in the exact runs (their CPU per
-     * start, top's over the groups' activations). So at most (stolen + waited) / (windows
-     * per event x margin) events may stay exact; with nothing stolen, none. */
-    double starts = (r[0].acts[1] + r[0].acts[2] + r[0].acts[3]) / EVENTS_HOT;
-    double off = (double)r[1].stolen + (r[1].waited > 0 ? r[1].waited : 0);
-    double exact_ok = pg_exact_events_allowed(EVENTS_HOT, starts, r[0].cpu[0] / EVENTS_HOT, off);
-    pg_check(r[1].estimated + exact_ok >= EVENTS_HOT,
-          "hot: the adaptive run estimated in %llu events, want %d (less %.0f: %.0f ns stolen or "
-          "waited, %.0f starts an event)", r[1].estimated, EVENTS_HOT, exact_ok, off, starts);
+     * 2 us each by the counter (docs/accounting.md, "Hot threads"); an event stays exact only
+     * if each of its windows was slower — time stolen, a run queue, a busy SMT sibling — so
+     * its wall time was at least its windows' 128 us each: only such events may stay exact
+     * (pg_event_may_stay_exact, bounds.h; the child counts them) */
+    pg_check(r[1].estimated + r[1].slow >= EVENTS_HOT,
+          "hot: the adaptive run estimated in %llu events, want %d less the %llu slow enough to "
+          "stay exact", r[1].estimated, EVENTS_HOT, r[1].slow);
     pg_check(r[0].estimated + r[2].estimated == 0, "hot: the exact runs estimated");
     printf("| group | exact #1 self %% | exact #2 self %% | adaptive self %% | spread | adaptive - exact | bound |\n"
            "|---|---|---|---|---|---|---|\n");
