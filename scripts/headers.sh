@@ -92,17 +92,10 @@ for v in $GCCS; do
   check "GCC $v plugin headers ($(cd "$OUT/debs" && echo gcc-"$v"-plugin-dev_*.deb))" "$OUT/gcc-$v.log" \
     gcc_plugin "$inc" "$v"
 done
-# The Clang plugin's compile units as plugin-clang/CMakeLists.txt makes them (PERFGROUP_CLANG_UNITY):
-# two unity groups, plugin.cpp and version.cpp alone.
-clang_units="plugin version ast ir"
-clang_group_ast="attribute options select"
-clang_group_ir="instrument coroutines threads elide table"
-mkdir -p "$OUT/obj"
-for u in ast ir; do
-  g=clang_group_$u
-  for f in ${!g}; do echo "#include \"$PWD/plugin-clang/$f.cpp\""; done >"$OUT/obj/unity_$u.cpp"
-done
-unit_src() { case $1 in ast|ir) echo "$OUT/obj/unity_$1.cpp" ;; *) echo "plugin-clang/$1.cpp" ;; esac; }
+# The Clang plugin's compile units as plugin-clang/CMakeLists.txt builds them
+# (PERFGROUP_CLANG_UNITY): its two groups, unity_ast.cpp and unity_ir.cpp, and the two files
+# alone.
+clang_units="plugin version unity_ast unity_ir"
 for v in $LLVMS; do
   # the headers only (usr/lib/llvm-N/include, and usr/include/llvm-N where its llvm/ links to):
   # the two packages' static libraries and tools are 1.2 GB unpacked
@@ -110,11 +103,11 @@ for v in $LLVMS; do
     unpack "$OUT/llvm-$v" "$OUT"/debs/llvm-"$v"-dev_*.deb "$OUT"/debs/libclang-"$v"-dev_*.deb
   inc=$OUT/llvm-$v/usr/lib/llvm-$v/include
   for f in $clang_units; do
-    check "LLVM $v headers: plugin-clang/ unit $f ($(unit_src "$f"))" "$OUT/llvm-$v-$f.log" \
+    check "LLVM $v headers: plugin-clang/$f.cpp" "$OUT/llvm-$v-$f.log" \
       g++ -c -fPIC -O2 -std=c++17 -fvisibility=hidden -fvisibility-inlines-hidden -fno-exceptions \
           -Wall -Wextra -Wno-unused-parameter -Wno-nonnull -Werror -D_GNU_SOURCE \
           -D__STDC_CONSTANT_MACROS -D__STDC_FORMAT_MACROS -D__STDC_LIMIT_MACROS \
-          -isystem "$inc" -Iplugin-clang -Iinclude "$(unit_src "$f")" -o "$OUT/obj/$f-$v.o"
+          -isystem "$inc" -Iplugin-clang -Iinclude "plugin-clang/$f.cpp" -o "$OUT/obj/$f-$v.o"
   done
 done
 wait
