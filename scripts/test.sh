@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # perfgroup — the README's second command: install what is missing, build everything, run
 # the whole test suite: the main build (both plugins, every test), then the runtime,
-# recording and converter tests again under ASan+UBSan and under TSan, and Lua and zlib with
-# their own test suites fully instrumented (tests/real; libuv is left to `ctest -L real`), the
-# compiler matrix (scripts/compilers.sh: the corpus with every GCC and Clang the main build
-# does not test), Lua again with gcc-11 and clang-19 (the matrix's oldest GCC, newest
-# Clang). Ends with the wall time of each phase, then ctest's summary of the main build (its
-# last lines, repeated). A phase that fails prints its log and the run goes on (one CI run
+# recording and converter tests again under ASan+UBSan (the runtime and recording ones under
+# TSan), and Lua and zlib with their own test suites fully instrumented (tests/real; libuv is
+# left to `ctest -L real`), the compiler matrix (scripts/compilers.sh: the corpus with every
+# GCC and Clang the main build does not test; clang 19's in the clang-19-only build), Lua
+# again with gcc-11 and clang-19 (the matrix's oldest GCC, newest Clang). Ends with the wall
+# time of each phase and how busy the CPUs were in it, then ctest's summary of the main build
+# (its last lines, repeated). A phase that fails prints its log and the run goes on (one CI run
 # shows every failure, not the first); exit status: non-zero if any phase failed, with their
 # names before the summary.
 set -euo pipefail
