@@ -65,6 +65,9 @@ fi
 # main builds run (downloads and unpacking beside compiles); waited for before the first
 # phase that uses apt or those compilers.
 scripts/compilers.sh --install >compilers-install.log 2>&1 & install_pid=$!
+# So do the other releases' headers headers.sh compiles against (~140 MB from trixie: a
+# private apt list, no lock shared with the installs).
+scripts/headers.sh --download >headers-download.log 2>&1 & headers_pid=$!
 installed() {
   [ -n "$install_pid" ] || return 0
   if ! wait "$install_pid"; then cat compilers-install.log; failed+=("installs (scripts/compilers.sh)"); fi
@@ -119,6 +122,7 @@ fi
 tail -1 build/compilers.log
 phase "headers of GCC 13/14, LLVM 17/18"
 echo "== compiler releases bookworm lacks: both plugins compiled against GCC 13/14 and LLVM 17/18 headers"
+wait "$headers_pid" || true  # (a failed download is tried again and reported by headers.sh)
 if ! scripts/headers.sh >build/headers.log 2>&1; then
   cat build/headers.log; failed+=("headers of GCC 13/14, LLVM 17/18")
 fi
