@@ -4,10 +4,15 @@
 (issue 31), built the way a plugin author builds them: every add-on a `plugin.c` compiled in a
 directory of its own, with the same entry point `addon_run`, by the real compiler and plugin.
 An uninstrumented host (host.c) dlopens them, runs them in events, dlcloses them, round after
-round, timing every call by the thread's CPU clock (the ground truth). Each group's CPU time in
-the snapshot, in `perfgroup-convert --summary --json` and in the Gecko profile (the samples of
-the frame `addon_run (in <its object>)`) must be within 5 % of that truth — the error model
-of docs/accounting.md allows far less per call (hook cost, sub-microsecond) than 5 % of 0.2 ms.
+round; each add-on times its own body by the thread's CPU clock (the ground truth, read at the
+body's first and last statement: what the group's stopwatch spans, less the hooks' part inside
+it). Each group's CPU time in the snapshot, in `perfgroup-convert --summary --json` and in the
+Gecko profile (the samples of the frame `addon_run (in <its object>)`) must be within 5 % of
+that truth — the error model of docs/accounting.md allows far less per call (the hooks' part of
+the span, sub-microsecond) than 5 % of 0.2 ms. Not around the call from the host: that holds
+the work the hooks do outside every stopwatch, charged to no group by design — a new add-on's
+first call resolves its site (registry, and in trace mode its definition records): 176 us more
+over plugin-0's 15 calls, 5.5 %, once at load average 5.
 
   addons_test.py SCENARIO --cc CC --plugin PLUGIN.so --include DIR --runtime LIBPERFGROUP.so
                  --static LIBPERFGROUP.a --convert PERFGROUP-CONVERT --host-src host.c --work DIR
@@ -42,16 +47,17 @@ static int64_t cpu_now(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* the wall time of the bodies so far, read by the host before it unloads the add-on */
-uint64_t addon_wall_ns;
+/* the CPU and wall time of the bodies so far, read by the host before it unloads the add-on */
+uint64_t addon_cpu_ns, addon_wall_ns;
 
 %(attr)s void addon_run(double ms)
 {
     struct timespec w0, w1;
     clock_gettime(CLOCK_MONOTONIC, &w0);
-    int64_t end = cpu_now() + (int64_t)(ms * 1e6);
-    while (cpu_now() < end)
+    int64_t c0 = cpu_now(), end = c0 + (int64_t)(ms * 1e6), c1;
+    while ((c1 = cpu_now()) < end)
         ;
+    addon_cpu_ns += (uint64_t)(c1 - c0);
     clock_gettime(CLOCK_MONOTONIC, &w1);
     addon_wall_ns += (uint64_t)((w1.tv_sec - w0.tv_sec) * 1000000000 + (w1.tv_nsec - w0.tv_nsec));
 }
@@ -113,7 +119,7 @@ def build_host(A, exe, linked):
     run([A.cc] + flags)
 
 
-def within(what, got, truth, by="the thread CPU clock around the calls"):
+def within(what, got, truth, by="the thread CPU clock around the bodies"):
     if os.environ.get("ADDONS_VERBOSE"):
         print("%-48s %10.3f %10.3f %+6.2f %%" % (what, got / 1e6, truth / 1e6,
                                                (got - truth) * 100.0 / truth if truth else 0))
