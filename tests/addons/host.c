@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #ifdef HOST_RUNTIME
 #include <perfgroup.h>
 #endif
