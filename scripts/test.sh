@@ -49,8 +49,11 @@ phases_done() {
   fi
 }
 
-phase "installs (scripts/deps.sh)"
-scripts/deps.sh
+# What the sanitizer builds need (no plugin: a compiler, cmake, msgpack-c) first; the rest
+# installs in the background while they run (on a fresh machine, most of deps.sh's ~3 minutes
+# of downloads and unpacking: docs/packaging.md), waited for before the main build.
+phase "installs (scripts/deps.sh --base)"
+scripts/deps.sh --base
 # perfgroup's own runtime and Clang plugin objects through ccache (PERFGROUP_LAUNCHER, the
 # top-level CMakeLists.txt; never a compile through a plugin): the run builds them in up to ten
 # build trees with the same flags (main build, packaging.subdir.gcc and .compilers, the compiler
@@ -61,13 +64,19 @@ if command -v ccache >/dev/null; then
   export PERFGROUP_LAUNCHER=ccache CCACHE_DIR=$PWD/build-ccache CCACHE_NOHASHDIR=true
   rm -rf "$CCACHE_DIR"
 fi
-# The compiler matrix's other compilers install in the background while the sanitizer and
-# main builds run (downloads and unpacking beside compiles); waited for before the first
-# phase that uses apt or those compilers.
-scripts/compilers.sh --install >compilers-install.log 2>&1 & install_pid=$!
+# In the background: the rest of deps.sh (its exit status into deps-install.rc), then the
+# compiler matrix's other compilers (downloads and unpacking beside the sanitizer and main
+# builds); each waited for before the first phase that needs it.
+rm -f deps-install.rc
+{ rc=0; scripts/deps.sh >deps-install.log 2>&1 || rc=$?; echo "$rc" >deps-install.rc
+  scripts/compilers.sh --install >compilers-install.log 2>&1; } & install_pid=$!
 # So do the other releases' headers headers.sh compiles against (~140 MB from trixie: a
 # private apt list, no lock shared with the installs).
 scripts/headers.sh --download >headers-download.log 2>&1 & headers_pid=$!
+deps_installed() {
+  while [ ! -s deps-install.rc ]; do sleep 1; done
+  if [ "$(cat deps-install.rc)" != 0 ]; then cat deps-install.log; failed+=("installs (scripts/deps.sh)"); fi
+}
 installed() {
   [ -n "$install_pid" ] || return 0
   if ! wait "$install_pid"; then cat compilers-install.log; failed+=("installs (scripts/compilers.sh)"); fi
@@ -97,6 +106,7 @@ for san in "address;undefined" thread; do
 done
 
 phase "main build"
+deps_installed  # the plugins' headers (gcc-12-plugin-dev, llvm-14-dev, libclang-14-dev)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
 # The GCC plugin into GCC's plugin directory, as an install does, so that the test of the
