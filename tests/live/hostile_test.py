@@ -41,6 +41,7 @@ import statistics
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -71,9 +72,9 @@ def record_names(d, seconds, argv0=b"names", thread=b"th\xe9\x1b[2Jx\ny", wait=T
 class Sidecar:
     """perfgroup metrics --listen on a free port; stderr collected in a thread."""
 
-    def __init__(self, args, listen="127.0.0.1:0", prefix=()):
+    def __init__(self, args, listen="127.0.0.1:0", prefix=(), binary=None):
         self.traced = any("strace" in x for x in prefix)
-        self.p = subprocess.Popen(list(prefix) + [PERFGROUP, "metrics", "--listen", listen] +
+        self.p = subprocess.Popen(list(prefix) + [binary or PERFGROUP, "metrics", "--listen", listen] +
                                   list(args), stderr=subprocess.PIPE)
         self.lines = []
         m = None
@@ -573,7 +574,21 @@ def unprivileged(d, rec, mine):
     if not shutil.which("setpriv"):
         print("setpriv is not installed: the unprivileged sidecar is not checked")
         return
-    own = os.path.join(d, "own")
+    # nobody's files and a copy of the tool (a static program) where nobody can reach them: the
+    # build tree may lie under a directory only root may enter (a clone in /root, mode 0700)
+    top = tempfile.mkdtemp(prefix="pg-nobody.")
+    try:
+        unprivileged_in(top, d, rec, mine)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def unprivileged_in(top, d, rec, mine):
+    os.chmod(top, 0o755)
+    tool = os.path.join(top, "perfgroup")
+    shutil.copy(shutil.which(PERFGROUP) or PERFGROUP, tool)
+    os.chmod(tool, 0o755)
+    own = os.path.join(top, "own")
     os.makedirs(own)
     os.chmod(own, 0o755)
     copy_holes(os.path.join(rec, mine), os.path.join(own, "readable.pgm"))
@@ -587,12 +602,12 @@ def unprivileged(d, rec, mine):
     os.chown(os.path.join(own, "locked.pgm"), 65534, -1)
     os.chmod(os.path.join(own, "locked.pgm"), 0)
     as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-    p = subprocess.run(as_nobody + [PERFGROUP, "metrics", os.path.join(own, "locked.pgm")],
+    p = subprocess.run(as_nobody + [tool, "metrics", os.path.join(own, "locked.pgm")],
                        capture_output=True, text=True, timeout=30)
     print("an unreadable FILE: exit %d: %s" % (p.returncode, p.stderr.strip()))
     if p.returncode != 1 or "Permission denied" not in p.stderr:
         fail("an unreadable file is not reported as permission denied")
-    side = Sidecar([own], prefix=as_nobody)
+    side = Sidecar([own], prefix=as_nobody, binary=tool)
     try:
         if side.port is None:
             return
