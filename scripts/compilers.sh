@@ -28,7 +28,7 @@ for c in $COMPILERS; do
   v=${c#*-}
   case $c in
     gcc-*)   pkgs+=(gcc-$v g++-$v gcc-$v-plugin-dev) ;;
-    clang-*) pkgs+=(clang-$v llvm-$v-dev libclang-$v-dev) ;;
+    clang-*) pkgs+=(clang-$v llvm-$v-dev libclang-$v-dev lld-$v) ;;  # lld: its LTO objects
   esac
 done
 missing=()

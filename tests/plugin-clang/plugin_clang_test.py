@@ -104,7 +104,7 @@ def case_lto():
             raise Fail(f"{mode}: {objs[0]} is not bitcode: {kind}")
         # the lld of the plugin's LLVM: its bitcode is not an older lld's to read
         major = sh([CC, "-dumpversion"]).stdout.strip().split(".")[0]
-        lld = "lld" if major == "14" else f"lld-{major}"
+        lld = f"lld-{major}"  # (the unversioned ld.lld is Debian's package lld, not installed)
         if not shutil.which("ld." + lld):
             print(f"SKIP: no ld.{lld} (Debian package lld-{major}) to link clang {major}'s LTO objects")
             return 77
