@@ -63,7 +63,10 @@ PG_HIDDEN void perfgroup__event_open(struct pg_thread *t, uint64_t tsc, int kind
         perfgroup__implicit_own(t, t->event_begin_tsc, t->event_begin_cpu_ns);
     } else {
         t->imp_off = t->off; /* `tsc` has every deschedule before it settled */
-        perfgroup__implicit_arm(t, tsc);
+        if (t->measured)
+            pg_implicit_armed(t); /* (perfgroup__implicit_arm's first step: all it does then) */
+        else
+            perfgroup__implicit_arm(t, tsc);
     }
     if (perfgroup__rec_mode_now())
         perfgroup__progress_open(t, 1);
@@ -329,7 +332,11 @@ PG_HIDDEN void perfgroup__implicit_begin(struct pg_thread *t, uint64_t tsc)
  */
 PG_HIDDEN void perfgroup__implicit_commit(struct pg_thread *t, uint64_t tsc, int own_read)
 {
-    int64_t own = own_read && !t->measured ? pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID) : -1;
+    if (t->measured) { /* (perfgroup__implicit_cpu's first step: all it does then) */
+        commit(t, tsc, pg_implicit_cpu_measured(t, t->event_begin_tsc, tsc));
+        return;
+    }
+    int64_t own = own_read ? pg_clock_gettime_ns(CLOCK_THREAD_CPUTIME_ID) : -1;
     commit(t, tsc, perfgroup__implicit_cpu(t, t->event_begin_tsc, tsc, own));
 }
 

@@ -295,9 +295,7 @@ static double cpu_at(const struct samples *c, uint64_t x, double fb)
 
 PG_HIDDEN void perfgroup__implicit_arm(struct pg_thread *t, uint64_t tsc)
 {
-    uint32_t count = atomic_load_explicit(&t->imp_count, memory_order_relaxed);
-    atomic_store_explicit(&t->imp_count, count + 1, memory_order_relaxed);
-    atomic_store_explicit(&t->imp_open, 1, memory_order_relaxed);
+    pg_implicit_armed(t);
     if (t->measured)
         return; /* exact from t->off (cputime.c): no estimate, no sampler */
     /* the sampler, if it runs, reads this thread from its next round on (imp_open). A hook
@@ -333,9 +331,9 @@ PG_HIDDEN void perfgroup__implicit_arm(struct pg_thread *t, uint64_t tsc)
 PG_HIDDEN uint64_t perfgroup__implicit_cpu(struct pg_thread *t, uint64_t begin, uint64_t end,
                                           int64_t own_cpu_ns)
 {
-    atomic_store_explicit(&t->imp_open, 0, memory_order_relaxed);
     if (t->measured) /* exact: its wall minus the off-CPU time settled inside it */
-        return perfgroup__ticks_to_ns(perfgroup__cputime_on(begin, end, t->imp_off, t->off));
+        return pg_implicit_cpu_measured(t, begin, end);
+    atomic_store_explicit(&t->imp_open, 0, memory_order_relaxed);
     double wall = ns_between(begin, end);
     if (own_cpu_ns >= 0)
         perfgroup__implicit_own(t, end, own_cpu_ns);

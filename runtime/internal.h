@@ -651,6 +651,20 @@ PG_HIDDEN void perfgroup__implicit_arm(struct pg_thread *t, uint64_t tsc);
  * `end` by a caller outside the hooks. */
 PG_HIDDEN uint64_t perfgroup__implicit_cpu(struct pg_thread *t, uint64_t begin, uint64_t end,
                                           int64_t own_cpu_ns);
+/* Their measured case (rseq), what both do first on a measured thread: inline, so that a
+ * measured thread's implicit event makes neither call (events.c). The event is open (for
+ * the sampler), or closed with its CPU time: its wall less the off-CPU time settled in it. */
+static inline void pg_implicit_armed(struct pg_thread *t)
+{
+    uint32_t count = atomic_load_explicit(&t->imp_count, memory_order_relaxed);
+    atomic_store_explicit(&t->imp_count, count + 1, memory_order_relaxed);
+    atomic_store_explicit(&t->imp_open, 1, memory_order_relaxed);
+}
+static inline uint64_t pg_implicit_cpu_measured(struct pg_thread *t, uint64_t begin, uint64_t end)
+{
+    atomic_store_explicit(&t->imp_open, 0, memory_order_relaxed);
+    return perfgroup__ticks_to_ns(perfgroup__cputime_on(begin, end, t->imp_off, t->off));
+}
 /* The thread read its own CPU clock at `tsc` outside the hooks (events, nested loops,
  * thread exit): one more point for the estimates. */
 PG_HIDDEN void perfgroup__implicit_own(struct pg_thread *t, uint64_t tsc, int64_t cpu_ns);
