@@ -66,7 +66,7 @@ static void bank_frames(struct pg_thread *t, uint32_t depth, uint64_t iter, uint
         struct pg_frame *f = &t->stack[i];
         if (f->iter != iter)
             continue; /* stale (and so is every frame below it) */
-        if (f->mask && pg_charge_frame(t, f, tsc, cpu, f->inner + up, 0)) /* it goes on after */
+        if (f->mask && pg_charge_frame(t, f, tsc, cpu, f->inner + up, 0, NULL)) /* it goes on after */
             up = tsc - f->tsc;
         else
             up += f->inner;

@@ -29,6 +29,11 @@
  * a syscall or libc, saves it on entry and restores it on return. */
 #define PG_ERRNO_SAVE() const int pg_errno_ = errno
 #define PG_ERRNO_RESTORE() (errno = pg_errno_)
+/* The same for a thread with an entry: through the address its entry keeps (errno_at), so
+ * that the cold paths of every implicit event (its begin, its commit) make no libc call for
+ * it (__errno_location through the PLT, twice each). */
+#define PG_ERRNO_SAVE_T(t) int *const pg_errno_at_ = (t)->errno_at; const int pg_errno_ = *pg_errno_at_
+#define PG_ERRNO_RESTORE_T() (*pg_errno_at_ = pg_errno_)
 
 /*
  * Is frame f, still on the shadow stack, dead (its exit skipped) given a new enter at
@@ -46,12 +51,14 @@ static uint64_t enter_prepare(struct pg_thread *t, struct pg_func *fn, uintptr_t
                               uintptr_t ra);
 static uint64_t enter_settle(struct pg_thread *t, struct pg_func *fn, uintptr_t sp,
                              uintptr_t ra, unsigned mask, uint32_t d);
+/* (six arguments at most, all in registers: the fast path's calls of them are tail calls;
+ * the frame's index is t->depth there) */
 static uint64_t enter_window(struct pg_thread *t, struct pg_func *fn, uintptr_t sp,
-                             uintptr_t ra, unsigned mask, uint32_t d, uint64_t tsc);
+                             uintptr_t ra, unsigned mask, uint64_t tsc);
 static uint64_t enter_sampled(struct pg_thread *t, struct pg_func *fn, uintptr_t sp,
-                              uintptr_t ra, unsigned mask, uint32_t d, struct pg_gstate *s0);
+                              uintptr_t ra, unsigned mask, struct pg_gstate *s0);
 static uint64_t enter_ticked(struct pg_thread *t, struct pg_func *fn, uintptr_t sp,
-                             uintptr_t ra, unsigned mask, uint32_t d, uint64_t tick);
+                             uintptr_t ra, unsigned mask, uint64_t tick);
 
 /* Push the frame of a stopwatch started at `tsc` (every deschedule before it settled). */
 static PG_ALWAYS_INLINE uint64_t push_frame(struct pg_thread *t, struct pg_func *fn,
@@ -86,10 +93,12 @@ static PG_ALWAYS_INLINE uint64_t push_frame(struct pg_thread *t, struct pg_func 
 }
 
 /*
- * hot = 1: the hook's fast path. It makes no call but tail calls (a call would make every
- * hook save and restore registers): clocks are read inline (the gate guarantees
- * pg_clocks_fast()), and a skipped exit to resynchronise or an implicit event to begin
- * goes to enter_prepare, which comes back here with hot = 0.
+ * hot = 1: the hook's fast path, under the latch enter_acquire took, which every way out
+ * drops (each cold function it goes to drops it there). It makes no call but tail calls (a
+ * call would make the hook save and restore registers, and the latch's drop after it would
+ * make every call one): clocks are read inline (the gate guarantees pg_clocks_fast()), and a
+ * skipped exit to resynchronise or an implicit event to begin goes to enter_prepare, which
+ * comes back here with hot = 0 (whose caller holds and drops its own latch).
  */
 static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func *fn,
                                             uintptr_t sp, uintptr_t ra, int hot)
@@ -131,14 +140,19 @@ static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func 
             }
         }
     }
-    if ((mask == 0 || root) && PG_LIKELY(perfgroup__rec_mode_now() != PGF_MODE_TRACE))
+    if ((mask == 0 || root) && PG_LIKELY(perfgroup__rec_mode_now() != PGF_MODE_TRACE)) {
+        if (hot)
+            pg_latch_drop(t);
         return 0; /* re-entry: every group already has its stopwatch (or a root) */
+    }
 
     if (PG_UNLIKELY(d >= PG_STACK_MAX)) {
         for (unsigned i = 0; i < fn->ngroups; i++)
             if (mask & (1u << i))
                 g[fn->gid[i]].running = 0;
         t->ov_dropped++;
+        if (hot)
+            pg_latch_drop(t);
         return 0;
     }
     /* The counter is read last: re-entry never pays for it, and the hook's own work is
@@ -158,20 +172,25 @@ static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func 
              * since its newest reading may be long — read it (ticker.c) */
             uint64_t tk = atomic_load_explicit(&perfgroup__tick, memory_order_relaxed);
             if (PG_UNLIKELY(tk != t->est_tick))
-                return enter_ticked(t, fn, sp, ra, mask, d, tk);
+                return enter_ticked(t, fn, sp, ra, mask, tk);
             struct pg_gstate *s0 = &g[fn->gid[__builtin_ctz(mask)]];
+            uint64_t token;
             if (PG_LIKELY(s0->est_left > 1)) {
                 s0->est_left--;
-                return push_frame(t, fn, sp, ra, mask, d, t->last_tsc, pg_cpu_fast());
+                token = push_frame(t, fn, sp, ra, mask, d, t->last_tsc, pg_cpu_fast());
+                pg_latch_drop(t);
+                return token;
             }
-            return enter_sampled(t, fn, sp, ra, mask, d, s0);
+            return enter_sampled(t, fn, sp, ra, mask, s0);
         }
         uint64_t tsc = pg_clock_fast();
         if (PG_UNLIKELY(pg_descheduled_fast()))
             return enter_settle(t, fn, sp, ra, mask, d);
         if (PG_UNLIKELY(--t->est_left == 0)) /* the end of a rate window */
-            return enter_window(t, fn, sp, ra, mask, d, tsc);
-        return push_frame(t, fn, sp, ra, mask, d, tsc, pg_cpu_fast());
+            return enter_window(t, fn, sp, ra, mask, tsc);
+        uint64_t token = push_frame(t, fn, sp, ra, mask, d, tsc, pg_cpu_fast());
+        pg_latch_drop(t);
+        return token;
     }
     /* one reading for the event's begin and its stopwatch's start (a deschedule since is
      * settled at the next reading, inside both) */
@@ -190,16 +209,17 @@ static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func 
     return token;
 }
 
-/* The enter hook found the thread descheduled: settle, then start the stopwatch after. */
+/* The enter hook found the thread descheduled: settle, then start the stopwatch after.
+ * Under enter_acquire's latch, dropped here (as by every function below that the fast path
+ * goes to: its calls of them are tail calls). */
 static PG_COLD uint64_t enter_settle(struct pg_thread *t, struct pg_func *fn, uintptr_t sp,
                                      uintptr_t ra, unsigned mask, uint32_t d)
 {
-    PG_ERRNO_SAVE();
-    struct pg_thread *latch = pg_latch_take();
+    PG_ERRNO_SAVE_T(t);
     uint64_t tsc = perfgroup__cputime_settle(t, pg_clock_now());
     uint64_t token = push_frame(t, fn, sp, ra, mask, d, tsc, pg_cpu_now());
-    pg_latch_drop(latch);
-    PG_ERRNO_RESTORE();
+    pg_latch_drop(t);
+    PG_ERRNO_RESTORE_T();
     return token;
 }
 
@@ -218,10 +238,12 @@ static PG_ALWAYS_INLINE void est_reload(struct pg_thread *t, struct pg_gstate *s
 
 /* The event's PG_EST_WINDOW-th exact start since the window began (the event's begin or the
  * previous window's end): faster than one per PG_EST_HOT_NS, the event estimates its starts
- * from here on (adaptive mode, not trace mode); else a new window. Under the latch. */
+ * from here on (adaptive mode, not trace mode); else a new window. Under enter_acquire's
+ * latch, dropped here. */
 static PG_COLD uint64_t enter_window(struct pg_thread *t, struct pg_func *fn, uintptr_t sp,
-                                     uintptr_t ra, unsigned mask, uint32_t d, uint64_t tsc)
+                                     uintptr_t ra, unsigned mask, uint64_t tsc)
 {
+    uint32_t d = t->depth;
     uint64_t from = t->est_win ? t->est_win : t->event_begin_tsc;
     double hot = (double)PG_EST_WINDOW * PG_EST_HOT_NS * 1e-9 * (double)perfgroup__clock_hz();
     if (perfgroup__est_window != 0 && (double)(tsc - from) < hot &&
@@ -234,7 +256,9 @@ static PG_COLD uint64_t enter_window(struct pg_thread *t, struct pg_func *fn, ui
         t->est_left = perfgroup__est_window != 0 ? perfgroup__est_window : UINT32_MAX;
         t->est_win = tsc;
     }
-    return push_frame(t, fn, sp, ra, mask, d, tsc, pg_cpu_fast());
+    uint64_t token = push_frame(t, fn, sp, ra, mask, d, tsc, pg_cpu_fast());
+    pg_latch_drop(t);
+    return token;
 }
 
 /*
@@ -247,13 +271,13 @@ static PG_COLD uint64_t enter_window(struct pg_thread *t, struct pg_func *fn, ui
  * here: settled, an exact start, and the group's next start is the cycle's sample (a gap
  * holding a deschedule is not one to sample, and the cycle's R starts still need theirs).
  * A group's first cycle (R = 0 here) corrects
- * nothing: one start per group and thread. Under the latch (enter_acquire's).
+ * nothing: one start per group and thread. Under enter_acquire's latch, dropped here.
  */
 static __attribute__((noinline)) uint64_t enter_sampled(struct pg_thread *t, struct pg_func *fn,
                                                         uintptr_t sp, uintptr_t ra,
-                                                        unsigned mask, uint32_t d,
-                                                        struct pg_gstate *s0)
+                                                        unsigned mask, struct pg_gstate *s0)
 {
+    uint32_t d = t->depth;
     uint64_t tsc = pg_clock_fast();
     if (PG_UNLIKELY(pg_descheduled_fast()))
         return enter_settle(t, fn, sp, ra, mask, d); /* the cycle's sample: the next start */
@@ -266,6 +290,7 @@ static __attribute__((noinline)) uint64_t enter_sampled(struct pg_thread *t, str
     *pg_inner_of(t, d) -= corr;
     uint64_t token = push_frame(t, fn, sp, ra, mask, d, t->last_tsc, pg_cpu_fast());
     t->last_tsc = tsc;
+    pg_latch_drop(t);
     return token;
 }
 
@@ -273,30 +298,37 @@ static __attribute__((noinline)) uint64_t enter_sampled(struct pg_thread *t, str
  * An estimating event's start that found the coarse clock ticked (or not running: an odd
  * word) since its thread's last start that read the counter: an exact start, outside the
  * estimate's sampling cycles (the stretch since the newest reading may hold a tick: a long
- * one is never estimated). It tells the ticker a thread looks (ticker.c). Under the latch.
+ * one is never estimated). It tells the ticker a thread looks (ticker.c). Under enter_acquire's
+ * latch, dropped here.
  */
 static __attribute__((noinline)) uint64_t enter_ticked(struct pg_thread *t, struct pg_func *fn,
                                                        uintptr_t sp, uintptr_t ra,
-                                                       unsigned mask, uint32_t d, uint64_t tick)
+                                                       unsigned mask, uint64_t tick)
 {
+    uint32_t d = t->depth;
     t->est_tick = (tick & 1) ? 0 : tick;
     if (!atomic_load_explicit(&perfgroup__tick_used, memory_order_relaxed))
         atomic_store_explicit(&perfgroup__tick_used, 1, memory_order_relaxed);
     uint64_t tsc = pg_clock_fast();
     if (PG_UNLIKELY(pg_descheduled_fast()))
         return enter_settle(t, fn, sp, ra, mask, d);
-    return push_frame(t, fn, sp, ra, mask, d, tsc, pg_cpu_fast());
+    uint64_t token = push_frame(t, fn, sp, ra, mask, d, tsc, pg_cpu_fast());
+    pg_latch_drop(t);
+    return token;
 }
 
-/* Out of the fast path: frames to drop, or an implicit event to begin. */
+/* Out of the fast path: frames to drop, or an implicit event to begin. Tail-called from
+ * enter_on (which read t from perfgroup__tls, not NULL), or from enter_acquire's fast path
+ * with its latch held (held again here: the same store): it decides all over again under
+ * the latch, which it drops. */
 static PG_COLD uint64_t enter_prepare(struct pg_thread *t, struct pg_func *fn, uintptr_t sp,
                                       uintptr_t ra)
 {
-    PG_ERRNO_SAVE();
-    struct pg_thread *latch = pg_latch_take();
+    pg_latch_hold();
+    PG_ERRNO_SAVE_T(t);
     uint64_t token = enter_fast(t, fn, sp, ra, 0);
-    pg_latch_drop(latch);
-    PG_ERRNO_RESTORE();
+    pg_latch_drop(t);
+    PG_ERRNO_RESTORE_T();
     return token;
 }
 
@@ -304,10 +336,47 @@ static PG_COLD uint64_t enter_prepare(struct pg_thread *t, struct pg_func *fn, u
  * latch, which is dropped after it (tail-called: the fast path saves no register for it). */
 static PG_COLD void exit_implicit_end(struct pg_thread *t, uint64_t tsc)
 {
-    PG_ERRNO_SAVE();
+    PG_ERRNO_SAVE_T(t);
     perfgroup__implicit_end(t, tsc); /* its commit turns the re-entry key off */
     pg_latch_drop(t);
-    PG_ERRNO_RESTORE();
+    PG_ERRNO_RESTORE_T();
+}
+
+/* The end of exit_frame, once frame idx is charged (hot: as there). */
+static PG_ALWAYS_INLINE void exit_finish(struct pg_thread *t, uint32_t idx, uint64_t tsc, int hot)
+{
+    const struct pg_frame *f = &t->stack[idx];
+    /* A stale frame (a nested loop or a new event started since) is dropped uncharged: its
+     * groups' `running` holds an old iteration, which no longer blocks a new stopwatch. */
+    t->depth = idx;
+    if (PG_UNLIKELY(t->event_open == PG_EV_IMPLICIT) && idx == t->implicit_frame) {
+        if (hot)
+            exit_implicit_end(t, tsc);
+        else
+            perfgroup__implicit_end(t, tsc);
+        return;
+    }
+    /* its groups stop (a stale frame's are not in the mask); the frame below is the
+     * innermost (the caller turned sp off) */
+    uint64_t running = PERFGROUP_TLS_CUR.mask;
+    if (f->iter == t->iter)
+        running &= ~f->bits;
+    pg_cur_on(running, idx != 0 && t->event_open != PG_EV_NONE ? t->stack[idx - 1].sp : 0);
+    if (hot)
+        pg_latch_drop(t);
+}
+
+/* The exit hook's fast path charged a group's first stopwatch of the event (every implicit
+ * event's): the frame's groups join the event's list (pg_stamp: a call, and a walk down the
+ * stack for the parent), then the rest of the exit. Tail-called, under the hook's latch. */
+static PG_COLD void exit_stamp(struct pg_thread *t, uint32_t idx, uint64_t tsc)
+{
+    const struct pg_frame *f = &t->stack[idx];
+    for (unsigned m = f->mask; m; m &= m - 1) { /* (of the current iteration: fresh says so) */
+        uint32_t gid = f->fn->gid[__builtin_ctz(m)];
+        pg_stamp(t, &t->sw[gid], gid, f);
+    }
+    exit_finish(t, idx, tsc, 1);
 }
 
 /* hot = 1: the exit hook's fast path, no call but tail calls; the caller holds the latch
@@ -331,25 +400,14 @@ static PG_ALWAYS_INLINE void exit_frame(struct pg_thread *t, uint32_t idx, uint6
         else
             perfgroup__rec_interval(t->rec, fn->id, (uint8_t)mask, depth, f->tsc, tsc - f->tsc);
     }
-    pg_frame_end(t, idx, tsc, hot ? pg_cpu_fast() : pg_cpu_now()); /* charged, if current */
-    /* A stale frame (a nested loop or a new event started since) is dropped uncharged: its
-     * groups' `running` holds an old iteration, which no longer blocks a new stopwatch. */
-    t->depth = idx;
-    if (PG_UNLIKELY(t->event_open == PG_EV_IMPLICIT) && idx == t->implicit_frame) {
-        if (hot)
-            exit_implicit_end(t, tsc);
-        else
-            perfgroup__implicit_end(t, tsc);
+    /* charged, if current (hot: no group joins the event's list here: exit_stamp) */
+    unsigned fresh = 0;
+    pg_frame_end(t, idx, tsc, hot ? pg_cpu_fast() : pg_cpu_now(), hot ? &fresh : NULL);
+    if (hot && PG_UNLIKELY(fresh)) {
+        exit_stamp(t, idx, tsc);
         return;
     }
-    /* its groups stop (a stale frame's are not in the mask); the frame below is the
-     * innermost (the caller turned sp off) */
-    uint64_t running = PERFGROUP_TLS_CUR.mask;
-    if (f->iter == t->iter)
-        running &= ~f->bits;
-    pg_cur_on(running, idx != 0 && t->event_open != PG_EV_NONE ? t->stack[idx - 1].sp : 0);
-    if (hot)
-        pg_latch_drop(t);
+    exit_finish(t, idx, tsc, hot);
 }
 
 /* First call of a thread or a site, or a group id beyond the thread's table. */
@@ -432,37 +490,41 @@ static PG_COLD void exit_slow(struct perfgroup_site *site, uint64_t token, uint6
 #define HOOK_RA() ((uintptr_t)__builtin_return_address(0))
 
 /*
- * A re-entry, decided read-only: no dead frame on top, no event to begin, every active group
- * of fn already running in this iteration, not trace mode. Exactly the case in which
- * enter_fast(hot = 1) returns 0 without a write; anything else goes there.
+ * What the enter hook has to do, decided read-only: ENTER_REENTRY when no dead frame is on
+ * top, no event to begin, every active group of fn already running in this iteration, not
+ * trace mode — exactly the case in which enter_fast(hot = 1) returns 0 without a write;
+ * ENTER_PREPARE for a dead frame on top or an event to begin (enter_fast would go to
+ * enter_prepare: it goes there at once, which decides again under the latch); else
+ * ENTER_ACQUIRE (enter_acquire, which decides again under the latch too).
  */
-static PG_ALWAYS_INLINE int is_reentry(const struct pg_thread *t, const struct pg_func *fn,
+enum { ENTER_REENTRY = 0, ENTER_ACQUIRE = 1, ENTER_PREPARE = 2 };
+static PG_ALWAYS_INLINE int enter_kind(const struct pg_thread *t, const struct pg_func *fn,
                                        uintptr_t sp, uintptr_t ra)
 {
     uint32_t d = t->depth;
     if (d != 0 && frame_dead(&t->stack[d - 1], sp, ra))
-        return 0;
+        return ENTER_PREPARE;
     unsigned act = atomic_load_explicit(&fn->active_mask, memory_order_relaxed);
     if (t->event_open == PG_EV_NONE && act != 0)
-        return 0;
+        return ENTER_PREPARE;
     uint64_t iter = t->iter;
     for (unsigned i = 0; i < fn->ngroups; i++)
         if ((act & (1u << i)) && t->sw[fn->gid[i]].running != iter)
-            return 0;
-    return PG_LIKELY(perfgroup__rec_mode_now() != PGF_MODE_TRACE);
+            return ENTER_ACQUIRE;
+    return PG_LIKELY(perfgroup__rec_mode_now() != PGF_MODE_TRACE) ? ENTER_REENTRY : ENTER_ACQUIRE;
 }
 
 /* Everything but a re-entry: tail-called, so the re-entry path above saves no register.
  * Under the thread's latch (as the exit hook's fast path): a signal handler's hooks that
  * land while this one writes the shadow stack and the groups' state are refused and
- * counted, never interleaved with it (the re-entry path writes nothing: it needs none). */
+ * counted, never interleaved with it (the re-entry path writes nothing: it needs none).
+ * enter_fast drops it on each of its ways out, so that the cold functions it goes to are
+ * tail calls and this path saves no register either. */
 static __attribute__((noinline)) uint64_t enter_acquire(struct pg_thread *t, struct pg_func *fn,
                                                         uintptr_t sp, uintptr_t ra)
 {
     pg_latch_hold();
-    uint64_t token = enter_fast(t, fn, sp, ra, 1);
-    pg_latch_drop(t);
-    return token;
+    return enter_fast(t, fn, sp, ra, 1);
 }
 
 /* The hook's body, tail-called: the gate's "off" path returns before any register is
@@ -476,8 +538,11 @@ static __attribute__((noinline)) uint64_t enter_on(struct perfgroup_site *site, 
     struct pg_func *fn = __atomic_load_n(&site->cache, __ATOMIC_ACQUIRE);
     if (PG_UNLIKELY(t == NULL || fn == NULL || fn->max_gid >= t->cap))
         return enter_slow(site, sp, ra);
-    if (PG_LIKELY(is_reentry(t, fn, sp, ra)))
+    int kind = enter_kind(t, fn, sp, ra);
+    if (PG_LIKELY(kind == ENTER_REENTRY))
         return 0;
+    if (PG_UNLIKELY(kind == ENTER_PREPARE)) /* an implicit event's begin: one decision less */
+        return enter_prepare(t, fn, sp, ra);
     return enter_acquire(t, fn, sp, ra);
 }
 

@@ -185,6 +185,8 @@ struct pg_thread {
     struct pg_nest nest[PG_NEST_MAX];
     /* measured CPU time (cputime.c): the reading the off-CPU time is settled from */
     uint8_t measured;           /* rseq armed: CPU time measured, not estimated */
+    uint8_t own_n;              /* own CPU-clock readings kept (outside the hooks), <= 2
+                                 * (implicit.c, below: here, it fills measured's padding) */
     uint64_t off;               /* off-CPU ticks so far, as far as settled */
     uint32_t m_cpu_id;          /* the CPU at the last reading (same-CPU check only) */
     uint64_t m_tsc;             /* counter at the last CPU-clock reading */
@@ -193,14 +195,15 @@ struct pg_thread {
     /* implicit events' CPU time without rseq (implicit.c) */
     double cpu_ratio;           /* on-CPU ratio of the newest sample interval; 1 at start */
     int64_t imp_begin_cpu;      /* CPU clock estimated at the event's begin; < 0: none */
-    uint8_t own_n;              /* own CPU-clock readings kept (outside the hooks), <= 2 */
-    uint64_t own_tsc[2];        /* newest last */
+    uint64_t own_tsc[2];        /* newest last (own_n of them, above) */
     int64_t own_cpu[2];
     uint32_t smp_count, smp_idle, smp_life; /* the sampler's own bookkeeping of this thread */
     uint32_t pending_alerts;
     struct perfgroup_alert_info alerts[PG_PENDING_ALERTS];
     int alert_ids[PG_PENDING_ALERTS];
     uint64_t alerts_lost;
+    int *errno_at;              /* the thread's errno (thread_build): the cold paths of the
+                                 * hooks save and restore it through this, no libc call */
     const char *rec_name_ptr;    /* last event name interned for the recorder */
     uint32_t rec_name_id;
     /* the runtime's own cost, reported to the recorder */
@@ -447,11 +450,10 @@ pg_stamp(struct pg_thread *t, struct pg_gstate *s, uint32_t gid, const struct pg
     }
 }
 
+/* The charge itself (pg_charge without the list: its caller stamps the group). */
 static inline __attribute__((always_inline)) void
-pg_charge(struct pg_thread *t, uint32_t gid, uint64_t delta, uint64_t self, int ok, int finished,
-          const struct pg_frame *at)
+pg_charge_only(struct pg_gstate *s, uint64_t delta, uint64_t self, int ok, int finished)
 {
-    struct pg_gstate *s = &t->sw[gid];
     if (finished)
         s->running = 0;
     if (PG_LIKELY(ok)) {
@@ -461,6 +463,14 @@ pg_charge(struct pg_thread *t, uint32_t gid, uint64_t delta, uint64_t self, int 
     } else {
         s->discarded++;
     }
+}
+
+static inline __attribute__((always_inline)) void
+pg_charge(struct pg_thread *t, uint32_t gid, uint64_t delta, uint64_t self, int ok, int finished,
+          const struct pg_frame *at)
+{
+    struct pg_gstate *s = &t->sw[gid];
+    pg_charge_only(s, delta, self, ok, finished);
     pg_stamp(t, s, gid, at);
 }
 
@@ -468,19 +478,30 @@ pg_charge(struct pg_thread *t, uint32_t gid, uint64_t delta, uint64_t self, int 
  * into the group by cputime.c), `inner` of it its nested acquiring frames' (its self time is
  * the rest), if it belongs to the current iteration; where counter intervals are not valid
  * across CPUs (perfgroup__cpu_mask), if it ends on the CPU it started on. Returns whether
- * the measure was kept. */
+ * the measure was kept. fresh == NULL: each group joins the event's list here if it is not
+ * in it (pg_stamp); else none does, and *fresh is set if one is not: the caller stamps the
+ * frame's groups (hooks.c, exit_stamp) before anything else reads the list (the exit hook's
+ * fast path, which makes no call: a group's first stopwatch of an event is rare). */
 static inline __attribute__((always_inline)) int
 pg_charge_frame(struct pg_thread *t, const struct pg_frame *f, uint64_t tsc, uint32_t cpu,
-                uint64_t inner, int finished)
+                uint64_t inner, int finished, unsigned *fresh)
 {
     const struct pg_func *fn = f->fn;
     uint64_t delta = tsc - f->tsc;
     int ok = ((cpu ^ f->cpu) & perfgroup__cpu_mask) == 0 && (int64_t)delta >= 0;
-    for (unsigned i = 0; i < fn->ngroups; i++)
-        if (f->mask & (1u << i))
-            pg_charge(t, fn->gid[i], delta, delta - inner, ok, finished, f);
+    for (unsigned m = f->mask; m; m &= m - 1) {
+        uint32_t gid = fn->gid[__builtin_ctz(m)];
+        if (fresh) {
+            struct pg_gstate *s = &t->sw[gid];
+            pg_charge_only(s, delta, delta - inner, ok, finished);
+            *fresh |= s->stamp != t->event_stamp;
+        } else {
+            pg_charge(t, gid, delta, delta - inner, ok, finished, f);
+        }
+    }
     return ok;
 }
+
 
 /* Where the span of frame `idx` goes when it ends (self time): the `inner` of the frame
  * below if that one is of the current iteration, else the event's own (its root). */
@@ -491,14 +512,16 @@ static inline __attribute__((always_inline)) uint64_t *pg_inner_of(struct pg_thr
 
 /* Frame `idx` ends at `tsc`: charged if it is of the current iteration, and its span goes
  * to the frame holding it; a frame that acquired nothing (trace mode's re-entries) is not
- * the innermost of anything: its nested frames' spans go on down. */
+ * the innermost of anything: its nested frames' spans go on down. fresh: as for
+ * pg_charge_frame. */
 static inline __attribute__((always_inline)) void
-pg_frame_end(struct pg_thread *t, uint32_t idx, uint64_t tsc, uint32_t cpu)
+pg_frame_end(struct pg_thread *t, uint32_t idx, uint64_t tsc, uint32_t cpu, unsigned *fresh)
 {
     struct pg_frame *f = &t->stack[idx];
     if (PG_LIKELY(f->iter == t->iter)) {
         uint64_t up = f->inner;
-        if (PG_LIKELY(f->mask != 0) && PG_LIKELY(pg_charge_frame(t, f, tsc, cpu, f->inner, 1)))
+        if (PG_LIKELY(f->mask != 0) &&
+            PG_LIKELY(pg_charge_frame(t, f, tsc, cpu, f->inner, 1, fresh)))
             up = tsc - f->tsc;
         *pg_inner_of(t, idx) += up;
     }

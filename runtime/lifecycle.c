@@ -185,6 +185,7 @@ static struct pg_thread *thread_build(void)
         memset(t->sw, 0, sizeof *t->sw * t->cap);
         memset(t->goff, 0, sizeof *t->goff * t->cap);
     }
+    t->errno_at = &errno;
     t->iter = 1;
     t->depth = 0;
     t->event_open = PG_EV_NONE;
@@ -229,7 +230,7 @@ static void thread_exit(void *arg)
     uint32_t cpu = pg_cpu_now();
     perfgroup__trace_frames(t, 0, t->depth, tsc);
     while (t->depth > 0) {
-        pg_frame_end(t, t->depth - 1, tsc, cpu); /* innermost first: self time as at exits */
+        pg_frame_end(t, t->depth - 1, tsc, cpu, NULL); /* innermost first: self time as at exits */
         t->depth--;
     }
     perfgroup__event_close(t, tsc);
