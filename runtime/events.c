@@ -72,7 +72,10 @@ PG_HIDDEN void perfgroup__event_open(struct pg_thread *t, uint64_t tsc, int kind
         perfgroup__progress_open(t, 1);
     t->last_tsc = t->event_begin_tsc;
     t->ev_inner = 0;
-    pg_cur_refresh(t); /* a new iteration: every frame's stopwatch is stale */
+    /* a new iteration: every frame's stopwatch is stale, no group runs in it (what
+     * pg_cur_refresh would find walking the stack: no frame is of this iteration) */
+    pg_cur_off();
+    pg_cur_on(0, t->depth != 0 ? t->stack[t->depth - 1].sp : 0);
     PG_TEST_POINT(2);
     pg_latch_drop(latch);
 }
@@ -149,16 +152,20 @@ totals_add(struct pg_totals *tot, uint64_t cycles, uint64_t cpu_ns, uint64_t sel
  * after sampled starts' corrections, or the off-CPU ticks of a measured thread taken off)
  * as its charged time is found from its cycles: measured, the ticks (their off-CPU part is
  * off already, cputime.c); estimated, the event's CPU shared by cycles. At most the
- * cycles charged, and the group's CPU time `gcpu` (docs/accounting.md, "Self time"). */
-static uint64_t self_cpu(const struct pg_thread *t, uint64_t self, uint64_t charged,
-                         uint64_t ev_cycles, uint64_t cpu_ns, uint64_t gcpu)
+ * cycles charged, and the group's CPU time `gcpu` (docs/accounting.md, "Self time").
+ * charged_ns: perfgroup__ticks_to_ns(charged), the caller's already — a group all of whose
+ * time was its own (a leaf, an implicit event's one group) converts nothing more. */
+static inline __attribute__((always_inline)) uint64_t
+self_cpu(const struct pg_thread *t, uint64_t self, uint64_t charged, uint64_t charged_ns,
+         uint64_t ev_cycles, uint64_t cpu_ns, uint64_t gcpu)
 {
     if ((int64_t)self <= 0)
         return 0;
     if (self > charged)
         self = charged;
-    uint64_t ns = t->measured ? perfgroup__ticks_to_ns(self)
-                              : (uint64_t)((double)self / (double)ev_cycles * (double)cpu_ns);
+    uint64_t ns = !t->measured   ? (uint64_t)((double)self / (double)ev_cycles * (double)cpu_ns)
+                  : self == charged ? charged_ns
+                                    : perfgroup__ticks_to_ns(self);
     return ns < gcpu ? ns : gcpu;
 }
 
@@ -207,8 +214,8 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
     if (top && ev_ok) {
         /* its self time: the event's cycles no acquiring frame of it held (ev_inner) */
         uint64_t own = (int64_t)(ev_cycles - t->ev_inner) < 0 ? 0 : ev_cycles - t->ev_inner;
-        totals_add(top, ev_cycles, cpu_ns, self_cpu(t, own, ev_cycles, ev_cycles, cpu_ns, cpu_ns),
-                   ev_wall, 1, 0);
+        totals_add(top, ev_cycles, cpu_ns,
+                   self_cpu(t, own, ev_cycles, ev_wall, ev_cycles, cpu_ns, cpu_ns), ev_wall, 1, 0);
     }
     else if (top)
         TADD(top->discarded, 1);
@@ -231,14 +238,18 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
                 t->event_flags |= PGF_EVENT_F_DISCARDED;
             } else {
                 uint64_t gwall = perfgroup__ticks_to_ns(recent);
-                uint64_t gcpu = t->measured
-                    ? perfgroup__ticks_to_ns(perfgroup__cputime_on(0, recent, 0, t->goff[gid]))
-                    : (uint64_t)((double)recent / (double)ev_cycles * (double)cpu_ns);
+                /* measured: its ticks less those it spent off-CPU — none, most often (the
+                 * same conversion then: gwall) */
+                uint64_t gcpu = !t->measured
+                    ? (uint64_t)((double)recent / (double)ev_cycles * (double)cpu_ns)
+                    : t->goff[gid] == 0
+                    ? gwall
+                    : perfgroup__ticks_to_ns(perfgroup__cputime_on(0, recent, 0, t->goff[gid]));
                 if (gcpu > gwall)
                     gcpu = gwall;
                 if (gcpu > cpu_ns) /* a stopwatch lies inside its event: so does its CPU time */
                     gcpu = cpu_ns;
-                uint64_t gself = self_cpu(t, s->self, recent, ev_cycles, cpu_ns, gcpu);
+                uint64_t gself = self_cpu(t, s->self, recent, gwall, ev_cycles, cpu_ns, gcpu);
                 totals_add(tot, recent, gcpu, gself, gwall, s->acts, s->discarded);
                 if (s->discarded)
                     t->event_flags |= PGF_EVENT_F_DISCARDED;
