@@ -74,9 +74,8 @@ static PG_ALWAYS_INLINE uint64_t push_frame(struct pg_thread *t, struct pg_func 
     f->iter = t->iter;
     f->fn = fn;
     uint64_t bits = 0; /* (a re-key may be writing gbit: relaxed loads) */
-    for (unsigned i = 0; i < fn->ngroups; i++)
-        if (mask & (1u << i))
-            bits |= __atomic_load_n(&fn->gbit[i], __ATOMIC_RELAXED);
+    for (unsigned m = mask; m; m &= m - 1)
+        bits |= __atomic_load_n(&fn->gbit[__builtin_ctz(m)], __ATOMIC_RELAXED);
     f->bits = bits;
     f->cpu = cpu;
     /* the token from a register: reloaded after the stores below (the compiler cannot tell
@@ -129,10 +128,12 @@ static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func 
     uint64_t iter = t->iter;
     struct pg_gstate *g = t->sw;
     unsigned mask = 0;
-    for (unsigned i = 0; i < fn->ngroups; i++) {
-        if ((act & (1u << i)) && root) {
+    /* its active groups, in order (active_mask has no bit at or above ngroups: registry.c) */
+    for (unsigned m = act; m; m &= m - 1) {
+        unsigned i = __builtin_ctz(m);
+        if (root) {
             mask |= 1u << i;
-        } else if (act & (1u << i)) {
+        } else {
             struct pg_gstate *s = &g[fn->gid[i]];
             if (s->running != iter) {
                 s->running = iter;
@@ -508,8 +509,8 @@ static PG_ALWAYS_INLINE int enter_kind(const struct pg_thread *t, const struct p
     if (t->event_open == PG_EV_NONE && act != 0)
         return ENTER_PREPARE;
     uint64_t iter = t->iter;
-    for (unsigned i = 0; i < fn->ngroups; i++)
-        if ((act & (1u << i)) && t->sw[fn->gid[i]].running != iter)
+    for (unsigned m = act; m; m &= m - 1)
+        if (t->sw[fn->gid[__builtin_ctz(m)]].running != iter)
             return ENTER_ACQUIRE;
     return PG_LIKELY(perfgroup__rec_mode_now() != PGF_MODE_TRACE) ? ENTER_REENTRY : ENTER_ACQUIRE;
 }
