@@ -421,11 +421,13 @@ static inline void pg_exec_clear(struct pg_thread *t)
  * ends here (an activation; a nested loop's banking charges without ending it). The group
  * joins the event's list of executed groups the first time, with its parent: the innermost
  * running group below frame `at` (its frame, or the one a sampled start is pushing). Used
- * by the exit hook, thread exit, nested loops and the sampled starts' corrections.
+ * by the exit hook (its fast path charges with pg_charge_only and stamps a frame's new
+ * groups in hooks.c's exit_stamp), thread exit, nested loops and the sampled starts'
+ * corrections.
  */
 /* The innermost running group below frame `at` (id + 1; its frame's first acquired group),
  * 0 if none: the innermost acquiring frame under it of the current iteration. Cold: once per
- * group and event, out of line (the exit hook's registers stay its own). */
+ * group and event, out of line (never reached from the exit hook's fast path: exit_stamp). */
 static __attribute__((noinline, cold)) uint32_t pg_parent_below(const struct pg_thread *t,
                                                                 const struct pg_frame *at)
 {
