@@ -60,6 +60,23 @@ static uint64_t enter_sampled(struct pg_thread *t, struct pg_func *fn, uintptr_t
 static uint64_t enter_ticked(struct pg_thread *t, struct pg_func *fn, uintptr_t sp,
                              uintptr_t ra, unsigned mask, uint64_t tick);
 
+/* The clocks of enter_fast's cold path (hot = 0), as pg_clock_settled and pg_cpu_now give
+ * them, read inline when the gate's condition holds (pg_clocks_fast: always, when it comes
+ * from the fast path's enter_prepare): an implicit event's begin makes no call for them. */
+static PG_ALWAYS_INLINE uint64_t hook_clock_settled(struct pg_thread *t)
+{
+    if (PG_LIKELY(pg_clocks_fast())) {
+        uint64_t tsc = pg_clock_fast();
+        return pg_descheduled_fast() ? perfgroup__cputime_settle(t, tsc) : tsc;
+    }
+    return pg_clock_settled(t);
+}
+
+static PG_ALWAYS_INLINE uint32_t hook_cpu_now(void)
+{
+    return PG_LIKELY(pg_clocks_fast()) ? pg_cpu_fast() : pg_cpu_now();
+}
+
 /* Push the frame of a stopwatch started at `tsc` (every deschedule before it settled). */
 static PG_ALWAYS_INLINE uint64_t push_frame(struct pg_thread *t, struct pg_func *fn,
                                             uintptr_t sp, uintptr_t ra, unsigned mask,
@@ -123,7 +140,7 @@ static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func 
         begin = 0;
     uint64_t begun = 0; /* an implicit event's begin: its first stopwatch starts there too */
     if (!hot && begin)
-        perfgroup__implicit_begin(t, begun = pg_clock_settled(t));
+        perfgroup__implicit_begin(t, begun = hook_clock_settled(t));
 
     uint64_t iter = t->iter;
     struct pg_gstate *g = t->sw;
@@ -195,13 +212,8 @@ static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func 
     }
     /* one reading for the event's begin and its stopwatch's start (a deschedule since is
      * settled at the next reading, inside both) */
-    uint64_t tsc = begun;
-    if (!begun) {
-        tsc = pg_clock_now();
-        if (pg_descheduled())
-            tsc = perfgroup__cputime_settle(t, tsc);
-    }
-    uint64_t token = push_frame(t, fn, sp, ra, mask, d, tsc, pg_cpu_now());
+    uint64_t tsc = begun ? begun : hook_clock_settled(t);
+    uint64_t token = push_frame(t, fn, sp, ra, mask, d, tsc, hook_cpu_now());
     if (root) {
         t->stack[d].iter = 0;
         t->stack[d].bits = 0; /* it started nothing */
