@@ -31,7 +31,7 @@
 #define PG_ERRNO_RESTORE() (errno = pg_errno_)
 /* The same for a thread with an entry: through the address its entry keeps (errno_at), so
  * that the cold paths of every implicit event (its begin, its commit) make no libc call for
- * it (__errno_location through the PLT, twice each). */
+ * it (__errno_location through the PLT, once each). */
 #define PG_ERRNO_SAVE_T(t) int *const pg_errno_at_ = (t)->errno_at; const int pg_errno_ = *pg_errno_at_
 #define PG_ERRNO_RESTORE_T() (*pg_errno_at_ = pg_errno_)
 
