@@ -403,16 +403,25 @@ def names():
     tm = lambda *a: subprocess.run(["tmux", "-L", sock] + list(a), capture_output=True)
     try:
         time.sleep(0.5)
+        # (no LeakSanitizer in an ASan build's top here: once, on a fresh system under load,
+        # the top of this pane was left in LSan's exit-time check — its tracer, a clone of it,
+        # idle; top spinning at 92 % of a CPU for the rest of the run, deaf to SIGTERM —
+        # probably the pane's hang-up (SIGHUP, then SIGCONT) racing the tracer's attach; not
+        # reproduced in 12 runs since; top's leaks are checked by the other tests that run it)
         r = tm("new-session", "-d", "-s", "top", "-x", "120", "-y", "40",
-               "%s top -d 0.5 %s; sleep 60" % (PERFGROUP, rec))
+               "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\" %s top -d 0.5 %s; "
+               "sleep 60" % (PERFGROUP, rec))
         if r.returncode:
             fail("tmux: %s" % r.stderr)
             return
         time.sleep(2.5)
+        pane = tm("display-message", "-p", "-t", "top", "#{pane_pid}").stdout.decode().strip()
+        kids = "/proc/%s/task/%s/children" % (pane, pane)
+        tops = [int(x) for x in open(kids).read().split()] if os.path.exists(kids) else []
         scr = tm("capture-pane", "-p", "-e", "-t", "top").stdout.decode(errors="replace")
         title = tm("display-message", "-p", "-t", "top", "#{pane_title}").stdout.decode().strip()
         plain = tm("capture-pane", "-p", "-t", "top").stdout.decode(errors="replace")
-        print("top in tmux:\n" + plain.rstrip())
+        print("top in tmux (pid %s):\n" % tops + plain.rstrip())
         if "owned" in title:
             fail("a name set the terminal's title: %r" % title)
         if "\x1b[31m" in scr:
@@ -427,6 +436,24 @@ def names():
         tm("kill-server")
         live.kill()
         live.wait()
+    # top is gone with its terminal (it ended on q, or on the hang-up): none left running
+    t0 = time.monotonic()
+    left = tops
+    while left and time.monotonic() - t0 < 5:
+        time.sleep(0.1)
+        left = [pid for pid in left if alive(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+        fail("top (pid %d) still running 5 s after its tmux pane was gone" % pid)
+
+
+def alive(pid):
+    """pid exists and is not a zombie."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def sparse_copy(src, dst, uid=None):
