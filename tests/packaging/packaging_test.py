@@ -11,6 +11,9 @@
                             message naming the argument
     pkgconfig --cc gcc|clang the consumer's sources compiled by hand with
                             `pkg-config --cflags --libs perfgroup` and the plugin path it names
+    ninja                   perfgroup's whole build (tests, benchmarks, fuzzer included)
+                            generated for Ninja and checked by `ninja -n`: a build graph Ninja
+                            refuses (two rules for one output) fails here, not on a user's machine
     compilers               perfgroup built for several compilers at once
                             (-DPERFGROUP_GCC="gcc-12;gcc-11" -DPERFGROUP_LLVM_CONFIG=
                             "llvm-config-14;llvm-config-13"), installed into a staging root: each
@@ -335,6 +338,23 @@ MISUSE = [  # (arguments after the target, text the configure error must contain
 ]
 
 
+def case_ninja(A):
+    ninja = shutil.which("ninja")
+    if not ninja:
+        print("skipped: no ninja (Debian: ninja-build)")
+        sys.exit(77)
+    bdir = os.path.join(A.workdir, "build")
+    shutil.rmtree(bdir, ignore_errors=True)
+    # the main build's options as CMake's defaults give them: every target it generates
+    sh(["cmake", "-G", "Ninja", "-S", A.source_dir, "-B", bdir, "-DCMAKE_BUILD_TYPE=RelWithDebInfo"])
+    rc, out = run([ninja, "-C", bdir, "-n", "-w", "phonycycle=err"])
+    if rc != 0 or "warning:" in out:
+        raise Fail(f"ninja -n (exit {rc}): the generated build is not one Ninja runs:\n"
+                   + "\n".join(l for l in out.splitlines() if not l.startswith("[")))
+    steps = sum(1 for l in out.splitlines() if l.startswith("["))
+    print(f"ok: Ninja accepts the build: {steps} steps")
+
+
 def case_misuse(A):
     prefix = stage_prefix(A)
     for i, (args, want) in enumerate(MISUSE):
@@ -358,7 +378,7 @@ def case_misuse(A):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case", choices=["install", "package", "subdir", "pkgconfig", "misuse",
-                                       "compilers"])
+                                       "compilers", "ninja"])
     ap.add_argument("--cc", choices=sorted(COMPILERS), default="gcc")
     ap.add_argument("--build-dir", required=True, help="perfgroup's build directory")
     ap.add_argument("--source-dir", required=True, help="perfgroup's source directory")
