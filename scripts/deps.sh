@@ -8,7 +8,8 @@ set -euo pipefail
 base=(build-essential gcc-12 g++-12 clang-14 cmake pkg-config libmsgpack-dev python3 python3-msgpack
       time file
       libuv1-dev  # tests/tasks: uv_queue_work requests charged to the groups that queued them
-      ccache)  # scripts/test.sh: the runtime and Clang plugin objects compiled once per run
+      ccache  # scripts/test.sh: the runtime and Clang plugin objects compiled once per run
+      ninja-build)  # scripts/test.sh's clang-19-only build and packaging.ninja: CMake's Ninja generator
 rest=(gcc-12-plugin-dev libclang-14-dev llvm-14-dev
       gcc-11 g++-11 gcc-11-plugin-dev clang-13 libclang-13-dev llvm-13-dev  # packaging.compilers
       libomp-14-dev  # corpus openmp.c: the one libomp every clang links (libomp-N-dev conflict)
