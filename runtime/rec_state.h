@@ -168,7 +168,7 @@ static inline int64_t ns_of(clockid_t id) { return pg_clock_gettime_ns(id); }
 static inline uint64_t now_tsc(void) { return pg_clock_now(); }
 
 /* Ticks per second: the core's calibrated estimate (CPUID, refined at commits). */
-static inline uint64_t estimate_hz(void) { return perfgroup__clock_hz(); }
+static inline uint64_t estimate_hz(void) { return pg_clock_hz(); }
 
 /* ---- msgpack into memory --------------------------------------------------------------- */
 
