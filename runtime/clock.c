@@ -42,14 +42,14 @@ struct perfgroup_test_vclock perfgroup__test_vclock;
 void (*perfgroup__test_point)(int point);
 #endif
 
-static _Atomic uint64_t clock_hz;
+PG_HIDDEN _Atomic uint64_t perfgroup__clock_hz_v; /* the frequency (clock.h, pg_clock_hz) */
 PG_HIDDEN _Atomic uint64_t perfgroup__clock_conv64, perfgroup__clock_conv;
 
-/* clock_hz and the conversions derived from it (clock.h, perfgroup__ticks_to_ns): each one
+/* The frequency and the conversions derived from it (clock.h, perfgroup__ticks_to_ns): each one
  * atomic word, stored after the frequency they were computed from. */
 PG_HIDDEN void perfgroup__clock_hz_set(uint64_t hz)
 {
-    atomic_store_explicit(&clock_hz, hz, memory_order_relaxed);
+    atomic_store_explicit(&perfgroup__clock_hz_v, hz, memory_order_relaxed);
     uint64_t conv = 0, conv64 = 0;
     if (hz > 1000000000ull) /* ceil(1e9 * 2^64 / hz) < 2^64 */
         conv64 = (uint64_t)((((unsigned __int128)1000000000u << 64) + hz - 1) / hz);
@@ -242,15 +242,6 @@ PG_HIDDEN void perfgroup__clock_init(void)
     perfgroup__cpu_mask = perfgroup__tsc_scope == PGF_TSC_SCOPE_CPU ? ~0u : 0u;
 }
 
-PG_HIDDEN uint64_t perfgroup__clock_hz(void)
-{
-#ifdef PERFGROUP_TESTING
-    if (perfgroup__test_vclock.on)
-        return perfgroup__test_vclock.hz;
-#endif
-    return atomic_load_explicit(&clock_hz, memory_order_relaxed);
-}
-
 PG_HIDDEN void perfgroup__clock_calibrate(uint64_t ticks, int64_t mono_ns)
 {
     if (perfgroup__clock_kind == PGF_CLOCK_MONOTONIC || PG_TEST_VCLOCK)
@@ -266,7 +257,7 @@ PG_HIDDEN void perfgroup__clock_calibrate(uint64_t ticks, int64_t mono_ns)
     uint64_t t;
     int64_t m;
     uint64_t gap = cal_pair(&t, &m);
-    uint64_t hz = atomic_load_explicit(&clock_hz, memory_order_relaxed);
+    uint64_t hz = atomic_load_explicit(&perfgroup__clock_hz_v, memory_order_relaxed);
     if (gap == UINT64_MAX || t <= cal_ticks0 || m <= cal_mono0 ||
         (double)gap * 1e9 / (double)hz > CAL_MAX_GAP_NS) {
         atomic_store_explicit(&cal_next_ns, next, memory_order_relaxed);
@@ -274,6 +265,11 @@ PG_HIDDEN void perfgroup__clock_calibrate(uint64_t ticks, int64_t mono_ns)
     }
     hz = (uint64_t)((double)(t - cal_ticks0) * 1e9 / (double)(m - cal_mono0));
     perfgroup__clock_hz_set(hz);
+}
+
+PG_HIDDEN uint64_t perfgroup__clock_hz(void)
+{
+    return pg_clock_hz();
 }
 
 PG_HIDDEN uint64_t perfgroup__ticks_to_ns_slow(uint64_t ticks)

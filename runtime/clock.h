@@ -64,8 +64,18 @@ extern struct perfgroup_test_vclock perfgroup__test_vclock;
 PG_HIDDEN uint64_t perfgroup__clock_slow(void);
 PG_HIDDEN uint32_t perfgroup__cpu_slow(void);
 PG_HIDDEN void perfgroup__clock_init(void);
-/* Ticks per second of pg_clock_now(), best current estimate. */
+/* Ticks per second of pg_clock_now(), best current estimate; pg_clock_hz() inline (a
+ * recorded commit asks for it twice: the thread-name check and the clock pair's). */
 PG_HIDDEN uint64_t perfgroup__clock_hz(void);
+extern PG_HIDDEN _Atomic uint64_t perfgroup__clock_hz_v;
+static inline uint64_t pg_clock_hz(void)
+{
+#ifdef PERFGROUP_TESTING
+    if (perfgroup__test_vclock.on)
+        return perfgroup__test_vclock.hz;
+#endif
+    return atomic_load_explicit(&perfgroup__clock_hz_v, memory_order_relaxed);
+}
 /* Refine the estimate, called at commits with the caller's (ticks, CLOCK_MONOTONIC): cheap
  * (a compare) except when the stretch since start-up has doubled, where it takes its own
  * best-of-5 sandwiched pair (clock.c). */

@@ -175,10 +175,12 @@ self_cpu(const struct pg_thread *t, uint64_t self, uint64_t charged, uint64_t ch
  * the event's (the estimate, docs/accounting.md). */
 static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
 {
-    /* its own cost, for the recording's overhead records: two counter reads, ~20 ns of an
-     * implicit event's ~70 on an Intel Xeon host (docs/benchmarks.md), read only while
-     * recording */
-    uint64_t t0 = perfgroup__rec_mode_now() ? pg_clock_now() : 0;
+    /* its own cost, for the recording's overhead records: from the event's end reading (the
+     * exit hook's, or its caller's: the work between that reading and this commit is the
+     * runtime's too) to a counter read at the end, while recording only — one read, not a
+     * pair: a counter read is ~9 ns of an implicit event's ~70 on an Intel Xeon host
+     * (docs/benchmarks.md) */
+    uint64_t t0 = perfgroup__rec_mode_now() ? end_tsc : 0;
     struct pg_thread *latch = pg_latch_take();
     PG_TEST_POINT(3);
     uint32_t epoch = atomic_load_explicit(&perfgroup__reset_epoch, memory_order_relaxed);
@@ -296,8 +298,10 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
     t->iter++;
     pg_cur_refresh(t); /* no event: off */
     t->ov_commits++;
-    if (t0)
-        t->ov_commit_ns += perfgroup__ticks_to_ns(pg_clock_now() - t0);
+    if (t0) {
+        uint64_t spent = pg_clock_now() - t0;
+        t->ov_commit_ns += (int64_t)spent > 0 ? perfgroup__ticks_to_ns(spent) : 0;
+    }
     if (perfgroup__rec_mode_now() && t->rec && (t->ov_commits & 1023) == 0) {
         perfgroup__rec_overhead(t->rec, t->ov_commit_ns, t->ov_commits, t->ov_slow, t->ov_resyncs,
                                 t->ov_dropped);

@@ -75,10 +75,16 @@ PG_HIDDEN void perfgroup__progress_open(struct pg_thread *t, int may_lock)
             t->event_begin_tsc, cpu);
 }
 
+/* "none": pub_open 0 alone (read_pub returns -1 then, and the sampler reads no other field of
+ * a closed event); the rest keeps the last event's, rewritten at the next open. */
 PG_HIDDEN void perfgroup__progress_close(struct pg_thread *t)
 {
-    if (atomic_load_explicit(&t->pub_open, memory_order_relaxed)) /* the thread's own field */
-        publish(t, 0, 0, 0, 0, -1);
+    if (!atomic_load_explicit(&t->pub_open, memory_order_relaxed)) /* the thread's own field */
+        return;
+    uint32_t seq = atomic_load_explicit(&t->pub_seq, memory_order_relaxed);
+    atomic_store_explicit(&t->pub_seq, seq + 1, memory_order_relaxed);
+    atomic_store_explicit(&t->pub_open, 0, memory_order_release);
+    atomic_store_explicit(&t->pub_seq, seq + 2, memory_order_release);
 }
 
 /* ---- the sampler's side ------------------------------------------------------------------ */

@@ -283,13 +283,6 @@ PG_HIDDEN void perfgroup__rec_emit(struct writer *w, const uint8_t *rec, uint32_
     __atomic_store_n(&w->hot.chunk->committed, w->cold_committed, __ATOMIC_RELEASE);
 }
 
-PG_HIDDEN void perfgroup__rec_publish(struct writer *w, uint8_t *newpos, uint64_t tsc) {
-    w->hot.pos = newpos;
-    w->hot.chunk->record_count++;
-    w->hot.chunk->last_tsc = tsc;
-    w->cold_committed = (uint32_t)(newpos - w->hot.data);
-    __atomic_store_n(&w->hot.chunk->committed, w->cold_committed, __ATOMIC_RELEASE);
-}
 
 
 /*
@@ -435,15 +428,6 @@ PG_HIDDEN void perfgroup__rec_kernel_name(char out[16]) {
     out[15] = 0;
     if (strncmp(out, program_invocation_short_name, 15) == 0)
         out[0] = 0;
-}
-
-/* Time to look at the thread's name again: its own writer, named by nobody else, and a
- * millisecond since the last look. */
-PG_HIDDEN int perfgroup__rec_name_due(struct writer *w, uint64_t now) {
-    uint64_t hz = estimate_hz();
-    return !w->name_explicit && w == perfgroup__rec_tls_writer &&
-           !(hz && w->last_name_check && now >= w->last_name_check &&
-             now - w->last_name_check < hz / 1000);
 }
 
 /* At a chunk switch or a cold record (event, marker) of the thread's own writer, at most

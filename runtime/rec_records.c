@@ -30,11 +30,34 @@ int perfgroup__rec_reserve(struct perfgroup_rec_thread *hw, uint32_t need) {
     return rc;
 }
 
+/* cold_begin's slow path: room made under the lock (a new chunk, a new file, the thread's
+ * name looked at again). Not `cold`: GCC puts cold code in .text.unlikely, which the link
+ * places before every file's .text, and this function there moved the hooks by 256 bytes
+ * and made bench_hooks' implicit row ~5 ns slower on an Intel Xeon host (docs/benchmarks.md,
+ * issue 33's driver: the hot text is that sensitive to where it lies). */
+static __attribute__((noinline)) int cold_reserve(struct writer *w, uint32_t need) {
+    pthread_mutex_lock(&recorder.mu);
+    int saved = errno;
+    if (!recorder.hdr && recorder.child_pending)
+        perfgroup__rec_child_open_locked();
+    int rc = perfgroup__rec_reserve_locked(w, need);
+    errno = saved;
+    pthread_mutex_unlock(&recorder.mu);
+    if (rc) {
+        perfgroup__rec_in_rec = 0; /* `end` stays NULL: the next record takes the slow path */
+        return -1;
+    }
+    return 0;
+}
+
 /* A cold record of at most `need` bytes is about to be written at w->hot.pos (owner thread
  * only): make room (without the lock when the chunk has it), then lower `end` so that a
  * signal handler's record lands in the slow path (and is dropped) instead of in the middle
- * of this one. 0 = go ahead, then call cold_end; -1 = dropped. */
-PG_HIDDEN int perfgroup__rec_cold_begin(struct writer *w, uint32_t need, uint64_t now) {
+ * of this one. 0 = go ahead, then call cold_end; -1 = dropped. now: the caller's counter
+ * reading (0: read it), for the thread-name check. Inline in each record's writer: a
+ * recorded commit makes no call for these checks, nor for cold_end's. */
+static inline __attribute__((always_inline)) int cold_begin(struct writer *w, uint32_t need,
+                                                            uint64_t now) {
     if (perfgroup__rec_in_rec) {
         __atomic_fetch_add(&perfgroup__rec_nested_drops, 1, __ATOMIC_RELAXED);
         return -1;
@@ -43,25 +66,14 @@ PG_HIDDEN int perfgroup__rec_cold_begin(struct writer *w, uint32_t need, uint64_
     __atomic_store_n(&w->hot.end, NULL, __ATOMIC_RELAXED);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     /* from here no handler writes into w: check and make room */
-    if (!w->hot.chunk || w->gen != __atomic_load_n(&recorder.gen, __ATOMIC_RELAXED) ||
-        (uintptr_t)w->hot.pos + need > (uintptr_t)w->faulted_end ||
-        perfgroup__rec_name_due(w, now ? now : now_tsc())) {
-        pthread_mutex_lock(&recorder.mu);
-        int saved = errno;
-        if (!recorder.hdr && recorder.child_pending)
-            perfgroup__rec_child_open_locked();
-        int rc = perfgroup__rec_reserve_locked(w, need);
-        errno = saved;
-        pthread_mutex_unlock(&recorder.mu);
-        if (rc) {
-            perfgroup__rec_in_rec = 0; /* `end` stays NULL: the next record takes the slow path */
-            return -1;
-        }
-    }
+    if (PG_UNLIKELY(!w->hot.chunk || w->gen != __atomic_load_n(&recorder.gen, __ATOMIC_RELAXED) ||
+                    (uintptr_t)w->hot.pos + need > (uintptr_t)w->faulted_end ||
+                    perfgroup__rec_name_due(w, now ? now : now_tsc())))
+        return cold_reserve(w, need);
     return 0;
 }
 
-PG_HIDDEN void perfgroup__rec_cold_end(struct writer *w) {
+static inline __attribute__((always_inline)) void cold_end(struct writer *w) {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     /* not if the recording was closed or replaced meanwhile: then the slow path re-attaches */
     if (w->hot.chunk && w->gen == __atomic_load_n(&recorder.gen, __ATOMIC_RELAXED))
@@ -222,7 +234,7 @@ void perfgroup__rec_event(struct perfgroup_rec_thread *hw, uint32_t name_string_
     unsigned more = ngroups > room ? ngroups - room : 0;
     ngroups -= more;
     uint32_t max = fixed + ngroups * per;
-    if (perfgroup__rec_cold_begin(w, max, end_tsc))
+    if (cold_begin(w, max, end_tsc))
         return;
     uint8_t *p = w->hot.pos;
     /* a clock pair at least once a second of events, besides the one opening each chunk */
@@ -236,7 +248,7 @@ void perfgroup__rec_event(struct perfgroup_rec_thread *hw, uint32_t name_string_
     p = perfgroup__rec_event_put(p, name_string_id, begin_tsc, end_tsc, cpu_ns, flags, groups,
                                  ngroups, more);
     perfgroup__rec_publish(w, p, end_tsc);
-    perfgroup__rec_cold_end(w);
+    cold_end(w);
 }
 
 void perfgroup__rec_marker(struct perfgroup_rec_thread *hw, uint32_t name_string_id,
@@ -246,7 +258,7 @@ void perfgroup__rec_marker(struct perfgroup_rec_thread *hw, uint32_t name_string
         return;
     uint32_t tl = (uint32_t)clip(text, MAX_TEXT);
     uint32_t max = 1 + 1 + 5 + 5 + tl + 9 + 9;
-    if (perfgroup__rec_cold_begin(w, max, end_tsc))
+    if (cold_begin(w, max, end_tsc))
         return;
     struct span s = { w->hot.pos, w->hot.pos + max };
     msgpack_packer pk = { &s, span_write };
@@ -257,7 +269,7 @@ void perfgroup__rec_marker(struct perfgroup_rec_thread *hw, uint32_t name_string
     msgpack_pack_uint64(&pk, start_tsc);
     msgpack_pack_uint64(&pk, end_tsc);
     perfgroup__rec_publish(w, s.p, end_tsc);
-    perfgroup__rec_cold_end(w);
+    cold_end(w);
 }
 
 int perfgroup__rec_slots_begin(int make) {
@@ -310,7 +322,7 @@ void perfgroup__rec_overhead(struct perfgroup_rec_thread *hw, uint64_t commit_ns
     if (!w)
         return;
     uint32_t max = 1 + 1 + 5 * 9;
-    int room = perfgroup__rec_cold_begin(w, max, 0) == 0;
+    int room = cold_begin(w, max, 0) == 0;
     /* The totals in the header are kept whether or not the record finds room. recorder.hdr is not
      * read here without recorder.mu: a close may forget it meanwhile (and a failed open unmaps its
      * own). Inside cold_begin..cold_end the writer is attached and its header stays mapped;
@@ -342,7 +354,7 @@ void perfgroup__rec_overhead(struct perfgroup_rec_thread *hw, uint64_t commit_ns
     msgpack_pack_uint64(&pk, dropped);
     perfgroup__rec_settle_last_tsc(w); /* the record has no clock of its own: the last record's stands */
     perfgroup__rec_publish(w, s.p, w->hot.chunk->last_tsc);
-    perfgroup__rec_cold_end(w);
+    cold_end(w);
 }
 
 /* ---- public API: markers ------------------------------------------------------------- */

@@ -168,7 +168,27 @@ static inline int64_t ns_of(clockid_t id) { return pg_clock_gettime_ns(id); }
 static inline uint64_t now_tsc(void) { return pg_clock_now(); }
 
 /* Ticks per second: the core's calibrated estimate (CPUID, refined at commits). */
-static inline uint64_t estimate_hz(void) { return perfgroup__clock_hz(); }
+static inline uint64_t estimate_hz(void) { return pg_clock_hz(); }
+
+/* A cold record written up to newpos: the chunk's count, last counter value and committed
+ * length (release: a reader of the live file sees the record whole). Inline: once or twice
+ * a recorded event. */
+static inline void perfgroup__rec_publish(struct writer *w, uint8_t *newpos, uint64_t tsc) {
+    w->hot.pos = newpos;
+    w->hot.chunk->record_count++;
+    w->hot.chunk->last_tsc = tsc;
+    w->cold_committed = (uint32_t)(newpos - w->hot.data);
+    __atomic_store_n(&w->hot.chunk->committed, w->cold_committed, __ATOMIC_RELEASE);
+}
+
+/* Time to look at the thread's name again: its own writer, named by nobody else, and a
+ * millisecond since the last look (inline: every event's record asks). */
+static inline int perfgroup__rec_name_due(struct writer *w, uint64_t now) {
+    uint64_t hz = estimate_hz();
+    return !w->name_explicit && w == perfgroup__rec_tls_writer &&
+           !(hz && w->last_name_check && now >= w->last_name_check &&
+             now - w->last_name_check < hz / 1000);
+}
 
 /* ---- msgpack into memory --------------------------------------------------------------- */
 
@@ -205,10 +225,6 @@ static inline void pack_str(msgpack_packer *pk, const char *s, size_t max) {
 PG_HIDDEN void perfgroup__rec_attach(struct writer *w);
 PG_HIDDEN void perfgroup__rec_child_open_locked(void);
 PG_HIDDEN struct pgf_chunk_header *perfgroup__rec_chunk_at(uint32_t idx);
-PG_HIDDEN int perfgroup__rec_name_due(struct writer *w, uint64_t now);
-/* now: the caller's counter reading (0: read it), for the thread-name check */
-PG_HIDDEN int perfgroup__rec_cold_begin(struct writer *w, uint32_t need, uint64_t now);
-PG_HIDDEN void perfgroup__rec_cold_end(struct writer *w);
 PG_HIDDEN void perfgroup__rec_emit(struct writer *w, const uint8_t *rec, uint32_t len, uint64_t tsc);
 PG_HIDDEN void perfgroup__rec_finish_chunk(struct writer *w);
 PG_HIDDEN void perfgroup__rec_header_counts(struct pgf_file_header *h);
@@ -218,7 +234,6 @@ PG_HIDDEN void perfgroup__rec_unlock(void);
 PG_HIDDEN void perfgroup__rec_open_slots_locked(void);
 PG_HIDDEN uint64_t perfgroup__rec_pack_clock(struct writer *w, msgpack_packer *pk);
 PG_HIDDEN void perfgroup__rec_process_def(void);
-PG_HIDDEN void perfgroup__rec_publish(struct writer *w, uint8_t *newpos, uint64_t tsc);
 PG_HIDDEN void perfgroup__rec_replay_log(void);
 PG_HIDDEN int perfgroup__rec_reserve_locked(struct writer *w, uint32_t need);
 PG_HIDDEN void perfgroup__rec_settle_last_tsc(struct writer *w);

@@ -113,12 +113,11 @@ static int64_t totals_take_locked(uint32_t thread, uint32_t gid) {
     return i;
 }
 
-/* w's slot of group gid in the current file, taken now if it has none. NULL: none (no
- * file, no room, or the recorder busy on this thread: a signal handler). */
-static struct pgf_totals_slot *totals_slot(struct writer *w, uint32_t gid) {
-    if (w->tot_gen == __atomic_load_n(&recorder.gen, __ATOMIC_RELAXED) && gid < w->tmap_cap &&
-        w->tmap[gid])
-        return &w->tot_base[w->tmap[gid] - 1];
+/* w's slot of group gid in the current file, taken now (its first commit of the group in
+ * the file: out of line, so that the every-commit path below saves no register for it).
+ * NULL: none (no file, no room, or the recorder busy on this thread: a signal handler). */
+static __attribute__((noinline, cold)) struct pgf_totals_slot *totals_slot_take(struct writer *w,
+                                                                                uint32_t gid) {
     if (perfgroup__rec_lock())
         return NULL;
     struct pgf_totals_slot *s = NULL;
@@ -162,7 +161,11 @@ void perfgroup__rec_totals(struct perfgroup_rec_thread *hw, uint32_t group_id,
     struct writer *w = (struct writer *)hw;
     if (!w || w->dead)
         return;
-    struct pgf_totals_slot *s = totals_slot(w, group_id);
+    struct pgf_totals_slot *s =
+        w->tot_gen == __atomic_load_n(&recorder.gen, __ATOMIC_RELAXED) && group_id < w->tmap_cap &&
+                w->tmap[group_id]
+            ? &w->tot_base[w->tmap[group_id] - 1]
+            : totals_slot_take(w, group_id);
     if (s)
         TOT_WRITE(s, memcpy(&s->t, t, sizeof s->t));
 }
