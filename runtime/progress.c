@@ -34,11 +34,24 @@
 
 #include "internal.h"
 
-static void publish(struct pg_thread *t, uint32_t open, uint32_t index, uint32_t name,
-                    uint64_t begin, int64_t begin_cpu)
+/* The thread's publication, written by its own thread under a sequence count the sampler
+ * reads around it (read_pub): odd while a write is under way. */
+static inline uint32_t pub_write_begin(struct pg_thread *t)
 {
     uint32_t seq = atomic_load_explicit(&t->pub_seq, memory_order_relaxed);
     atomic_store_explicit(&t->pub_seq, seq + 1, memory_order_relaxed);
+    return seq;
+}
+
+static inline void pub_write_end(struct pg_thread *t, uint32_t seq)
+{
+    atomic_store_explicit(&t->pub_seq, seq + 2, memory_order_release);
+}
+
+static void publish(struct pg_thread *t, uint32_t open, uint32_t index, uint32_t name,
+                    uint64_t begin, int64_t begin_cpu)
+{
+    uint32_t seq = pub_write_begin(t);
     atomic_store_explicit(&t->pub_open, open, memory_order_release);
     atomic_store_explicit(&t->pub_index, index, memory_order_release);
     atomic_store_explicit(&t->pub_name, name, memory_order_release);
@@ -46,7 +59,7 @@ static void publish(struct pg_thread *t, uint32_t open, uint32_t index, uint32_t
     atomic_store_explicit(&t->pub_begin_tsc, begin, memory_order_release);
     atomic_store_explicit(&t->pub_begin_cpu, begin_cpu, memory_order_release);
     atomic_store_explicit(&t->pub_iter, t->iter, memory_order_release);
-    atomic_store_explicit(&t->pub_seq, seq + 2, memory_order_release);
+    pub_write_end(t, seq);
 }
 
 PG_HIDDEN void perfgroup__progress_open(struct pg_thread *t, int may_lock)
@@ -81,10 +94,9 @@ PG_HIDDEN void perfgroup__progress_close(struct pg_thread *t)
 {
     if (!atomic_load_explicit(&t->pub_open, memory_order_relaxed)) /* the thread's own field */
         return;
-    uint32_t seq = atomic_load_explicit(&t->pub_seq, memory_order_relaxed);
-    atomic_store_explicit(&t->pub_seq, seq + 1, memory_order_relaxed);
+    uint32_t seq = pub_write_begin(t);
     atomic_store_explicit(&t->pub_open, 0, memory_order_release);
-    atomic_store_explicit(&t->pub_seq, seq + 2, memory_order_release);
+    pub_write_end(t, seq);
 }
 
 /* ---- the sampler's side ------------------------------------------------------------------ */
