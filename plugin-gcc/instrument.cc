@@ -114,6 +114,46 @@ load_tmp (gimple_seq *seq, tree ref, const char *name)
  * below the innermost frame that started one, makes no call at all. With weak-hooks, tok = 0; if (&enter)
  * tok = enter (&site) instead (without the runtime the thread-local does not exist).
  */
+/* The saved re-entry state of each token's lite frames (tok -> mask, sp temporaries). */
+struct lite_saves { tree tok, mask, sp; };
+static vec<lite_saves> lite_saved;
+
+/* TOK's saved-state temporaries, made at the first of add_enter or add_exit to ask. */
+static lite_saves &
+lite_saves_of (tree tok)
+{
+  for (lite_saves &l : lite_saved)
+    if (l.tok == tok)
+      return l;
+  lite_saved.safe_push ({ tok, create_tmp_var (uint64_type_node, "perfgroup_smask"),
+                          create_tmp_var (pointer_sized_int_node, "perfgroup_ssp") });
+  return lite_saved.last ();
+}
+
+/* A new function: no token of an earlier one is asked for again (their trees may be freed). */
+void
+lite_saves_reset (void)
+{
+  lite_saved.truncate (0);
+}
+
+static tree
+cur_field (int i)
+{
+  tree f = TYPE_FIELDS (TREE_TYPE (cur_var)); /* mask, sp, left, acts */
+  while (i-- > 0)
+    f = DECL_CHAIN (f);
+  return build3 (COMPONENT_REF, TREE_TYPE (f), cur_var, f, NULL_TREE);
+}
+
+static tree
+tmp_assign (gimple_seq *seq, tree type, const char *name, enum tree_code code, tree a, tree b)
+{
+  tree t = create_tmp_var (type, name);
+  gimple_seq_add_stmt (seq, b ? gimple_build_assign (t, code, a, b) : gimple_build_assign (t, code, a));
+  return t;
+}
+
 void
 add_enter (gimple_seq *seq, tree site, tree tok, gcall *enter, bool check)
 {
@@ -123,26 +163,28 @@ add_enter (gimple_seq *seq, tree site, tree tok, gcall *enter, bool check)
       add_call_if (seq, NE_EXPR, build_fold_addr_expr (enter_decl), null_pointer_node, enter);
       return;
     }
+  lite_saves &ls = lite_saves_of (tok);
+  tree smask = ls.mask, ssp = ls.sp;
   if (!check)
     {
+      gimple_seq_add_stmt (seq, gimple_build_assign (smask, build_int_cst (uint64_type_node, 0)));
+      gimple_seq_add_stmt (seq, gimple_build_assign (ssp, build_int_cst (pointer_sized_int_node, 0)));
       gimple_seq_add_stmt (seq, enter);
       return;
     }
   tree call = create_artificial_label (UNKNOWN_LOCATION);
   tree check_sp = create_artificial_label (UNKNOWN_LOCATION);
+  tree notre = create_artificial_label (UNKNOWN_LOCATION);
+  tree lite1 = create_artificial_label (UNKNOWN_LOCATION);
+  tree lite2 = create_artificial_label (UNKNOWN_LOCATION);
+  tree lite3 = create_artificial_label (UNKNOWN_LOCATION);
   tree done = create_artificial_label (UNKNOWN_LOCATION);
   tree key = load_tmp (seq, build3 (COMPONENT_REF, uint64_type_node, site, site_field ("key"),
                                     NULL_TREE), "perfgroup_key");
-  tree cur_mask = TYPE_FIELDS (TREE_TYPE (cur_var)); /* mask, then sp */
-  tree cur_sp = DECL_CHAIN (cur_mask);
-  tree mask = load_tmp (seq, build3 (COMPONENT_REF, uint64_type_node, cur_var, cur_mask,
-                                     NULL_TREE), "perfgroup_cur_mask");
+  tree mask = load_tmp (seq, cur_field (0), "perfgroup_cur_mask");
+  gimple_seq_add_stmt (seq, gimple_build_assign (smask, mask));
   tree both = create_tmp_var (uint64_type_node, "perfgroup_both");
   gimple_seq_add_stmt (seq, gimple_build_assign (both, BIT_IOR_EXPR, key, mask));
-  gimple_seq_add_stmt (seq, gimple_build_cond (NE_EXPR, both,
-                                               build_all_ones_cst (uint64_type_node), call,
-                                               check_sp));
-  gimple_seq_add_stmt (seq, gimple_build_label (check_sp));
   tree cfa = create_tmp_var (ptr_type_node, "perfgroup_cfa");
   gcall *get_cfa = gimple_build_call (builtin_decl_explicit (BUILT_IN_DWARF_CFA), 0);
   gimple_call_set_lhs (get_cfa, cfa);
@@ -150,19 +192,85 @@ add_enter (gimple_seq *seq, tree site, tree tok, gcall *enter, bool check)
   gimple_seq_add_stmt (seq, get_cfa);
   tree at = create_tmp_var (pointer_sized_int_node, "perfgroup_at");
   gimple_seq_add_stmt (seq, gimple_build_assign (at, NOP_EXPR, cfa));
-  tree csp = load_tmp (seq, build3 (COMPONENT_REF, pointer_sized_int_node, cur_var, cur_sp,
-                                    NULL_TREE), "perfgroup_cur_sp");
+  tree csp = load_tmp (seq, cur_field (1), "perfgroup_cur_sp");
+  gimple_seq_add_stmt (seq, gimple_build_assign (ssp, csp));
+  gimple_seq_add_stmt (seq, gimple_build_cond (NE_EXPR, both,
+                                               build_all_ones_cst (uint64_type_node), notre,
+                                               check_sp));
+  gimple_seq_add_stmt (seq, gimple_build_label (check_sp));
   gimple_seq_add_stmt (seq, gimple_build_cond (GT_EXPR, at, csp, call, done));
+  /* not a re-entry: a lite frame if the thread has lite transitions left, the call is below
+   * the innermost frame, and exactly one group starts */
+  gimple_seq_add_stmt (seq, gimple_build_label (notre));
+  tree left = load_tmp (seq, cur_field (2), "perfgroup_left");
+  gimple_seq_add_stmt (seq, gimple_build_cond (GT_EXPR, left, build_int_cst (uint64_type_node, 1),
+                                               lite1, call));
+  gimple_seq_add_stmt (seq, gimple_build_label (lite1));
+  tree s = tmp_assign (seq, uint64_type_node, "perfgroup_s", BIT_NOT_EXPR, both, NULL_TREE);
+  tree s1 = tmp_assign (seq, uint64_type_node, "perfgroup_s1", MINUS_EXPR, s,
+                        build_int_cst (uint64_type_node, 1));
+  tree s2 = tmp_assign (seq, uint64_type_node, "perfgroup_s2", BIT_AND_EXPR, s, s1);
+  gimple_seq_add_stmt (seq, gimple_build_cond (NE_EXPR, s2, build_int_cst (uint64_type_node, 0),
+                                               call, lite2));
+  gimple_seq_add_stmt (seq, gimple_build_label (lite2));
+  gimple_seq_add_stmt (seq, gimple_build_cond (GT_EXPR, at, csp, call, lite3));
+  gimple_seq_add_stmt (seq, gimple_build_label (lite3));
+  tree left1 = tmp_assign (seq, uint64_type_node, "perfgroup_left1", MINUS_EXPR, left,
+                           build_int_cst (uint64_type_node, 1));
+  gimple_seq_add_stmt (seq, gimple_build_assign (cur_field (2), left1));
+  gimple_seq_add_stmt (seq, gimple_build_assign (cur_field (1), at));
+  tree nmask = tmp_assign (seq, uint64_type_node, "perfgroup_nmask", BIT_IOR_EXPR, mask, s);
+  gimple_seq_add_stmt (seq, gimple_build_assign (cur_field (0), nmask));
+  tree acts = load_tmp (seq, cur_field (3), "perfgroup_acts");
+  tree idx = create_tmp_var (integer_type_node, "perfgroup_idx");
+  gcall *ctz = gimple_build_call (builtin_decl_explicit (BUILT_IN_CTZLL), 1, s);
+  gimple_call_set_lhs (ctz, idx);
+  gimple_seq_add_stmt (seq, ctz);
+  tree idxs = tmp_assign (seq, sizetype, "perfgroup_idxs", NOP_EXPR, idx, NULL_TREE);
+  tree off = tmp_assign (seq, sizetype, "perfgroup_off", MULT_EXPR, idxs, size_int (4));
+  tree p = tmp_assign (seq, TREE_TYPE (acts), "perfgroup_p", POINTER_PLUS_EXPR, acts, off);
+  tree ref = build2 (MEM_REF, unsigned_type_node, p, build_int_cst (TREE_TYPE (acts), 0));
+  tree v = load_tmp (seq, ref, "perfgroup_v");
+  tree v1 = tmp_assign (seq, unsigned_type_node, "perfgroup_v1", PLUS_EXPR, v,
+                        build_int_cst (unsigned_type_node, 1));
+  gimple_seq_add_stmt (seq, gimple_build_assign (unshare_expr (ref), v1));
+  gimple_seq_add_stmt (seq, gimple_build_assign (tok, build_int_cst (uint64_type_node,
+                                                                     PERFGROUP_TOKEN_LITE)));
+  gimple_seq_add_stmt (seq, gimple_build_goto (done));
   gimple_seq_add_stmt (seq, gimple_build_label (call));
   gimple_seq_add_stmt (seq, enter);
   gimple_seq_add_stmt (seq, gimple_build_label (done));
 }
 
-/* if (tok != 0) exit (&site, tok); — the exit hook only ever gets a token (abi.h). */
+/* if (tok != 0) exit (&site, tok); — the exit hook only ever gets a token (abi.h); a lite
+ * frame's token restores the saved state inline. */
 void
 add_exit (gimple_seq *seq, tree tok, gcall *leave)
 {
-  add_call_if (seq, NE_EXPR, tok, build_int_cst (uint64_type_node, 0), leave);
+  if (weak_hooks)
+    {
+      add_call_if (seq, NE_EXPR, tok, build_int_cst (uint64_type_node, 0), leave);
+      return;
+    }
+  lite_saves &ls = lite_saves_of (tok);
+  tree smask = ls.mask, ssp = ls.sp;
+  tree some = create_artificial_label (UNKNOWN_LOCATION);
+  tree lite = create_artificial_label (UNKNOWN_LOCATION);
+  tree hook = create_artificial_label (UNKNOWN_LOCATION);
+  tree done = create_artificial_label (UNKNOWN_LOCATION);
+  gimple_seq_add_stmt (seq, gimple_build_cond (NE_EXPR, tok, build_int_cst (uint64_type_node, 0),
+                                               some, done));
+  gimple_seq_add_stmt (seq, gimple_build_label (some));
+  gimple_seq_add_stmt (seq, gimple_build_cond (EQ_EXPR, tok,
+                                               build_int_cst (uint64_type_node, PERFGROUP_TOKEN_LITE),
+                                               lite, hook));
+  gimple_seq_add_stmt (seq, gimple_build_label (lite));
+  gimple_seq_add_stmt (seq, gimple_build_assign (cur_field (0), smask));
+  gimple_seq_add_stmt (seq, gimple_build_assign (cur_field (1), ssp));
+  gimple_seq_add_stmt (seq, gimple_build_goto (done));
+  gimple_seq_add_stmt (seq, gimple_build_label (hook));
+  gimple_seq_add_stmt (seq, leave);
+  gimple_seq_add_stmt (seq, gimple_build_label (done));
 }
 
 static tree
@@ -196,6 +304,8 @@ build_abi_trees (void)
   tree cur_fields = NULL_TREE;
   cur_fields = add_field (cur_fields, "mask", uint64_type_node);
   cur_fields = add_field (cur_fields, "sp", pointer_sized_int_node);
+  cur_fields = add_field (cur_fields, "left", uint64_type_node);
+  cur_fields = add_field (cur_fields, "acts", build_pointer_type (unsigned_type_node));
   tree cur_type = make_node (RECORD_TYPE);
   finish_builtin_struct (cur_type, "perfgroup_cur", cur_fields, NULL_TREE);
   gcc_assert (tree_to_uhwi (TYPE_SIZE_UNIT (cur_type)) == sizeof (struct perfgroup_cur));
@@ -439,6 +549,7 @@ void
 wrap_body (function *fun, tree site, transfers_fn end_transfers)
 {
   tree fndecl = fun->decl;
+  lite_saves_reset ();
   tree tok = create_tmp_var (uint64_type_node, "perfgroup_tok");
   gcall *enter, *leave;
   build_hook_calls (site, tok, DECL_SOURCE_LOCATION (fndecl), fun->function_end_locus, &enter,
@@ -491,7 +602,12 @@ bool
 is_our_tmp (tree t, bool any)
 {
   static const char *const loads[] = { "perfgroup_key", "perfgroup_cur_mask", "perfgroup_both",
-                                       "perfgroup_cfa", "perfgroup_at", "perfgroup_cur_sp" };
+                                       "perfgroup_cfa", "perfgroup_at", "perfgroup_cur_sp",
+                                       "perfgroup_left", "perfgroup_s", "perfgroup_s1", "perfgroup_s2",
+                                       "perfgroup_left1", "perfgroup_nmask", "perfgroup_acts",
+                                       "perfgroup_idx", "perfgroup_idxs", "perfgroup_off",
+                                       "perfgroup_p", "perfgroup_v", "perfgroup_v1",
+                                       "perfgroup_smask", "perfgroup_ssp" };
   static const char *const tokens[] = { "perfgroup_tok", "perfgroup_omp_tok" };
   if (!t || TREE_CODE (t) != VAR_DECL || !DECL_ARTIFICIAL (t) || !DECL_NAME (t))
     return false;
@@ -508,6 +624,18 @@ is_our_tmp (tree t, bool any)
       if (named (p))
         return true;
   return false;
+}
+
+/* Is STMT a store of a lite frame (into __perfgroup_cur, or an activation counter)? */
+bool
+is_our_store (gimple *stmt)
+{
+  if (!is_gimple_assign (stmt))
+    return false;
+  tree l = gimple_assign_lhs (stmt);
+  if (TREE_CODE (l) == COMPONENT_REF && TREE_OPERAND (l, 0) == cur_var)
+    return true;
+  return TREE_CODE (l) == MEM_REF && is_our_tmp (TREE_OPERAND (l, 0), false);
 }
 
 } // namespace perfgroup_gcc

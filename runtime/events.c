@@ -54,6 +54,8 @@ PG_HIDDEN void perfgroup__event_open(struct pg_thread *t, uint64_t tsc, int kind
     t->event_flags = kind == PG_EV_IMPLICIT ? PGF_EVENT_F_IMPLICIT : 0;
     /* every event starts exact (a rate window from its first stopwatch, hooks.c) */
     t->est_on = 0;
+    PERFGROUP_TLS_CUR.left = 0; /* PROTOTYPE (abi3) */
+    PERFGROUP_TLS_CUR.acts = t->lite_acts;
     t->est_left = perfgroup__est_window ? perfgroup__est_window : UINT32_MAX;
     t->est_win = 0;
     if (kind == PG_EV_EXPLICIT) {

@@ -18,10 +18,18 @@
  * and the runtime is built without -finstrument-functions.
  */
 #include <errno.h>
+#include <stdlib.h>
 
 #include "internal.h"
 
 #define PG_ALWAYS_INLINE inline __attribute__((always_inline))
+/* PROTOTYPE (abi3): lite transitions between two through the hooks (PERFGROUP_LITE_R, 0: off) */
+PG_HIDDEN uint64_t perfgroup__lite_r;
+__attribute__((constructor)) static void lite_r_init(void)
+{
+    const char *e = getenv("PERFGROUP_LITE_R");
+    perfgroup__lite_r = e ? strtoull(e, NULL, 10) : 0;
+}
 #define PG_TOKEN_NO_FRAME 0xffffffffull /* index 0xfffffffe: never a frame's */
 
 /* A hook leaves errno as it found it (the code around a call site may be between a failing
@@ -154,6 +162,7 @@ static PG_ALWAYS_INLINE uint64_t enter_fast(struct pg_thread *t, struct pg_func 
          * counter read less per transition: bench_hooks pair 47.2 -> 43.5 ns on an Intel
          * Xeon host, interleaved (docs/benchmarks.md). */
         if (t->est_on) {
+            PERFGROUP_TLS_CUR.left = perfgroup__lite_r; /* PROTOTYPE (abi3) */
             /* a tick since the thread's last start that read the counter: the stretch
              * since its newest reading may be long — read it (ticker.c) */
             uint64_t tk = atomic_load_explicit(&perfgroup__tick, memory_order_relaxed);
@@ -227,6 +236,7 @@ static PG_COLD uint64_t enter_window(struct pg_thread *t, struct pg_func *fn, ui
     if (perfgroup__est_window != 0 && (double)(tsc - from) < hot &&
         perfgroup__rec_mode_now() != PGF_MODE_TRACE) {
         t->est_on = 1;
+        PERFGROUP_TLS_CUR.left = perfgroup__lite_r; /* PROTOTYPE (abi3) */
         uint64_t tk = atomic_load_explicit(&perfgroup__tick, memory_order_relaxed);
         t->est_tick = (tk & 1) ? 0 : tk; /* the counter was just read */
         atomic_fetch_add_explicit(&perfgroup__estimated, 1, memory_order_relaxed);

@@ -168,6 +168,7 @@ struct pg_thread {
     uint64_t last_tsc;          /* the newest counter reading of a hook or an event open */
     uint32_t est_left;          /* exact: starts left in this rate window */
     uint32_t est_rng;           /* xorshift32 state of the sampling cycles' lengths */
+    uint32_t lite_acts[64];     /* PROTOTYPE (abi3): lite frames' activations per re-entry bit */
     uint64_t est_win;           /* exact: the counter at the rate window's first start */
     uint64_t est_tick;          /* perfgroup__tick at the newest start that read the counter
                                  * in an estimating event (0: an odd one) */
