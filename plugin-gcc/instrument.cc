@@ -57,6 +57,7 @@ namespace perfgroup_gcc {
 static GTY (()) tree site_type;
 static GTY (()) tree enter_decl;
 static GTY (()) tree exit_decl;
+static GTY (()) tree exit_lite_decl;
 static GTY (()) tree register_decl;
 static GTY (()) tree cur_var; /* PERFGROUP_TLS_CUR */
 
@@ -64,6 +65,7 @@ const struct ggc_root_tab abi_tree_roots[] = {
   { &site_type, 1, sizeof (site_type), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
   { &enter_decl, 1, sizeof (enter_decl), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
   { &exit_decl, 1, sizeof (exit_decl), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
+  { &exit_lite_decl, 1, sizeof (exit_lite_decl), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
   { &register_decl, 1, sizeof (register_decl), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
   { &cur_var, 1, sizeof (cur_var), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
   LAST_GGC_ROOT_TAB
@@ -115,7 +117,7 @@ load_tmp (gimple_seq *seq, tree ref, const char *name)
  * tok = enter (&site) instead (without the runtime the thread-local does not exist).
  */
 /* The saved re-entry state of each token's lite frames (tok -> mask, sp temporaries). */
-struct lite_saves { tree tok, mask, sp; };
+struct lite_saves { tree tok, mask, sp, top; };
 static vec<lite_saves> lite_saved;
 
 /* TOK's saved-state temporaries, made at the first of add_enter or add_exit to ask. */
@@ -126,7 +128,8 @@ lite_saves_of (tree tok)
     if (l.tok == tok)
       return l;
   lite_saved.safe_push ({ tok, create_tmp_var (uint64_type_node, "perfgroup_smask"),
-                          create_tmp_var (pointer_sized_int_node, "perfgroup_ssp") });
+                          create_tmp_var (pointer_sized_int_node, "perfgroup_ssp"),
+                          create_tmp_var (uint64_type_node, "perfgroup_stop") });
   return lite_saved.last ();
 }
 
@@ -164,11 +167,12 @@ add_enter (gimple_seq *seq, tree site, tree tok, gcall *enter, bool check)
       return;
     }
   lite_saves &ls = lite_saves_of (tok);
-  tree smask = ls.mask, ssp = ls.sp;
+  tree smask = ls.mask, ssp = ls.sp, stop = ls.top;
   if (!check)
     {
       gimple_seq_add_stmt (seq, gimple_build_assign (smask, build_int_cst (uint64_type_node, 0)));
       gimple_seq_add_stmt (seq, gimple_build_assign (ssp, build_int_cst (pointer_sized_int_node, 0)));
+      gimple_seq_add_stmt (seq, gimple_build_assign (stop, build_int_cst (uint64_type_node, 0)));
       gimple_seq_add_stmt (seq, enter);
       return;
     }
@@ -182,7 +186,6 @@ add_enter (gimple_seq *seq, tree site, tree tok, gcall *enter, bool check)
   tree key = load_tmp (seq, build3 (COMPONENT_REF, uint64_type_node, site, site_field ("key"),
                                     NULL_TREE), "perfgroup_key");
   tree mask = load_tmp (seq, cur_field (0), "perfgroup_cur_mask");
-  gimple_seq_add_stmt (seq, gimple_build_assign (smask, mask));
   tree both = create_tmp_var (uint64_type_node, "perfgroup_both");
   gimple_seq_add_stmt (seq, gimple_build_assign (both, BIT_IOR_EXPR, key, mask));
   tree cfa = create_tmp_var (ptr_type_node, "perfgroup_cfa");
@@ -193,7 +196,6 @@ add_enter (gimple_seq *seq, tree site, tree tok, gcall *enter, bool check)
   tree at = create_tmp_var (pointer_sized_int_node, "perfgroup_at");
   gimple_seq_add_stmt (seq, gimple_build_assign (at, NOP_EXPR, cfa));
   tree csp = load_tmp (seq, cur_field (1), "perfgroup_cur_sp");
-  gimple_seq_add_stmt (seq, gimple_build_assign (ssp, csp));
   gimple_seq_add_stmt (seq, gimple_build_cond (NE_EXPR, both,
                                                build_all_ones_cst (uint64_type_node), notre,
                                                check_sp));
@@ -215,6 +217,9 @@ add_enter (gimple_seq *seq, tree site, tree tok, gcall *enter, bool check)
   gimple_seq_add_stmt (seq, gimple_build_label (lite2));
   gimple_seq_add_stmt (seq, gimple_build_cond (GT_EXPR, at, csp, call, lite3));
   gimple_seq_add_stmt (seq, gimple_build_label (lite3));
+  gimple_seq_add_stmt (seq, gimple_build_assign (smask, mask));
+  gimple_seq_add_stmt (seq, gimple_build_assign (ssp, csp));
+  gimple_seq_add_stmt (seq, gimple_build_assign (stop, cur_field (4)));
   tree left1 = tmp_assign (seq, uint64_type_node, "perfgroup_left1", MINUS_EXPR, left,
                            build_int_cst (uint64_type_node, 1));
   gimple_seq_add_stmt (seq, gimple_build_assign (cur_field (2), left1));
@@ -227,6 +232,8 @@ add_enter (gimple_seq *seq, tree site, tree tok, gcall *enter, bool check)
   gimple_call_set_lhs (ctz, idx);
   gimple_seq_add_stmt (seq, ctz);
   tree idxs = tmp_assign (seq, sizetype, "perfgroup_idxs", NOP_EXPR, idx, NULL_TREE);
+  tree idxu = tmp_assign (seq, uint64_type_node, "perfgroup_idxu", NOP_EXPR, idx, NULL_TREE);
+  gimple_seq_add_stmt (seq, gimple_build_assign (cur_field (4), idxu));
   tree off = tmp_assign (seq, sizetype, "perfgroup_off", MULT_EXPR, idxs, size_int (4));
   tree p = tmp_assign (seq, TREE_TYPE (acts), "perfgroup_p", POINTER_PLUS_EXPR, acts, off);
   tree ref = build2 (MEM_REF, unsigned_type_node, p, build_int_cst (TREE_TYPE (acts), 0));
@@ -253,8 +260,10 @@ add_exit (gimple_seq *seq, tree tok, gcall *leave)
       return;
     }
   lite_saves &ls = lite_saves_of (tok);
-  tree smask = ls.mask, ssp = ls.sp;
+  tree smask = ls.mask, ssp = ls.sp, stop = ls.top;
   tree some = create_artificial_label (UNKNOWN_LOCATION);
+  tree fast = create_artificial_label (UNKNOWN_LOCATION);
+  tree slow = create_artificial_label (UNKNOWN_LOCATION);
   tree lite = create_artificial_label (UNKNOWN_LOCATION);
   tree hook = create_artificial_label (UNKNOWN_LOCATION);
   tree done = create_artificial_label (UNKNOWN_LOCATION);
@@ -265,8 +274,21 @@ add_exit (gimple_seq *seq, tree tok, gcall *leave)
                                                build_int_cst (uint64_type_node, PERFGROUP_TOKEN_LITE),
                                                lite, hook));
   gimple_seq_add_stmt (seq, gimple_build_label (lite));
+  tree left = load_tmp (seq, cur_field (2), "perfgroup_left");
+  gimple_seq_add_stmt (seq, gimple_build_cond (GT_EXPR, left, build_int_cst (uint64_type_node, 1),
+                                               fast, slow));
+  gimple_seq_add_stmt (seq, gimple_build_label (fast));
+  tree left1 = tmp_assign (seq, uint64_type_node, "perfgroup_left1", MINUS_EXPR, left,
+                           build_int_cst (uint64_type_node, 1));
+  gimple_seq_add_stmt (seq, gimple_build_assign (cur_field (2), left1));
   gimple_seq_add_stmt (seq, gimple_build_assign (cur_field (0), smask));
   gimple_seq_add_stmt (seq, gimple_build_assign (cur_field (1), ssp));
+  gimple_seq_add_stmt (seq, gimple_build_assign (cur_field (4), stop));
+  gimple_seq_add_stmt (seq, gimple_build_goto (done));
+  gimple_seq_add_stmt (seq, gimple_build_label (slow));
+  gcall *el = gimple_build_call (exit_lite_decl, 4, unshare_expr (gimple_call_arg (leave, 0)), smask, ssp, stop);
+  gimple_set_location (el, gimple_location (leave));
+  gimple_seq_add_stmt (seq, el);
   gimple_seq_add_stmt (seq, gimple_build_goto (done));
   gimple_seq_add_stmt (seq, gimple_build_label (hook));
   gimple_seq_add_stmt (seq, leave);
@@ -306,6 +328,7 @@ build_abi_trees (void)
   cur_fields = add_field (cur_fields, "sp", pointer_sized_int_node);
   cur_fields = add_field (cur_fields, "left", uint64_type_node);
   cur_fields = add_field (cur_fields, "acts", build_pointer_type (unsigned_type_node));
+  cur_fields = add_field (cur_fields, "top", uint64_type_node);
   tree cur_type = make_node (RECORD_TYPE);
   finish_builtin_struct (cur_type, "perfgroup_cur", cur_fields, NULL_TREE);
   gcc_assert (tree_to_uhwi (TYPE_SIZE_UNIT (cur_type)) == sizeof (struct perfgroup_cur));
@@ -324,6 +347,11 @@ build_abi_trees (void)
   exit_decl = extern_c_function (PERFGROUP_HOOK_EXIT_NAME,
                                  build_function_type_list (void_type_node, ptr_type_node,
                                                            uint64_type_node, NULL_TREE));
+  exit_lite_decl = extern_c_function ("__perfgroup_exit_lite",
+                                      build_function_type_list (void_type_node, ptr_type_node,
+                                                                uint64_type_node,
+                                                                pointer_sized_int_node,
+                                                                uint64_type_node, NULL_TREE));
   register_decl = extern_c_function (PERFGROUP_MODULE_REGISTER_NAME,
                                      build_function_type_list (void_type_node,
                                                                unsigned_type_node, ptr_type_node,
@@ -589,7 +617,7 @@ is_hook_call_of (gimple *stmt, tree site)
   if (!is_gimple_call (stmt))
     return false;
   tree fn = gimple_call_fndecl (stmt);
-  if (fn != enter_decl && fn != exit_decl)
+  if (fn != enter_decl && fn != exit_decl && fn != exit_lite_decl)
     return false;
   tree arg = gimple_call_arg (stmt, 0);
   STRIP_NOPS (arg);
@@ -607,7 +635,8 @@ is_our_tmp (tree t, bool any)
                                        "perfgroup_left1", "perfgroup_nmask", "perfgroup_acts",
                                        "perfgroup_idx", "perfgroup_idxs", "perfgroup_off",
                                        "perfgroup_p", "perfgroup_v", "perfgroup_v1",
-                                       "perfgroup_smask", "perfgroup_ssp" };
+                                       "perfgroup_smask", "perfgroup_ssp", "perfgroup_stop",
+                                       "perfgroup_idxu" };
   static const char *const tokens[] = { "perfgroup_tok", "perfgroup_omp_tok" };
   if (!t || TREE_CODE (t) != VAR_DECL || !DECL_ARTIFICIAL (t) || !DECL_NAME (t))
     return false;

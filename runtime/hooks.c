@@ -534,6 +534,16 @@ void PERFGROUP_HOOK_EXIT(struct perfgroup_site *site, uint64_t token)
     exit_frame(t, idx, tsc, 1, trace);
 }
 
+/* PROTOTYPE (abi3): a lite frame's exit with no lite transition left: its state restored (sp
+ * last), the countdown reloaded. */
+void __perfgroup_exit_lite(struct perfgroup_site *site, uint64_t mask, uintptr_t sp, uint64_t top)
+{
+    (void)site;
+    PERFGROUP_TLS_CUR.left = perfgroup__lite_r;
+    PERFGROUP_TLS_CUR.top = top;
+    pg_cur_on(mask, sp);
+}
+
 /* ---- the module registration: this copy's, or forwarded to the owner -------------------- */
 
 void PERFGROUP_MODULE_REGISTER(uint32_t abi_version, struct perfgroup_site *start,

@@ -141,6 +141,7 @@ struct perfgroup_cur {
     uintptr_t sp;
     uint64_t left;   /* lite transitions left before one goes through the hooks; <= 1: none */
     uint32_t *acts;  /* the thread's activation counters, one per re-entry bit */
+    uint64_t top;    /* the re-entry bit of the innermost lite frame's group */
 };
 /* The token of a lite frame (made inline): never a runtime token (their bits 48-63 are 0). */
 #define PERFGROUP_TOKEN_LITE 0x8000000000000000ull
@@ -170,6 +171,9 @@ PERFGROUP_ABI_EXPORT_ extern __thread struct perfgroup_cur PERFGROUP_TLS_CUR
  * unwind tables): the runtime resynchronises from the token and the stack position.
  */
 PERFGROUP_ABI_EXPORT_ void PERFGROUP_HOOK_EXIT(struct perfgroup_site *site, uint64_t token) PERFGROUP_ABI_NOTHROW_;
+/* PROTOTYPE (abi3): a lite frame's exit that found no lite transition left. */
+PERFGROUP_ABI_EXPORT_ void __perfgroup_exit_lite(struct perfgroup_site *site, uint64_t mask, uintptr_t sp,
+                                                 uint64_t top) PERFGROUP_ABI_NOTHROW_;
 
 /*
  * Called once per module from the plugin-emitted constructor, with the bounds of that
@@ -188,13 +192,13 @@ PERFGROUP_ABI_EXPORT_ void PERFGROUP_MODULE_REGISTER(uint32_t abi_version, struc
 static_assert(sizeof(struct perfgroup_site) == 40, "perfgroup_site must be 40 bytes");
 static_assert(alignof(struct perfgroup_site) == 8, "perfgroup_site must be 8-aligned");
 static_assert(offsetof(struct perfgroup_site, key) == 32, "perfgroup_site.key at 32");
-static_assert(sizeof(struct perfgroup_cur) == 32, "perfgroup_cur must be 32 bytes");
+static_assert(sizeof(struct perfgroup_cur) == 40, "perfgroup_cur must be 40 bytes");
 static_assert(offsetof(struct perfgroup_cur, sp) == 8, "perfgroup_cur.sp at 8");
 #elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
 _Static_assert(sizeof(struct perfgroup_site) == 40, "perfgroup_site must be 40 bytes");
 _Static_assert(_Alignof(struct perfgroup_site) == 8, "perfgroup_site must be 8-aligned");
 _Static_assert(offsetof(struct perfgroup_site, key) == 32, "perfgroup_site.key at 32");
-_Static_assert(sizeof(struct perfgroup_cur) == 32, "perfgroup_cur must be 32 bytes");
+_Static_assert(sizeof(struct perfgroup_cur) == 40, "perfgroup_cur must be 40 bytes");
 _Static_assert(offsetof(struct perfgroup_cur, sp) == 8, "perfgroup_cur.sp at 8");
 #endif
 
