@@ -130,7 +130,11 @@ lite_saves_of (tree tok)
   lite_saved.safe_push ({ tok, create_tmp_var (uint64_type_node, "perfgroup_smask"),
                           create_tmp_var (pointer_sized_int_node, "perfgroup_ssp"),
                           create_tmp_var (uint64_type_node, "perfgroup_stop") });
-  return lite_saved.last ();
+  /* set wherever the token becomes LITE, read only where it is: GCC cannot see that (an
+   * exit's -Wmaybe-uninitialized in the user's build otherwise) */
+  lite_saves &l = lite_saved.last ();
+  TREE_NO_WARNING (l.mask) = TREE_NO_WARNING (l.sp) = TREE_NO_WARNING (l.top) = 1;
+  return l;
 }
 
 /* A new function: no token of an earlier one is asked for again (their trees may be freed). */
@@ -143,10 +147,25 @@ lite_saves_reset (void)
 static tree
 cur_field (int i)
 {
-  tree f = TYPE_FIELDS (TREE_TYPE (cur_var)); /* mask, sp, left, acts */
+  tree f = TYPE_FIELDS (TREE_TYPE (cur_var)); /* mask, sp, ctl, top */
   while (i-- > 0)
     f = DECL_CHAIN (f);
   return build3 (COMPONENT_REF, TREE_TYPE (f), cur_var, f, NULL_TREE);
+}
+
+/* The thread's lite control words (cur.ctl: never NULL) and its countdown, ctl->left. */
+static tree
+lite_left (gimple_seq *seq, tree *ctl)
+{
+  *ctl = load_tmp (seq, cur_field (2), "perfgroup_ctl");
+  return load_tmp (seq, build2 (MEM_REF, uint64_type_node, *ctl,
+                                build_int_cst (TREE_TYPE (*ctl), 0)), "perfgroup_left");
+}
+
+static tree
+left_ref (tree ctl)
+{
+  return build2 (MEM_REF, uint64_type_node, ctl, build_int_cst (TREE_TYPE (ctl), 0));
 }
 
 static tree
@@ -204,7 +223,8 @@ add_enter (gimple_seq *seq, tree site, tree tok, gcall *enter, bool check)
   /* not a re-entry: a lite frame if the thread has lite transitions left, the call is below
    * the innermost frame, and exactly one group starts */
   gimple_seq_add_stmt (seq, gimple_build_label (notre));
-  tree left = load_tmp (seq, cur_field (2), "perfgroup_left");
+  tree ctl;
+  tree left = lite_left (seq, &ctl);
   gimple_seq_add_stmt (seq, gimple_build_cond (GT_EXPR, left, build_int_cst (uint64_type_node, 1),
                                                lite1, call));
   gimple_seq_add_stmt (seq, gimple_build_label (lite1));
@@ -219,24 +239,25 @@ add_enter (gimple_seq *seq, tree site, tree tok, gcall *enter, bool check)
   gimple_seq_add_stmt (seq, gimple_build_label (lite3));
   gimple_seq_add_stmt (seq, gimple_build_assign (smask, mask));
   gimple_seq_add_stmt (seq, gimple_build_assign (ssp, csp));
-  gimple_seq_add_stmt (seq, gimple_build_assign (stop, cur_field (4)));
+  gimple_seq_add_stmt (seq, gimple_build_assign (stop, cur_field (3)));
   tree left1 = tmp_assign (seq, uint64_type_node, "perfgroup_left1", MINUS_EXPR, left,
                            build_int_cst (uint64_type_node, 1));
-  gimple_seq_add_stmt (seq, gimple_build_assign (cur_field (2), left1));
+  gimple_seq_add_stmt (seq, gimple_build_assign (left_ref (ctl), left1));
   gimple_seq_add_stmt (seq, gimple_build_assign (cur_field (1), at));
   tree nmask = tmp_assign (seq, uint64_type_node, "perfgroup_nmask", BIT_IOR_EXPR, mask, s);
   gimple_seq_add_stmt (seq, gimple_build_assign (cur_field (0), nmask));
-  tree acts = load_tmp (seq, cur_field (3), "perfgroup_acts");
   tree idx = create_tmp_var (integer_type_node, "perfgroup_idx");
   gcall *ctz = gimple_build_call (builtin_decl_explicit (BUILT_IN_CTZLL), 1, s);
   gimple_call_set_lhs (ctz, idx);
   gimple_seq_add_stmt (seq, ctz);
   tree idxs = tmp_assign (seq, sizetype, "perfgroup_idxs", NOP_EXPR, idx, NULL_TREE);
   tree idxu = tmp_assign (seq, uint64_type_node, "perfgroup_idxu", NOP_EXPR, idx, NULL_TREE);
-  gimple_seq_add_stmt (seq, gimple_build_assign (cur_field (4), idxu));
+  gimple_seq_add_stmt (seq, gimple_build_assign (cur_field (3), idxu));
+  /* ctl->acts[idx]: at 8 + 4 idx */
   tree off = tmp_assign (seq, sizetype, "perfgroup_off", MULT_EXPR, idxs, size_int (4));
-  tree p = tmp_assign (seq, TREE_TYPE (acts), "perfgroup_p", POINTER_PLUS_EXPR, acts, off);
-  tree ref = build2 (MEM_REF, unsigned_type_node, p, build_int_cst (TREE_TYPE (acts), 0));
+  tree p = tmp_assign (seq, TREE_TYPE (ctl), "perfgroup_p", POINTER_PLUS_EXPR, ctl, off);
+  tree ref = build2 (MEM_REF, unsigned_type_node, p,
+                     build_int_cst (build_pointer_type (unsigned_type_node), 8));
   tree v = load_tmp (seq, ref, "perfgroup_v");
   tree v1 = tmp_assign (seq, unsigned_type_node, "perfgroup_v1", PLUS_EXPR, v,
                         build_int_cst (unsigned_type_node, 1));
@@ -274,16 +295,17 @@ add_exit (gimple_seq *seq, tree tok, gcall *leave)
                                                build_int_cst (uint64_type_node, PERFGROUP_TOKEN_LITE),
                                                lite, hook));
   gimple_seq_add_stmt (seq, gimple_build_label (lite));
-  tree left = load_tmp (seq, cur_field (2), "perfgroup_left");
+  tree ctl;
+  tree left = lite_left (seq, &ctl);
   gimple_seq_add_stmt (seq, gimple_build_cond (GT_EXPR, left, build_int_cst (uint64_type_node, 1),
                                                fast, slow));
   gimple_seq_add_stmt (seq, gimple_build_label (fast));
   tree left1 = tmp_assign (seq, uint64_type_node, "perfgroup_left1", MINUS_EXPR, left,
                            build_int_cst (uint64_type_node, 1));
-  gimple_seq_add_stmt (seq, gimple_build_assign (cur_field (2), left1));
+  gimple_seq_add_stmt (seq, gimple_build_assign (left_ref (ctl), left1));
+  gimple_seq_add_stmt (seq, gimple_build_assign (cur_field (3), stop));
   gimple_seq_add_stmt (seq, gimple_build_assign (cur_field (0), smask));
   gimple_seq_add_stmt (seq, gimple_build_assign (cur_field (1), ssp));
-  gimple_seq_add_stmt (seq, gimple_build_assign (cur_field (4), stop));
   gimple_seq_add_stmt (seq, gimple_build_goto (done));
   gimple_seq_add_stmt (seq, gimple_build_label (slow));
   gcall *el = gimple_build_call (exit_lite_decl, 4, unshare_expr (gimple_call_arg (leave, 0)), smask, ssp, stop);
@@ -326,8 +348,7 @@ build_abi_trees (void)
   tree cur_fields = NULL_TREE;
   cur_fields = add_field (cur_fields, "mask", uint64_type_node);
   cur_fields = add_field (cur_fields, "sp", pointer_sized_int_node);
-  cur_fields = add_field (cur_fields, "left", uint64_type_node);
-  cur_fields = add_field (cur_fields, "acts", build_pointer_type (unsigned_type_node));
+  cur_fields = add_field (cur_fields, "ctl", build_pointer_type (uint64_type_node));
   cur_fields = add_field (cur_fields, "top", uint64_type_node);
   tree cur_type = make_node (RECORD_TYPE);
   finish_builtin_struct (cur_type, "perfgroup_cur", cur_fields, NULL_TREE);
@@ -632,7 +653,7 @@ is_our_tmp (tree t, bool any)
   static const char *const loads[] = { "perfgroup_key", "perfgroup_cur_mask", "perfgroup_both",
                                        "perfgroup_cfa", "perfgroup_at", "perfgroup_cur_sp",
                                        "perfgroup_left", "perfgroup_s", "perfgroup_s1", "perfgroup_s2",
-                                       "perfgroup_left1", "perfgroup_nmask", "perfgroup_acts",
+                                       "perfgroup_left1", "perfgroup_nmask", "perfgroup_ctl",
                                        "perfgroup_idx", "perfgroup_idxs", "perfgroup_off",
                                        "perfgroup_p", "perfgroup_v", "perfgroup_v1",
                                        "perfgroup_smask", "perfgroup_ssp", "perfgroup_stop",

@@ -54,8 +54,6 @@ PG_HIDDEN void perfgroup__event_open(struct pg_thread *t, uint64_t tsc, int kind
     t->event_flags = kind == PG_EV_IMPLICIT ? PGF_EVENT_F_IMPLICIT : 0;
     /* every event starts exact (a rate window from its first stopwatch, hooks.c) */
     t->est_on = 0;
-    PERFGROUP_TLS_CUR.left = 0; /* PROTOTYPE (abi3) */
-    PERFGROUP_TLS_CUR.acts = t->lite_acts;
     t->est_left = perfgroup__est_window ? perfgroup__est_window : UINT32_MAX;
     t->est_win = 0;
     if (kind == PG_EV_EXPLICIT) {
@@ -177,6 +175,8 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
     const char *ename = t->event_name ? t->event_name : "(implicit)";
     uint64_t ev_cycles = end_tsc - t->event_begin_tsc;
     int ev_ok = (int64_t)ev_cycles > 0;
+    if (t->est_on == PG_EST_LITE) /* the hot part's lite frames and sampled segments */
+        perfgroup__lite_fold(t, end_tsc);
 
     uint32_t seq = totals_write_begin(t, epoch);
 
@@ -393,6 +393,8 @@ PG_HIDDEN void perfgroup__resync(struct pg_thread *t, uint32_t keep, uint64_t ts
                 t->sw[f->fn->gid[j]].running = 0;
     }
     t->depth = keep;
+    if (t->est_on == PG_EST_LITE)
+        PERFGROUP_TLS_CUR.top = pg_top_of(t); /* (lite frames above are lost: a known limit) */
     pg_cur_refresh(t);
     t->ov_resyncs++;
     if (t->event_open == PG_EV_IMPLICIT && t->implicit_frame >= keep)

@@ -135,14 +135,31 @@ struct perfgroup_site {
  *   offset  size  field
  *        0     8  mask  bit b: the group of bit b is running in the thread's current event
  *        8     8  sp    the innermost frame's stack position; 0: no skipping
+ *       16     8  ctl   (abi3, lite frames) the thread's control words, never NULL: a static
+ *                       one whose `left` is 0 until the runtime gives the thread its own
+ *       24     8  top   (abi3) the innermost frame: a lite frame's re-entry bit (0-63),
+ *                       PERFGROUP_TOP_RT (the runtime's innermost frame) or PERFGROUP_TOP_NONE
+ *
+ * Lite frames (abi3, GCC plugin; docs/accounting.md "Lite frames"): in an event the runtime
+ * made hot, a call that starts exactly one group, below the innermost frame, with more than
+ * one lite transition `left`, makes no call: it saves mask, sp and top in locals, counts
+ * `left` down, sets mask |= its bit, sp = its CFA, top = its bit, counts one activation in
+ * ctl->acts[bit]; its exit counts `left` down and restores them (left <= 1: through
+ * __perfgroup_exit_lite). The runtime samples segments by setting `left`, and its ticker
+ * stores 1 there (a word in the heap, never another thread's TLS) to force a reading.
  */
+struct perfgroup_lite {
+    uint64_t left;      /* lite transitions left before one goes through the runtime; <= 1: none */
+    uint32_t acts[64];  /* lite activations per re-entry bit, folded into the groups at commit */
+};
 struct perfgroup_cur {
     uint64_t mask;
     uintptr_t sp;
-    uint64_t left;   /* lite transitions left before one goes through the hooks; <= 1: none */
-    uint32_t *acts;  /* the thread's activation counters, one per re-entry bit */
-    uint64_t top;    /* the re-entry bit of the innermost lite frame's group */
+    struct perfgroup_lite *ctl;
+    uint64_t top;
 };
+#define PERFGROUP_TOP_RT   64u
+#define PERFGROUP_TOP_NONE 65u
 /* The token of a lite frame (made inline): never a runtime token (their bits 48-63 are 0). */
 #define PERFGROUP_TOKEN_LITE 0x8000000000000000ull
 
@@ -192,13 +209,13 @@ PERFGROUP_ABI_EXPORT_ void PERFGROUP_MODULE_REGISTER(uint32_t abi_version, struc
 static_assert(sizeof(struct perfgroup_site) == 40, "perfgroup_site must be 40 bytes");
 static_assert(alignof(struct perfgroup_site) == 8, "perfgroup_site must be 8-aligned");
 static_assert(offsetof(struct perfgroup_site, key) == 32, "perfgroup_site.key at 32");
-static_assert(sizeof(struct perfgroup_cur) == 40, "perfgroup_cur must be 40 bytes");
+static_assert(sizeof(struct perfgroup_cur) == 32, "perfgroup_cur must be 32 bytes");
 static_assert(offsetof(struct perfgroup_cur, sp) == 8, "perfgroup_cur.sp at 8");
 #elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
 _Static_assert(sizeof(struct perfgroup_site) == 40, "perfgroup_site must be 40 bytes");
 _Static_assert(_Alignof(struct perfgroup_site) == 8, "perfgroup_site must be 8-aligned");
 _Static_assert(offsetof(struct perfgroup_site, key) == 32, "perfgroup_site.key at 32");
-_Static_assert(sizeof(struct perfgroup_cur) == 40, "perfgroup_cur must be 40 bytes");
+_Static_assert(sizeof(struct perfgroup_cur) == 32, "perfgroup_cur must be 32 bytes");
 _Static_assert(offsetof(struct perfgroup_cur, sp) == 8, "perfgroup_cur.sp at 8");
 #endif
 
