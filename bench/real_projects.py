@@ -98,8 +98,9 @@ def grouped(prefix, variant, what, target, projects, program="main", base="plain
                    target, projects),
             Config(f"{prefix}+rec", variant, "the same, stats recording", "adaptive", True, program,
                    base, target, projects),
-            Config(f"{prefix}-lite", variant, "the same, lite (PROTOTYPE)", "lite", False, program,
-                   base, target, projects)]
+            Config(f"{prefix}-lite", variant,
+                   "the same, lite frames (PERFGROUP_LITE_R=64: the adaptive default)", "lite",
+                   False, program, base, target, projects)]
 
 
 CONFIGS = [
