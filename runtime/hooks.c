@@ -18,12 +18,15 @@
  * and the runtime is built without -finstrument-functions.
  */
 #include <errno.h>
+#include <string.h>
 
 #include "internal.h"
 
 #define PG_ALWAYS_INLINE inline __attribute__((always_inline))
 /* lite transitions between two through the runtime, on average (lifecycle.c; 0: none) */
 PG_HIDDEN uint64_t perfgroup__lite_r;
+/* threads in a lite event now: the ticker walks the threads only while there are some */
+PG_HIDDEN _Atomic uint32_t perfgroup__lite_threads;
 #define PG_TOKEN_NO_FRAME 0xffffffffull /* index 0xfffffffe: never a frame's */
 
 /* A hook leaves errno as it found it (the code around a call site may be between a failing
@@ -449,6 +452,25 @@ static __attribute__((noinline)) uint64_t enter_lite(struct pg_thread *t, struct
     return token;
 }
 
+/* The sums of a lite event's hot part from zero, its start at `tsc` (and at the fork: the
+ * child's part of the event starts there). The entry may hold another life's (a thread that
+ * forked away, an event left open in a fork's other threads): cleared here, not trusted. */
+PG_HIDDEN void perfgroup__lite_restart(struct pg_thread *t, uint64_t tsc)
+{
+    struct pg_lite *l = &t->lite;
+    for (uint64_t m = l->touched; m; m &= m - 1) {
+        unsigned b = (unsigned)__builtin_ctzll(m);
+        l->run[b] = l->self[b] = l->lrun[b] = l->lself[b] = 0;
+    }
+    memset(l->ctl.acts, 0, sizeof l->ctl.acts);
+    l->touched = 0;
+    l->sum = l->lsum = 0;
+    l->armed = 0;
+    l->hot_tsc = l->last = tsc;
+    l->hot_off = l->last_off = t->off;
+    l->tick = atomic_load_explicit(&perfgroup__tick, memory_order_relaxed);
+}
+
 /* The event goes hot with lite frames (enter_window, at `tsc`, the coarse clock `tick`): its
  * open frames charged up to here (as at a nested loop) and segment-accounted from here on,
  * then this start's frame; the first segment is measured. Under the latch. */
@@ -469,11 +491,9 @@ static PG_COLD uint64_t lite_begin(struct pg_thread *t, struct pg_func *fn, uint
         below = PERFGROUP_TOP_RT;
     }
     t->est_on = PG_EST_LITE;
-    l->hot_tsc = l->last = tsc;
-    l->hot_off = l->last_off = t->off;
+    atomic_fetch_add_explicit(&perfgroup__lite_threads, 1, memory_order_relaxed);
+    perfgroup__lite_restart(t, tsc);
     l->tick = tick;
-    l->armed = 0;
-    l->sum = l->lsum = 0;
     PERFGROUP_TLS_CUR.ctl = &l->ctl;
     uint64_t token = push_frame(t, fn, sp, ra, mask, d, tsc, pg_cpu_now());
     t->stack[d].lite = (uint8_t)(PG_FRAME_SEG | below);
@@ -546,6 +566,7 @@ PG_HIDDEN void perfgroup__lite_fold(struct pg_thread *t, uint64_t end_tsc)
     l->armed = 0;
     l->ctl.left = 0;
     t->est_on = 1;
+    atomic_fetch_sub_explicit(&perfgroup__lite_threads, 1, memory_order_relaxed);
 }
 
 /* Out of the fast path: frames to drop, or an implicit event to begin. */

@@ -336,8 +336,10 @@ extern PG_HIDDEN _Atomic uint64_t perfgroup__clamped; /* events whose CPU exceed
 #define PG_EST_LITE   2u   /* pg_thread.est_on: lite frames, the hot part sampled by segment */
 /* Lite frames: the countdown's mean (PERFGROUP_LITE_R; 0: no lite frames) */
 extern PG_HIDDEN uint64_t perfgroup__lite_r;
+extern PG_HIDDEN _Atomic uint32_t perfgroup__lite_threads; /* threads in a lite event now */
 extern PG_HIDDEN struct perfgroup_lite perfgroup__lite_none;
 PG_HIDDEN void perfgroup__lite_fold(struct pg_thread *t, uint64_t end_tsc);
+PG_HIDDEN void perfgroup__lite_restart(struct pg_thread *t, uint64_t tsc);
 /* Charge the open frames [0, depth) of iteration `iter` up to `tsc` without ending them
  * (event_api.c: a nested loop's begin, and an event's switch to lite frames) */
 PG_HIDDEN void perfgroup__bank_frames(struct pg_thread *t, uint32_t depth, uint64_t iter,

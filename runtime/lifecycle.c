@@ -338,6 +338,10 @@ static void fork_restart_event(struct pg_thread *t)
         s->discarded = 0;
     }
     pg_exec_clear(t);
+    /* a lite event's hot part: the child's from the fork (the only thread in a lite event) */
+    atomic_store(&perfgroup__lite_threads, t->est_on == PG_EST_LITE);
+    if (t->est_on == PG_EST_LITE)
+        perfgroup__lite_restart(t, tsc);
     t->event_stamp++; /* the groups of the stopwatches still running join the list anew */
     if (t->event_open == PG_EV_NONE)
         return;

@@ -86,8 +86,8 @@ static void nap(uint64_t ns)
  * measured because of when a tick fell, a small selection effect.) */
 static void lite_force(void)
 {
-    if (perfgroup__lite_r == 0)
-        return;
+    if (atomic_load_explicit(&perfgroup__lite_threads, memory_order_relaxed) == 0)
+        return; /* no thread in a lite event: no walk (a process of thousands of threads) */
     for (struct pg_thread *t = perfgroup__threads(); t; t = t->next)
         if (atomic_load_explicit(&t->state, memory_order_relaxed) == PG_THREAD_LIVE &&
             __atomic_load_n(&t->lite.ctl.left, __ATOMIC_RELAXED) > 1)
