@@ -30,7 +30,7 @@
  *
  * plus, once per translation unit that got a site, a static constructor (priority 101)
  *   static void __perfgroup_module_ctor(void) {
- *     __perfgroup_register_module(PERFGROUP_ABI_VERSION, __start_perfgroup_sites,
+ *     __perfgroup_register_module(3, __start_perfgroup_sites,   (2 with weak-hooks)
  *                                 __stop_perfgroup_sites); }
  * whose hidden __start_/__stop_ references resolve inside the module (executable or shared
  * object) being linked, so every module registers its own sites; the runtime ignores repeats.
@@ -223,19 +223,29 @@ add_enter (gimple_seq *seq, tree site, tree tok, gcall *enter, bool check)
   /* not a re-entry: a lite frame if the thread has lite transitions left, the call is below
    * the innermost frame, and exactly one group starts */
   gimple_seq_add_stmt (seq, gimple_build_label (notre));
-  tree ctl;
-  tree left = lite_left (seq, &ctl);
-  gimple_seq_add_stmt (seq, gimple_build_cond (GT_EXPR, left, build_int_cst (uint64_type_node, 1),
-                                               lite1, call));
-  gimple_seq_add_stmt (seq, gimple_build_label (lite1));
+  /* In that order (abi.h): exactly one group starts and it has a bit (not bit 63: a key of 0,
+   * as emitted, never makes a lite frame), the call is below the innermost frame, and only
+   * then ctl: a module whose keys stay 0 (refused by a runtime of ABI 2, whose cur is 16
+   * bytes) never reads past cur.sp. */
   tree s = tmp_assign (seq, uint64_type_node, "perfgroup_s", BIT_NOT_EXPR, both, NULL_TREE);
   tree s1 = tmp_assign (seq, uint64_type_node, "perfgroup_s1", MINUS_EXPR, s,
                         build_int_cst (uint64_type_node, 1));
   tree s2 = tmp_assign (seq, uint64_type_node, "perfgroup_s2", BIT_AND_EXPR, s, s1);
+  tree lite0 = create_artificial_label (UNKNOWN_LOCATION);
   gimple_seq_add_stmt (seq, gimple_build_cond (NE_EXPR, s2, build_int_cst (uint64_type_node, 0),
-                                               call, lite2));
+                                               call, lite0));
+  gimple_seq_add_stmt (seq, gimple_build_label (lite0));
+  gimple_seq_add_stmt (seq, gimple_build_cond (GE_EXPR, s,
+                                               build_int_cst (uint64_type_node,
+                                                              PERFGROUP_TOKEN_LITE),
+                                               call, lite1));
+  gimple_seq_add_stmt (seq, gimple_build_label (lite1));
+  gimple_seq_add_stmt (seq, gimple_build_cond (GT_EXPR, at, csp, call, lite2));
   gimple_seq_add_stmt (seq, gimple_build_label (lite2));
-  gimple_seq_add_stmt (seq, gimple_build_cond (GT_EXPR, at, csp, call, lite3));
+  tree ctl;
+  tree left = lite_left (seq, &ctl);
+  gimple_seq_add_stmt (seq, gimple_build_cond (GT_EXPR, left, build_int_cst (uint64_type_node, 1),
+                                               lite3, call));
   gimple_seq_add_stmt (seq, gimple_build_label (lite3));
   gimple_seq_add_stmt (seq, gimple_build_assign (smask, mask));
   gimple_seq_add_stmt (seq, gimple_build_assign (ssp, csp));
@@ -368,11 +378,15 @@ build_abi_trees (void)
   exit_decl = extern_c_function (PERFGROUP_HOOK_EXIT_NAME,
                                  build_function_type_list (void_type_node, ptr_type_node,
                                                            uint64_type_node, NULL_TREE));
-  exit_lite_decl = extern_c_function ("__perfgroup_exit_lite",
+  exit_lite_decl = extern_c_function (PERFGROUP_HOOK_EXIT_LITE_NAME,
                                       build_function_type_list (void_type_node, ptr_type_node,
                                                                 uint64_type_node,
                                                                 pointer_sized_int_node,
                                                                 uint64_type_node, NULL_TREE));
+  /* Weak (abi.h): a module of ABI 3 links and loads with a runtime of ABI 2, which refuses it
+   * at its registration; only a lite frame calls it, and none is made in a refused module. */
+  if (!weak_hooks)
+    declare_weak (exit_lite_decl);
   register_decl = extern_c_function (PERFGROUP_MODULE_REGISTER_NAME,
                                      build_function_type_list (void_type_node,
                                                                unsigned_type_node, ptr_type_node,
@@ -401,6 +415,15 @@ site_field (const char *name)
   gcc_unreachable ();
 }
 
+/* The ABI version this unit's sites and constructor say (abi.h): 3 where add_enter may make
+ * lite frames, 2 with weak-hooks (ABI 2's sequence exactly: no lite frame, no reference to
+ * the lite exit). */
+static unsigned
+emitted_abi (void)
+{
+  return weak_hooks ? PERFGROUP_ABI_VERSION_NO_LITE : PERFGROUP_ABI_VERSION;
+}
+
 /* A site's initializer: FNDECL's version, flags (plus EXTRA), line, groups, where; CACHE. */
 static tree
 site_init (tree fndecl, const char *attr, const char *file, unsigned extra, tree cache)
@@ -418,7 +441,7 @@ site_init (tree fndecl, const char *attr, const char *file, unsigned extra, tree
 
   vec<constructor_elt, va_gc> *v = NULL;
   CONSTRUCTOR_APPEND_ELT (v, site_field ("version"),
-                          build_int_cst (short_unsigned_type_node, PERFGROUP_ABI_VERSION));
+                          build_int_cst (short_unsigned_type_node, emitted_abi ()));
   CONSTRUCTOR_APPEND_ELT (v, site_field ("flags"), build_int_cst (short_unsigned_type_node, flags));
   CONSTRUCTOR_APPEND_ELT (v, site_field ("line"),
                           build_int_cst (unsigned_type_node, DECL_SOURCE_LINE (fndecl)));
@@ -523,7 +546,7 @@ emit_module_constructor (void)
   tree start = extern_hidden_site_symbol (PERFGROUP_SITES_START_NAME);
   tree stop = extern_hidden_site_symbol (PERFGROUP_SITES_STOP_NAME);
   tree call = build_call_expr (register_decl, 3,
-                               build_int_cst (unsigned_type_node, PERFGROUP_ABI_VERSION),
+                               build_int_cst (unsigned_type_node, emitted_abi ()),
                                build_fold_addr_expr_with_type (start, ptr_type_node),
                                build_fold_addr_expr_with_type (stop, ptr_type_node));
   tree body = NULL_TREE;
