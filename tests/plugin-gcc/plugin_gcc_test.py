@@ -239,9 +239,9 @@ def case_sites():
     line = {fn: 1 + next(i for i, l in enumerate(src_lines) if f" {fn}(int x)" in l)
             for fn in ("with_attr", "file_only", "in_line")}
     want = sorted([
-        f"site v=2 flags={hex(F['GCC'] | F['ATTR'] | F['FILE'])} line={line['with_attr']} groups=attrgrp|filegrp where=with_attr|sites.c cache=resolved key=set",
-        f"site v=2 flags={hex(F['GCC'] | F['FILE'])} line={line['file_only']} groups=|filegrp where=file_only|sites.c cache=resolved key=set",
-        f"site v=2 flags={hex(F['GCC'] | F['INLINE'] | F['FILE'])} line={line['in_line']} groups=|filegrp where=in_line|sites.c cache=resolved key=set",
+        f"site v=3 flags={hex(F['GCC'] | F['ATTR'] | F['FILE'])} line={line['with_attr']} groups=attrgrp|filegrp where=with_attr|sites.c cache=resolved key=set",
+        f"site v=3 flags={hex(F['GCC'] | F['FILE'])} line={line['file_only']} groups=|filegrp where=file_only|sites.c cache=resolved key=set",
+        f"site v=3 flags={hex(F['GCC'] | F['INLINE'] | F['FILE'])} line={line['in_line']} groups=|filegrp where=in_line|sites.c cache=resolved key=set",
     ])
     if got != want:
         raise Fail("sites differ:\n--- expected\n" + "\n".join(want) + "\n--- got\n" + "\n".join(got))
