@@ -78,6 +78,7 @@ GlobalVariable *Instrumenter::site(Function &F, const Want &w, StringRef fname)
 
     std::string groups = w.attr + '\0' + w.filegroup + '\0';
     std::string where = fname.str() + '\0' + w.file + '\0';
+    /* Version 2 (abi.h): this plugin makes no lite frames, its sequence is ABI 2's. */
     Constant *init = ConstantStruct::get(
         SiteTy, {ConstantInt::get(Type::getInt16Ty(Ctx), PERFGROUP_ABI_VERSION_NO_LITE),
                  ConstantInt::get(Type::getInt16Ty(Ctx), flags),
