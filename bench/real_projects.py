@@ -97,7 +97,10 @@ def grouped(prefix, variant, what, target, projects, program="main", base="plain
             Config(f"{prefix}-adaptive", variant, "the same", "adaptive", False, program, base,
                    target, projects),
             Config(f"{prefix}+rec", variant, "the same, stats recording", "adaptive", True, program,
-                   base, target, projects)]
+                   base, target, projects),
+            Config(f"{prefix}-lite", variant,
+                   "the same, lite frames (PERFGROUP_LITE_R=64: the adaptive default)", "lite",
+                   False, program, base, target, projects)]
 
 
 CONFIGS = [
@@ -254,7 +257,9 @@ def run_program(A, cmd, env, what):
 def run_config(T, A, project, cfg, bdir, recdir, env_extra=None):
     """One run: (process CPU s, thread CPU s or None)."""
     env = dict(env_extra or {})
-    if cfg.acc:
+    if cfg.acc == "lite":
+        env["PERFGROUP_LITE_R"] = "64"
+    elif cfg.acc:
         env["PERFGROUP_ACCOUNTING"] = cfg.acc
     rec = recdir if cfg.rec else None
     if rec:

@@ -78,8 +78,9 @@ GlobalVariable *Instrumenter::site(Function &F, const Want &w, StringRef fname)
 
     std::string groups = w.attr + '\0' + w.filegroup + '\0';
     std::string where = fname.str() + '\0' + w.file + '\0';
+    /* Version 2 (abi.h): this plugin makes no lite frames, its sequence is ABI 2's. */
     Constant *init = ConstantStruct::get(
-        SiteTy, {ConstantInt::get(Type::getInt16Ty(Ctx), PERFGROUP_ABI_VERSION),
+        SiteTy, {ConstantInt::get(Type::getInt16Ty(Ctx), PERFGROUP_ABI_VERSION_NO_LITE),
                  ConstantInt::get(Type::getInt16Ty(Ctx), flags),
                  ConstantInt::get(Type::getInt32Ty(Ctx), w.line), string(groups), string(where),
                  ConstantPointerNull::get(cast<PointerType>(I8Ptr)), ConstantInt::get(I64, 0)});
@@ -228,7 +229,7 @@ void Instrumenter::emitModuleConstructor()
                                                 {Type::getInt32Ty(Ctx), I8Ptr, I8Ptr}, false));
     IRBuilder<> b(BasicBlock::Create(Ctx, "", ctor));
     guarded(b.CreateRetVoid(), reg,
-            {b.getInt32(PERFGROUP_ABI_VERSION), bound(PERFGROUP_SITES_START_NAME),
+            {b.getInt32(PERFGROUP_ABI_VERSION_NO_LITE), bound(PERFGROUP_SITES_START_NAME),
              bound(PERFGROUP_SITES_STOP_NAME)},
             DebugLoc());
     /* 101: the first priority not reserved for the implementation, as the GCC plugin. */

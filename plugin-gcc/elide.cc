@@ -49,7 +49,7 @@ remove_hooks (cgraph_node *node, tree site)
         if (gcond *c = dyn_cast<gcond *> (stmt))
           if (is_our_tmp (gimple_cond_lhs (c), true))
             gimple_cond_make_false (c);
-        if (is_hook_call_of (stmt, site)
+        if (is_hook_call_of (stmt, site) || is_our_store (stmt)
             || (gimple_has_lhs (stmt) && is_our_tmp (gimple_get_lhs (stmt), false)))
           gsi_remove (&gsi, true);
         else

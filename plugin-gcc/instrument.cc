@@ -30,7 +30,7 @@
  *
  * plus, once per translation unit that got a site, a static constructor (priority 101)
  *   static void __perfgroup_module_ctor(void) {
- *     __perfgroup_register_module(PERFGROUP_ABI_VERSION, __start_perfgroup_sites,
+ *     __perfgroup_register_module(3, __start_perfgroup_sites,   (2 with weak-hooks)
  *                                 __stop_perfgroup_sites); }
  * whose hidden __start_/__stop_ references resolve inside the module (executable or shared
  * object) being linked, so every module registers its own sites; the runtime ignores repeats.
@@ -57,6 +57,7 @@ namespace perfgroup_gcc {
 static GTY (()) tree site_type;
 static GTY (()) tree enter_decl;
 static GTY (()) tree exit_decl;
+static GTY (()) tree exit_lite_decl;
 static GTY (()) tree register_decl;
 static GTY (()) tree cur_var; /* PERFGROUP_TLS_CUR */
 
@@ -64,6 +65,7 @@ const struct ggc_root_tab abi_tree_roots[] = {
   { &site_type, 1, sizeof (site_type), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
   { &enter_decl, 1, sizeof (enter_decl), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
   { &exit_decl, 1, sizeof (exit_decl), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
+  { &exit_lite_decl, 1, sizeof (exit_lite_decl), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
   { &register_decl, 1, sizeof (register_decl), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
   { &cur_var, 1, sizeof (cur_var), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
   LAST_GGC_ROOT_TAB
@@ -114,6 +116,66 @@ load_tmp (gimple_seq *seq, tree ref, const char *name)
  * below the innermost frame that started one, makes no call at all. With weak-hooks, tok = 0; if (&enter)
  * tok = enter (&site) instead (without the runtime the thread-local does not exist).
  */
+/* The saved re-entry state of each token's lite frames (tok -> mask, sp temporaries). */
+struct lite_saves { tree tok, mask, sp, top; };
+static vec<lite_saves> lite_saved;
+
+/* TOK's saved-state temporaries, made at the first of add_enter or add_exit to ask. */
+static lite_saves &
+lite_saves_of (tree tok)
+{
+  for (lite_saves &l : lite_saved)
+    if (l.tok == tok)
+      return l;
+  lite_saved.safe_push ({ tok, create_tmp_var (uint64_type_node, "perfgroup_smask"),
+                          create_tmp_var (pointer_sized_int_node, "perfgroup_ssp"),
+                          create_tmp_var (uint64_type_node, "perfgroup_stop") });
+  /* set wherever the token becomes LITE, read only where it is: GCC cannot see that (an
+   * exit's -Wmaybe-uninitialized in the user's build otherwise) */
+  lite_saves &l = lite_saved.last ();
+  TREE_NO_WARNING (l.mask) = TREE_NO_WARNING (l.sp) = TREE_NO_WARNING (l.top) = 1;
+  return l;
+}
+
+/* A new function: no token of an earlier one is asked for again (their trees may be freed). */
+void
+lite_saves_reset (void)
+{
+  lite_saved.truncate (0);
+}
+
+static tree
+cur_field (int i)
+{
+  tree f = TYPE_FIELDS (TREE_TYPE (cur_var)); /* mask, sp, ctl, top */
+  while (i-- > 0)
+    f = DECL_CHAIN (f);
+  return build3 (COMPONENT_REF, TREE_TYPE (f), cur_var, f, NULL_TREE);
+}
+
+/* The thread's lite control words (cur.ctl: never NULL) and its countdown, ctl->left. */
+static tree
+lite_left (gimple_seq *seq, tree *ctl)
+{
+  *ctl = load_tmp (seq, cur_field (2), "perfgroup_ctl");
+  return load_tmp (seq, build2 (MEM_REF, uint64_type_node, *ctl,
+                                build_int_cst (TREE_TYPE (*ctl), 0)), "perfgroup_left");
+}
+
+static tree
+left_ref (tree ctl)
+{
+  return build2 (MEM_REF, uint64_type_node, ctl, build_int_cst (TREE_TYPE (ctl), 0));
+}
+
+static tree
+tmp_assign (gimple_seq *seq, tree type, const char *name, enum tree_code code, tree a, tree b)
+{
+  tree t = create_tmp_var (type, name);
+  gimple_seq_add_stmt (seq, b ? gimple_build_assign (t, code, a, b) : gimple_build_assign (t, code, a));
+  return t;
+}
+
 void
 add_enter (gimple_seq *seq, tree site, tree tok, gcall *enter, bool check)
 {
@@ -123,26 +185,28 @@ add_enter (gimple_seq *seq, tree site, tree tok, gcall *enter, bool check)
       add_call_if (seq, NE_EXPR, build_fold_addr_expr (enter_decl), null_pointer_node, enter);
       return;
     }
+  lite_saves &ls = lite_saves_of (tok);
+  tree smask = ls.mask, ssp = ls.sp, stop = ls.top;
   if (!check)
     {
+      gimple_seq_add_stmt (seq, gimple_build_assign (smask, build_int_cst (uint64_type_node, 0)));
+      gimple_seq_add_stmt (seq, gimple_build_assign (ssp, build_int_cst (pointer_sized_int_node, 0)));
+      gimple_seq_add_stmt (seq, gimple_build_assign (stop, build_int_cst (uint64_type_node, 0)));
       gimple_seq_add_stmt (seq, enter);
       return;
     }
   tree call = create_artificial_label (UNKNOWN_LOCATION);
   tree check_sp = create_artificial_label (UNKNOWN_LOCATION);
+  tree notre = create_artificial_label (UNKNOWN_LOCATION);
+  tree lite1 = create_artificial_label (UNKNOWN_LOCATION);
+  tree lite2 = create_artificial_label (UNKNOWN_LOCATION);
+  tree lite3 = create_artificial_label (UNKNOWN_LOCATION);
   tree done = create_artificial_label (UNKNOWN_LOCATION);
   tree key = load_tmp (seq, build3 (COMPONENT_REF, uint64_type_node, site, site_field ("key"),
                                     NULL_TREE), "perfgroup_key");
-  tree cur_mask = TYPE_FIELDS (TREE_TYPE (cur_var)); /* mask, then sp */
-  tree cur_sp = DECL_CHAIN (cur_mask);
-  tree mask = load_tmp (seq, build3 (COMPONENT_REF, uint64_type_node, cur_var, cur_mask,
-                                     NULL_TREE), "perfgroup_cur_mask");
+  tree mask = load_tmp (seq, cur_field (0), "perfgroup_cur_mask");
   tree both = create_tmp_var (uint64_type_node, "perfgroup_both");
   gimple_seq_add_stmt (seq, gimple_build_assign (both, BIT_IOR_EXPR, key, mask));
-  gimple_seq_add_stmt (seq, gimple_build_cond (NE_EXPR, both,
-                                               build_all_ones_cst (uint64_type_node), call,
-                                               check_sp));
-  gimple_seq_add_stmt (seq, gimple_build_label (check_sp));
   tree cfa = create_tmp_var (ptr_type_node, "perfgroup_cfa");
   gcall *get_cfa = gimple_build_call (builtin_decl_explicit (BUILT_IN_DWARF_CFA), 0);
   gimple_call_set_lhs (get_cfa, cfa);
@@ -150,19 +214,117 @@ add_enter (gimple_seq *seq, tree site, tree tok, gcall *enter, bool check)
   gimple_seq_add_stmt (seq, get_cfa);
   tree at = create_tmp_var (pointer_sized_int_node, "perfgroup_at");
   gimple_seq_add_stmt (seq, gimple_build_assign (at, NOP_EXPR, cfa));
-  tree csp = load_tmp (seq, build3 (COMPONENT_REF, pointer_sized_int_node, cur_var, cur_sp,
-                                    NULL_TREE), "perfgroup_cur_sp");
+  tree csp = load_tmp (seq, cur_field (1), "perfgroup_cur_sp");
+  gimple_seq_add_stmt (seq, gimple_build_cond (NE_EXPR, both,
+                                               build_all_ones_cst (uint64_type_node), notre,
+                                               check_sp));
+  gimple_seq_add_stmt (seq, gimple_build_label (check_sp));
   gimple_seq_add_stmt (seq, gimple_build_cond (GT_EXPR, at, csp, call, done));
+  /* not a re-entry: a lite frame if the thread has lite transitions left, the call is below
+   * the innermost frame, and exactly one group starts */
+  gimple_seq_add_stmt (seq, gimple_build_label (notre));
+  /* In that order (abi.h): exactly one group starts and it has a bit (not bit 63: a key of 0,
+   * as emitted, never makes a lite frame), the call is below the innermost frame, and only
+   * then ctl: a module whose keys stay 0 (refused by a runtime of ABI 2, whose cur is 16
+   * bytes) never reads past cur.sp. */
+  tree s = tmp_assign (seq, uint64_type_node, "perfgroup_s", BIT_NOT_EXPR, both, NULL_TREE);
+  tree s1 = tmp_assign (seq, uint64_type_node, "perfgroup_s1", MINUS_EXPR, s,
+                        build_int_cst (uint64_type_node, 1));
+  tree s2 = tmp_assign (seq, uint64_type_node, "perfgroup_s2", BIT_AND_EXPR, s, s1);
+  tree lite0 = create_artificial_label (UNKNOWN_LOCATION);
+  gimple_seq_add_stmt (seq, gimple_build_cond (NE_EXPR, s2, build_int_cst (uint64_type_node, 0),
+                                               call, lite0));
+  gimple_seq_add_stmt (seq, gimple_build_label (lite0));
+  gimple_seq_add_stmt (seq, gimple_build_cond (GE_EXPR, s,
+                                               build_int_cst (uint64_type_node,
+                                                              PERFGROUP_TOKEN_LITE),
+                                               call, lite1));
+  gimple_seq_add_stmt (seq, gimple_build_label (lite1));
+  gimple_seq_add_stmt (seq, gimple_build_cond (GT_EXPR, at, csp, call, lite2));
+  gimple_seq_add_stmt (seq, gimple_build_label (lite2));
+  tree ctl;
+  tree left = lite_left (seq, &ctl);
+  gimple_seq_add_stmt (seq, gimple_build_cond (GT_EXPR, left, build_int_cst (uint64_type_node, 1),
+                                               lite3, call));
+  gimple_seq_add_stmt (seq, gimple_build_label (lite3));
+  gimple_seq_add_stmt (seq, gimple_build_assign (smask, mask));
+  gimple_seq_add_stmt (seq, gimple_build_assign (ssp, csp));
+  gimple_seq_add_stmt (seq, gimple_build_assign (stop, cur_field (3)));
+  tree left1 = tmp_assign (seq, uint64_type_node, "perfgroup_left1", MINUS_EXPR, left,
+                           build_int_cst (uint64_type_node, 1));
+  gimple_seq_add_stmt (seq, gimple_build_assign (left_ref (ctl), left1));
+  gimple_seq_add_stmt (seq, gimple_build_assign (cur_field (1), at));
+  tree nmask = tmp_assign (seq, uint64_type_node, "perfgroup_nmask", BIT_IOR_EXPR, mask, s);
+  gimple_seq_add_stmt (seq, gimple_build_assign (cur_field (0), nmask));
+  tree idx = create_tmp_var (integer_type_node, "perfgroup_idx");
+  gcall *ctz = gimple_build_call (builtin_decl_explicit (BUILT_IN_CTZLL), 1, s);
+  gimple_call_set_lhs (ctz, idx);
+  gimple_seq_add_stmt (seq, ctz);
+  tree idxs = tmp_assign (seq, sizetype, "perfgroup_idxs", NOP_EXPR, idx, NULL_TREE);
+  tree idxu = tmp_assign (seq, uint64_type_node, "perfgroup_idxu", NOP_EXPR, idx, NULL_TREE);
+  gimple_seq_add_stmt (seq, gimple_build_assign (cur_field (3), idxu));
+  /* ctl->acts[idx]: at 8 + 4 idx */
+  tree off = tmp_assign (seq, sizetype, "perfgroup_off", MULT_EXPR, idxs, size_int (4));
+  tree p = tmp_assign (seq, TREE_TYPE (ctl), "perfgroup_p", POINTER_PLUS_EXPR, ctl, off);
+  tree ref = build2 (MEM_REF, unsigned_type_node, p,
+                     build_int_cst (build_pointer_type (unsigned_type_node), 8));
+  tree v = load_tmp (seq, ref, "perfgroup_v");
+  tree v1 = tmp_assign (seq, unsigned_type_node, "perfgroup_v1", PLUS_EXPR, v,
+                        build_int_cst (unsigned_type_node, 1));
+  gimple_seq_add_stmt (seq, gimple_build_assign (unshare_expr (ref), v1));
+  gimple_seq_add_stmt (seq, gimple_build_assign (tok, build_int_cst (uint64_type_node,
+                                                                     PERFGROUP_TOKEN_LITE)));
+  gimple_seq_add_stmt (seq, gimple_build_goto (done));
   gimple_seq_add_stmt (seq, gimple_build_label (call));
   gimple_seq_add_stmt (seq, enter);
   gimple_seq_add_stmt (seq, gimple_build_label (done));
 }
 
-/* if (tok != 0) exit (&site, tok); — the exit hook only ever gets a token (abi.h). */
+/* if (tok != 0) exit (&site, tok); — the exit hook only ever gets a token (abi.h); a lite
+ * frame's token restores the saved state inline. */
 void
 add_exit (gimple_seq *seq, tree tok, gcall *leave)
 {
-  add_call_if (seq, NE_EXPR, tok, build_int_cst (uint64_type_node, 0), leave);
+  if (weak_hooks)
+    {
+      add_call_if (seq, NE_EXPR, tok, build_int_cst (uint64_type_node, 0), leave);
+      return;
+    }
+  lite_saves &ls = lite_saves_of (tok);
+  tree smask = ls.mask, ssp = ls.sp, stop = ls.top;
+  tree some = create_artificial_label (UNKNOWN_LOCATION);
+  tree fast = create_artificial_label (UNKNOWN_LOCATION);
+  tree slow = create_artificial_label (UNKNOWN_LOCATION);
+  tree lite = create_artificial_label (UNKNOWN_LOCATION);
+  tree hook = create_artificial_label (UNKNOWN_LOCATION);
+  tree done = create_artificial_label (UNKNOWN_LOCATION);
+  gimple_seq_add_stmt (seq, gimple_build_cond (NE_EXPR, tok, build_int_cst (uint64_type_node, 0),
+                                               some, done));
+  gimple_seq_add_stmt (seq, gimple_build_label (some));
+  gimple_seq_add_stmt (seq, gimple_build_cond (EQ_EXPR, tok,
+                                               build_int_cst (uint64_type_node, PERFGROUP_TOKEN_LITE),
+                                               lite, hook));
+  gimple_seq_add_stmt (seq, gimple_build_label (lite));
+  tree ctl;
+  tree left = lite_left (seq, &ctl);
+  gimple_seq_add_stmt (seq, gimple_build_cond (GT_EXPR, left, build_int_cst (uint64_type_node, 1),
+                                               fast, slow));
+  gimple_seq_add_stmt (seq, gimple_build_label (fast));
+  tree left1 = tmp_assign (seq, uint64_type_node, "perfgroup_left1", MINUS_EXPR, left,
+                           build_int_cst (uint64_type_node, 1));
+  gimple_seq_add_stmt (seq, gimple_build_assign (left_ref (ctl), left1));
+  gimple_seq_add_stmt (seq, gimple_build_assign (cur_field (3), stop));
+  gimple_seq_add_stmt (seq, gimple_build_assign (cur_field (0), smask));
+  gimple_seq_add_stmt (seq, gimple_build_assign (cur_field (1), ssp));
+  gimple_seq_add_stmt (seq, gimple_build_goto (done));
+  gimple_seq_add_stmt (seq, gimple_build_label (slow));
+  gcall *el = gimple_build_call (exit_lite_decl, 4, unshare_expr (gimple_call_arg (leave, 0)), smask, ssp, stop);
+  gimple_set_location (el, gimple_location (leave));
+  gimple_seq_add_stmt (seq, el);
+  gimple_seq_add_stmt (seq, gimple_build_goto (done));
+  gimple_seq_add_stmt (seq, gimple_build_label (hook));
+  gimple_seq_add_stmt (seq, leave);
+  gimple_seq_add_stmt (seq, gimple_build_label (done));
 }
 
 static tree
@@ -196,6 +358,8 @@ build_abi_trees (void)
   tree cur_fields = NULL_TREE;
   cur_fields = add_field (cur_fields, "mask", uint64_type_node);
   cur_fields = add_field (cur_fields, "sp", pointer_sized_int_node);
+  cur_fields = add_field (cur_fields, "ctl", build_pointer_type (uint64_type_node));
+  cur_fields = add_field (cur_fields, "top", uint64_type_node);
   tree cur_type = make_node (RECORD_TYPE);
   finish_builtin_struct (cur_type, "perfgroup_cur", cur_fields, NULL_TREE);
   gcc_assert (tree_to_uhwi (TYPE_SIZE_UNIT (cur_type)) == sizeof (struct perfgroup_cur));
@@ -214,6 +378,15 @@ build_abi_trees (void)
   exit_decl = extern_c_function (PERFGROUP_HOOK_EXIT_NAME,
                                  build_function_type_list (void_type_node, ptr_type_node,
                                                            uint64_type_node, NULL_TREE));
+  exit_lite_decl = extern_c_function (PERFGROUP_HOOK_EXIT_LITE_NAME,
+                                      build_function_type_list (void_type_node, ptr_type_node,
+                                                                uint64_type_node,
+                                                                pointer_sized_int_node,
+                                                                uint64_type_node, NULL_TREE));
+  /* Weak (abi.h): a module of ABI 3 links and loads with a runtime of ABI 2, which refuses it
+   * at its registration; only a lite frame calls it, and none is made in a refused module. */
+  if (!weak_hooks)
+    declare_weak (exit_lite_decl);
   register_decl = extern_c_function (PERFGROUP_MODULE_REGISTER_NAME,
                                      build_function_type_list (void_type_node,
                                                                unsigned_type_node, ptr_type_node,
@@ -242,6 +415,15 @@ site_field (const char *name)
   gcc_unreachable ();
 }
 
+/* The ABI version this unit's sites and constructor say (abi.h): 3 where add_enter may make
+ * lite frames, 2 with weak-hooks (ABI 2's sequence exactly: no lite frame, no reference to
+ * the lite exit). */
+static unsigned
+emitted_abi (void)
+{
+  return weak_hooks ? PERFGROUP_ABI_VERSION_NO_LITE : PERFGROUP_ABI_VERSION;
+}
+
 /* A site's initializer: FNDECL's version, flags (plus EXTRA), line, groups, where; CACHE. */
 static tree
 site_init (tree fndecl, const char *attr, const char *file, unsigned extra, tree cache)
@@ -259,7 +441,7 @@ site_init (tree fndecl, const char *attr, const char *file, unsigned extra, tree
 
   vec<constructor_elt, va_gc> *v = NULL;
   CONSTRUCTOR_APPEND_ELT (v, site_field ("version"),
-                          build_int_cst (short_unsigned_type_node, PERFGROUP_ABI_VERSION));
+                          build_int_cst (short_unsigned_type_node, emitted_abi ()));
   CONSTRUCTOR_APPEND_ELT (v, site_field ("flags"), build_int_cst (short_unsigned_type_node, flags));
   CONSTRUCTOR_APPEND_ELT (v, site_field ("line"),
                           build_int_cst (unsigned_type_node, DECL_SOURCE_LINE (fndecl)));
@@ -364,7 +546,7 @@ emit_module_constructor (void)
   tree start = extern_hidden_site_symbol (PERFGROUP_SITES_START_NAME);
   tree stop = extern_hidden_site_symbol (PERFGROUP_SITES_STOP_NAME);
   tree call = build_call_expr (register_decl, 3,
-                               build_int_cst (unsigned_type_node, PERFGROUP_ABI_VERSION),
+                               build_int_cst (unsigned_type_node, emitted_abi ()),
                                build_fold_addr_expr_with_type (start, ptr_type_node),
                                build_fold_addr_expr_with_type (stop, ptr_type_node));
   tree body = NULL_TREE;
@@ -439,6 +621,7 @@ void
 wrap_body (function *fun, tree site, transfers_fn end_transfers)
 {
   tree fndecl = fun->decl;
+  lite_saves_reset ();
   tree tok = create_tmp_var (uint64_type_node, "perfgroup_tok");
   gcall *enter, *leave;
   build_hook_calls (site, tok, DECL_SOURCE_LOCATION (fndecl), fun->function_end_locus, &enter,
@@ -478,7 +661,7 @@ is_hook_call_of (gimple *stmt, tree site)
   if (!is_gimple_call (stmt))
     return false;
   tree fn = gimple_call_fndecl (stmt);
-  if (fn != enter_decl && fn != exit_decl)
+  if (fn != enter_decl && fn != exit_decl && fn != exit_lite_decl)
     return false;
   tree arg = gimple_call_arg (stmt, 0);
   STRIP_NOPS (arg);
@@ -491,7 +674,13 @@ bool
 is_our_tmp (tree t, bool any)
 {
   static const char *const loads[] = { "perfgroup_key", "perfgroup_cur_mask", "perfgroup_both",
-                                       "perfgroup_cfa", "perfgroup_at", "perfgroup_cur_sp" };
+                                       "perfgroup_cfa", "perfgroup_at", "perfgroup_cur_sp",
+                                       "perfgroup_left", "perfgroup_s", "perfgroup_s1", "perfgroup_s2",
+                                       "perfgroup_left1", "perfgroup_nmask", "perfgroup_ctl",
+                                       "perfgroup_idx", "perfgroup_idxs", "perfgroup_off",
+                                       "perfgroup_p", "perfgroup_v", "perfgroup_v1",
+                                       "perfgroup_smask", "perfgroup_ssp", "perfgroup_stop",
+                                       "perfgroup_idxu" };
   static const char *const tokens[] = { "perfgroup_tok", "perfgroup_omp_tok" };
   if (!t || TREE_CODE (t) != VAR_DECL || !DECL_ARTIFICIAL (t) || !DECL_NAME (t))
     return false;
@@ -508,6 +697,18 @@ is_our_tmp (tree t, bool any)
       if (named (p))
         return true;
   return false;
+}
+
+/* Is STMT a store of a lite frame (into __perfgroup_cur, or an activation counter)? */
+bool
+is_our_store (gimple *stmt)
+{
+  if (!is_gimple_assign (stmt))
+    return false;
+  tree l = gimple_assign_lhs (stmt);
+  if (TREE_CODE (l) == COMPONENT_REF && TREE_OPERAND (l, 0) == cur_var)
+    return true;
+  return TREE_CODE (l) == MEM_REF && is_our_tmp (TREE_OPERAND (l, 0), false);
 }
 
 } // namespace perfgroup_gcc

@@ -70,6 +70,7 @@ void build_hook_calls (tree site, tree tok, location_t in, location_t out, gcall
 gcall *build_exit_call (tree site, tree tok, location_t loc);
 void add_enter (gimple_seq *seq, tree site, tree tok, gcall *enter, bool check = true);
 void add_exit (gimple_seq *seq, tree tok, gcall *leave);
+bool is_our_store (gimple *stmt);
 /* A coroutine actor's runs ended before its symmetric transfers (coroutines.cc's
  * end_runs_before_transfers), given to wrap_body by its caller. */
 typedef unsigned (*transfers_fn) (tree fndecl, tree site, tree tok, tree *done);

@@ -96,7 +96,8 @@ static void attribute(struct pg_thread *t, uint64_t off)
     uint32_t inner = t->depth;
     while (inner > 0 && (!t->stack[inner - 1].mask || t->stack[inner - 1].iter != t->iter))
         inner--;
-    if (inner == 0)
+    int lite = t->est_on == PG_EST_LITE; /* the hot part's self times are its segments' */
+    if (inner == 0 && !lite)
         t->ev_inner += off;
     for (uint32_t i = 0; i < t->depth; i++) {
         const struct pg_frame *f = &t->stack[i];
@@ -107,8 +108,10 @@ static void attribute(struct pg_thread *t, uint64_t off)
                 continue;
             uint32_t gid = f->fn->gid[j];
             struct pg_gstate *s = &t->sw[gid];
+            if (f->lite && (__atomic_load_n(&f->fn->gbit[j], __ATOMIC_RELAXED) & f->bits))
+                continue; /* segment-accounted: its segments are on-CPU time */
             t->goff[gid] += off;
-            if (i + 1 == inner)
+            if (i + 1 == inner && !f->lite)
                 s->self -= off; /* modulo 2^64: commit() clamps it */
             pg_stamp(t, s, gid, f); /* joins the event's list, as pg_charge does */
         }

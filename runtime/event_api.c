@@ -58,14 +58,15 @@ int perfgroup_event_end(void)
  * Only nested-loop calls walk the shadow stack: the hooks never do. Innermost first: each
  * frame's self time is its span less its ended nested frames' (inner) and the live one's
  * above it (up), as if they all ended here (pg_frame_end). */
-static void bank_frames(struct pg_thread *t, uint32_t depth, uint64_t iter, uint64_t tsc)
+PG_HIDDEN void perfgroup__bank_frames(struct pg_thread *t, uint32_t depth, uint64_t iter,
+                                      uint64_t tsc)
 {
     uint32_t cpu = pg_cpu_now();
     uint64_t up = 0;
     for (uint32_t i = depth; i-- > 0;) {
         struct pg_frame *f = &t->stack[i];
-        if (f->iter != iter)
-            continue; /* stale (and so is every frame below it) */
+        if (f->iter != iter || f->lite)
+            continue; /* stale (and so is every frame below it), or segment-accounted */
         if (f->mask && pg_charge_frame(t, f, tsc, cpu, f->inner + up, 0, NULL)) /* it goes on after */
             up = tsc - f->tsc;
         else
@@ -82,6 +83,7 @@ static void restart_frames(struct pg_thread *t, uint32_t depth, uint64_t old_ite
         if (!f->mask || f->iter != old_iter)
             continue;
         f->iter = t->iter;
+        f->lite = 0; /* the outer event goes on exact (it may go hot again) */
         f->tsc = tsc;
         f->inner = 0;
         f->cpu = cpu;
@@ -130,7 +132,7 @@ void perfgroup_nested_loop_begin(void)
     }
     t->nest_depth++;
     if (t->event_open != PG_EV_NONE) {
-        bank_frames(t, t->depth, t->iter, tsc);
+        perfgroup__bank_frames(t, t->depth, t->iter, tsc);
         PG_TEST_POINT(14);
         t->event_flags |= PGF_EVENT_F_NESTED;
         perfgroup__event_close(t, tsc); /* the outer event up to here; commit() bumps the iteration */

@@ -187,6 +187,8 @@ static void commit(struct pg_thread *t, uint64_t end_tsc, uint64_t cpu_ns)
     const char *ename = t->event_name ? t->event_name : "(implicit)";
     uint64_t ev_cycles = end_tsc - t->event_begin_tsc;
     int ev_ok = (int64_t)ev_cycles > 0;
+    if (t->est_on == PG_EST_LITE) /* the hot part's lite frames and sampled segments */
+        perfgroup__lite_fold(t, end_tsc);
 
     uint32_t seq = totals_write_begin(t, epoch);
 
@@ -413,6 +415,8 @@ PG_HIDDEN void perfgroup__resync(struct pg_thread *t, uint32_t keep, uint64_t ts
                 t->sw[f->fn->gid[j]].running = 0;
     }
     t->depth = keep;
+    if (t->est_on == PG_EST_LITE)
+        PERFGROUP_TLS_CUR.top = pg_top_of(t); /* (lite frames above are lost: a known limit) */
     pg_cur_refresh(t);
     t->ov_resyncs++;
     if (t->event_open == PG_EV_IMPLICIT && t->implicit_frame >= keep)

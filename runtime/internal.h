@@ -115,7 +115,29 @@ struct pg_frame {
     uint32_t cpu;
     uint16_t gen;        /* token check: a frame dropped by resync is never charged */
     uint8_t mask;        /* bit i: fn->gid[i] was acquired here */
-    uint8_t pad;
+    uint8_t lite;        /* 0: charged its span; PG_FRAME_SEG | the cur.top it covered: in
+                          * an event's segment-accounted hot part (lite frames, hooks.c) */
+};
+#define PG_FRAME_SEG 0x80u
+
+/* A thread's lite frames and the sampled accounting of an event's hot part (hooks.c). The
+ * state of a segment (the stretch between two transitions) is the running mask and the
+ * innermost frame (cur.top); per re-entry bit, the sampled segments' cycles in which the bit
+ * ran (run) or was innermost (self), and the long spans' (lrun, lself), charged whole. */
+struct pg_lite {
+    struct perfgroup_lite ctl;  /* cur.ctl: the countdown (the ticker stores 1) and acts */
+    uint64_t hot_tsc, hot_off;  /* the hot part's start, and the thread's off-CPU total then */
+    uint64_t last, last_off;    /* the newest counter reading in the hot part, `off` then */
+    uint64_t tick;              /* perfgroup__tick at that reading */
+    uint64_t early;             /* the enter hook's reading at its start (0: none) */
+    uint64_t seg_tsc;           /* the measured segment's start */
+    uint64_t seg_mask, seg_self;/* its state: the running bits, the innermost frame's bits (bit
+                                 * 63: none, the event's own code: the top group's self) */
+    uint32_t rng;               /* xorshift32 state of the countdown's lengths */
+    uint8_t armed;              /* a measured segment is open: the next transition ends it */
+    uint64_t sum, lsum;         /* cycles of the measured segments, of the long spans */
+    uint64_t touched;           /* bits with cycles below */
+    uint64_t run[64], self[64], lrun[64], lself[64]; /* [63]: the top group's self */
 };
 
 struct pg_nest {          /* an event suspended by a nested loop */
@@ -147,7 +169,8 @@ struct pg_thread {
     uint32_t depth;             /* frames on the shadow stack */
     uint16_t gen;
     uint8_t event_open;         /* PG_EV_* */
-    uint8_t est_on;             /* estimating: stopwatches start at last_tsc (below) */
+    uint8_t est_on;             /* estimating: stopwatches start at last_tsc (below);
+                                 * PG_EST_LITE: its hot part segment-accounted (lite frames) */
     uint32_t cap;               /* entries in g[] */
     uint32_t event_stamp;
     uint32_t implicit_frame;    /* stack index of the frame that opened the implicit event */
@@ -272,6 +295,8 @@ struct pg_thread {
     /* the open task: per captured group (by re-entry bit), its own CPU ticks in the event at
      * the task's begin (tasks.c); touched only by threads that run tasks */
     uint64_t task_base[64];
+    /* lite frames (hooks.c, docs/accounting.md "Lite frames"): touched by hot threads only */
+    struct pg_lite lite;
 } __attribute__((aligned(4096))); /* an entry starts a page: its first two pages are the
                                    * resident ones, in a slab of entries as alone */
 
@@ -310,6 +335,25 @@ extern PG_HIDDEN _Atomic uint64_t perfgroup__clamped; /* events whose CPU exceed
 #define PG_EST_WINDOW 64u
 #define PG_EST_HOT_NS 2000u
 #define PG_EST_CYCLE  8u
+#define PG_LITE_R     64u  /* the default mean countdown of lite transitions */
+#define PG_EST_LITE   2u   /* pg_thread.est_on: lite frames, the hot part sampled by segment */
+/* Lite frames: the countdown's mean (PERFGROUP_LITE_R; 0: no lite frames) */
+extern PG_HIDDEN uint64_t perfgroup__lite_r;
+extern PG_HIDDEN _Atomic uint32_t perfgroup__lite_threads; /* threads in a lite event now */
+extern PG_HIDDEN struct perfgroup_lite perfgroup__lite_none;
+PG_HIDDEN void perfgroup__lite_fold(struct pg_thread *t, uint64_t end_tsc);
+PG_HIDDEN void perfgroup__lite_restart(struct pg_thread *t, uint64_t tsc);
+/* Charge the open frames [0, depth) of iteration `iter` up to `tsc` without ending them
+ * (event_api.c: a nested loop's begin, and an event's switch to lite frames) */
+PG_HIDDEN void perfgroup__bank_frames(struct pg_thread *t, uint32_t depth, uint64_t iter,
+                                      uint64_t tsc);
+/* The innermost acquiring frame for cur.top after the shadow stack changed (lite events) */
+static inline uint8_t pg_top_of(const struct pg_thread *t)
+{
+    uint32_t d = t->depth;
+    return d != 0 && t->stack[d - 1].iter == t->iter && t->stack[d - 1].mask ? PERFGROUP_TOP_RT
+                                                                          : PERFGROUP_TOP_NONE;
+}
 extern PG_HIDDEN uint32_t perfgroup__est_window;
 extern PG_HIDDEN _Atomic uint64_t perfgroup__estimated; /* stopwatches with an estimated start */
 /* The coarse clock of estimated starts (ticker.c): a word advanced every 2 ms while
@@ -512,6 +556,24 @@ static inline __attribute__((always_inline)) uint64_t *pg_inner_of(struct pg_thr
     return idx != 0 && t->stack[idx - 1].iter == t->iter ? &t->stack[idx - 1].inner : &t->ev_inner;
 }
 
+/* A segment-accounted frame ends: its groups with a re-entry bit get the activation (their
+ * time is the sampled segments', folded at commit), a group without one its span (no self
+ * time: docs/accounting.md "Lite frames"). Nothing goes to the frame below. */
+static __attribute__((noinline, cold)) void pg_seg_end(struct pg_thread *t, struct pg_frame *f,
+                                                       uint64_t tsc, uint32_t cpu)
+{
+    const struct pg_func *fn = f->fn;
+    uint64_t delta = tsc - f->tsc;
+    int ok = ((cpu ^ f->cpu) & perfgroup__cpu_mask) == 0 && (int64_t)delta >= 0;
+    for (unsigned i = 0; i < fn->ngroups; i++)
+        if (f->mask & (1u << i)) {
+            if (__atomic_load_n(&fn->gbit[i], __ATOMIC_RELAXED) & f->bits)
+                pg_charge(t, fn->gid[i], 0, 0, 1, 1, f);
+            else
+                pg_charge(t, fn->gid[i], delta, 0, ok, 1, f);
+        }
+}
+
 /* Frame `idx` ends at `tsc`: charged if it is of the current iteration, and its span goes
  * to the frame holding it; a frame that acquired nothing (trace mode's re-entries) is not
  * the innermost of anything: its nested frames' spans go on down. fresh: as for
@@ -520,6 +582,10 @@ static inline __attribute__((always_inline)) void
 pg_frame_end(struct pg_thread *t, uint32_t idx, uint64_t tsc, uint32_t cpu, unsigned *fresh)
 {
     struct pg_frame *f = &t->stack[idx];
+    if (PG_UNLIKELY(f->lite) && f->iter == t->iter) {
+        pg_seg_end(t, f, tsc, cpu);
+        return;
+    }
     if (PG_LIKELY(f->iter == t->iter)) {
         uint64_t up = f->inner;
         if (PG_LIKELY(f->mask != 0) &&

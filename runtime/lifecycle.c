@@ -265,6 +265,7 @@ static void thread_exit(void *arg)
     }
     perfgroup__thread_totals_zero(t);
     pg_cur_off(); /* its calls reach the hooks, which refuse them */
+    PERFGROUP_TLS_CUR.ctl = &perfgroup__lite_none; /* no lite frame (the entry is reused) */
     perfgroup__tls_state = PG_TLS_GONE; /* perfgroup__tls stays NULL: latched for good */
     free_push(t);
     pthread_mutex_unlock(&dead_lock);
@@ -338,6 +339,10 @@ static void fork_restart_event(struct pg_thread *t)
         s->discarded = 0;
     }
     pg_exec_clear(t);
+    /* a lite event's hot part: the child's from the fork (the only thread in a lite event) */
+    atomic_store(&perfgroup__lite_threads, t->est_on == PG_EST_LITE);
+    if (t->est_on == PG_EST_LITE)
+        perfgroup__lite_restart(t, tsc);
     t->event_stamp++; /* the groups of the stopwatches still running join the list anew */
     if (t->event_open == PG_EV_NONE)
         return;
@@ -431,8 +436,15 @@ static void init_once_fn(void)
     /* adaptive unless PERFGROUP_ACCOUNTING=exact: hot events estimate their starts, with
      * the ticker's coarse clock (ticker.c); exact if it cannot start */
     const char *acc = perfgroup__getenv("PERFGROUP_ACCOUNTING");
-    if (!(acc && strcmp(acc, "exact") == 0) && perfgroup__ticker_ensure() == 0)
+    if (!(acc && strcmp(acc, "exact") == 0) && perfgroup__ticker_ensure() == 0) {
         perfgroup__est_window = PG_EST_WINDOW;
+        /* hot events' lite frames (hooks.c): a transition in PERFGROUP_LITE_R on average
+         * through the runtime (0: none, the estimated starts alone) */
+        const char *r = perfgroup__getenv("PERFGROUP_LITE_R");
+        perfgroup__lite_r = r && *r ? strtoull(r, NULL, 10) : PG_LITE_R;
+        if (perfgroup__lite_r == 1)
+            perfgroup__lite_r = 2; /* the least countdown that lets a lite frame start */
+    }
     const char *en = perfgroup__getenv("PERFGROUP_ENABLE");
     if (en && strcmp(en, "0") == 0)
         perfgroup__gate_user(0);

@@ -47,8 +47,11 @@
  */
 #include "internal.h"
 
+/* Lite frames' control words of a thread the runtime has not made hot: `left` is 0 forever
+ * (no lite frame starts), nothing writes it (the ticker writes only threads' own, ticker.c). */
+PG_HIDDEN struct perfgroup_lite perfgroup__lite_none;
 PERFGROUP_ABI_EXPORT_ __thread struct perfgroup_cur PERFGROUP_TLS_CUR
-    __attribute__((tls_model("initial-exec")));
+    __attribute__((tls_model("initial-exec"))) = {0, 0, &perfgroup__lite_none, PERFGROUP_TOP_NONE};
 
 static uint32_t nbits; /* bits given so far, < 64 */
 PG_HIDDEN _Atomic(struct pg_group *) perfgroup__bit_group[64];

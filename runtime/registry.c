@@ -191,6 +191,15 @@ static void modules_walk_locked(int rekey);
 
 /* ---- sites and functions ----------------------------------------------------------------- */
 
+/* A module's (or a site's) ABI version this runtime runs (abi.h): ABI 2 code (the Clang plugin,
+ * weak-hooks) reads only cur.mask and cur.sp and calls the hooks wherever ABI 3 code would make
+ * a lite frame, so the two mix in one event; nothing in the runtime depends on which one a
+ * site is (it never hands a site a lite token: lite frames are made inline only). */
+static int pg_abi_accepted(uint32_t v)
+{
+    return v >= PERFGROUP_ABI_VERSION_MIN && v <= PERFGROUP_ABI_VERSION;
+}
+
 /* The function's site an entry of a module's section stands for: the entry itself, or for a
  * COMDAT function's indirect entry the site it points at (abi.h); NULL: an empty slot. */
 static struct perfgroup_site *entry_site(struct perfgroup_site *s)
@@ -206,11 +215,11 @@ static struct pg_func *resolve_locked(struct perfgroup_site *site, const char *m
     if (fn)
         return fn;
     PG_TEST_POINT(19); /* the registry held: test_seam registry_busy */
-    if (site->version != PERFGROUP_ABI_VERSION) {
+    if (!pg_abi_accepted(site->version)) {
         char msg[160];
         snprintf(msg, sizeof msg, "a module was instrumented for hook ABI %u, this runtime "
-                 "implements %u (rebuild it with this perfgroup)", site->version,
-                 PERFGROUP_ABI_VERSION);
+                 "implements %u to %u (rebuild it with this perfgroup)", site->version,
+                 PERFGROUP_ABI_VERSION_MIN, PERFGROUP_ABI_VERSION);
         perfgroup__disable(msg);
         return NULL;
     }
@@ -319,11 +328,11 @@ PG_HIDDEN struct pg_func *perfgroup__site_resolve(struct perfgroup_site *site)
 PG_HIDDEN void perfgroup__register_module(uint32_t abi_version, struct perfgroup_site *start,
                                           struct perfgroup_site *stop)
 {
-    if (abi_version != PERFGROUP_ABI_VERSION) {
+    if (!pg_abi_accepted(abi_version)) {
         char msg[160];
         snprintf(msg, sizeof msg, "a module was instrumented for hook ABI %u, this runtime "
-                 "implements %u (rebuild it with this perfgroup)", abi_version,
-                 PERFGROUP_ABI_VERSION);
+                 "implements %u to %u (rebuild it with this perfgroup)", abi_version,
+                 PERFGROUP_ABI_VERSION_MIN, PERFGROUP_ABI_VERSION);
         perfgroup__disable(msg);
         return;
     }

@@ -65,6 +65,35 @@ static void nap(uint64_t ns)
         ;
 }
 
+/*
+ * Lite frames (hooks.c): every wake-up stores 1 into the countdown of each live thread in a
+ * lite event (left > 1), so that its next transition reaches the runtime and reads the
+ * counter: a stretch in which two ticks fell is charged whole, never estimated. Why this is
+ * safe: the word is in the thread's pg_thread entry (the heap: entries are never unmapped,
+ * a dead thread's is reused), never in its TLS, which is freed with the thread; the thread
+ * itself only loads it, counts it down and stores it (no pointer is taken from it). A store
+ * of ours that lands between the owner's load and its store of left - 1 is lost: the owner
+ * was in a transition then (its segment was ending anyway), and the next tick stores again;
+ * a long segment has no transition in flight, so the store stays. A store into an entry
+ * whose thread just left its lite event (left 0 -> 1: the check raced its commit) or that a
+ * new thread took makes that thread's next lite exit, if any, go through the runtime, which
+ * treats it as any other (left <= 1 starts no lite frame). The owner's accesses are plain
+ * 8-byte aligned loads and stores, single-copy atomic on the architectures perfgroup runs
+ * on; ThreadSanitizer builds start no ticker.
+ */
+/* (The owner reads the word after it saw left == 1; were that order not kept — a weakly
+ * ordered CPU — the forced transition would be taken for the countdown's end: a segment
+ * measured because of when a tick fell, a small selection effect.) */
+static void lite_force(void)
+{
+    if (atomic_load_explicit(&perfgroup__lite_threads, memory_order_relaxed) == 0)
+        return; /* no thread in a lite event: no walk (a process of thousands of threads) */
+    for (struct pg_thread *t = perfgroup__threads(); t; t = t->next)
+        if (atomic_load_explicit(&t->state, memory_order_relaxed) == PG_THREAD_LIVE &&
+            __atomic_load_n(&t->lite.ctl.left, __ATOMIC_RELAXED) > 1)
+            __atomic_store_n(&t->lite.ctl.left, 1, __ATOMIC_RELAXED);
+}
+
 static void *ticker_main(void *arg)
 {
     (void)arg;
@@ -83,6 +112,7 @@ static void *ticker_main(void *arg)
                 idle = 0;
                 prev = pg_clock_gettime_ns(CLOCK_MONOTONIC);
                 atomic_store_explicit(&perfgroup__tick, w + 1, memory_order_relaxed);
+                lite_force();
             }
             continue;
         }
@@ -94,6 +124,7 @@ static void *ticker_main(void *arg)
         /* the tick: odd (slow) after a second nobody looked */
         atomic_store_explicit(&perfgroup__tick, w + (idle >= PG_TICK_IDLE_TICKS ? 1 : 2),
                               memory_order_relaxed);
+        lite_force(); /* after the word: the thread that comes to the runtime sees the tick */
     }
     return NULL;
 }

@@ -37,6 +37,17 @@
  *   1  first version: 32-byte site, enter returns a token, exit takes it back.
  *   2  40-byte site with the re-entry key; the thread-local PERFGROUP_TLS_CUR; an exit hook
  *      is called only with a token that is not 0.
+ *   3  lite frames (the GCC plugin): PERFGROUP_TLS_CUR grows to 32 bytes (ctl, top after mask
+ *      and sp, which stay at 0 and 8), the token PERFGROUP_TOKEN_LITE, the exit
+ *      __perfgroup_exit_lite (referenced weak: see below). A module says 3 (its constructor's
+ *      abi_version, its sites' version) when its code may make lite frames; ABI 2's sequence
+ *      (the Clang plugin, either plugin's weak-hooks mode) still says 2.
+ * The runtime accepts every version from PERFGROUP_ABI_VERSION_MIN to PERFGROUP_ABI_VERSION,
+ * mixed in one process and in one event: ABI 2 code reads only mask and sp, and calls the
+ * hooks wherever ABI 3 code would make a lite frame. A runtime of ABI 2 refuses a module of
+ * ABI 3 at its registration (the message on stderr, the runtime off): the module links and
+ * loads without __perfgroup_exit_lite (a weak reference), and its code never reads past
+ * mask and sp while its keys are 0 (a lite frame needs a key with bit 63 set: below).
  */
 #ifndef PERFGROUP_ABI_H
 #define PERFGROUP_ABI_H
@@ -44,7 +55,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PERFGROUP_ABI_VERSION 2u
+#define PERFGROUP_ABI_VERSION 3u
+/* The oldest version this runtime accepts, and the version of a module without lite frames. */
+#define PERFGROUP_ABI_VERSION_MIN 2u
+#define PERFGROUP_ABI_VERSION_NO_LITE 2u
 
 /* Hook names. Plugins must build their calls from these macros, never from literals. */
 #define PERFGROUP_HOOK_ENTER       __perfgroup_enter
@@ -54,6 +68,9 @@
 #define PERFGROUP_STR(x) PERFGROUP_STR_(x)
 #define PERFGROUP_HOOK_ENTER_NAME      PERFGROUP_STR(PERFGROUP_HOOK_ENTER)
 #define PERFGROUP_HOOK_EXIT_NAME       PERFGROUP_STR(PERFGROUP_HOOK_EXIT)
+/* (abi3) A lite frame's exit that found no lite transition left. */
+#define PERFGROUP_HOOK_EXIT_LITE       __perfgroup_exit_lite
+#define PERFGROUP_HOOK_EXIT_LITE_NAME  PERFGROUP_STR(PERFGROUP_HOOK_EXIT_LITE)
 /* The thread-local the inline re-entry check reads (struct perfgroup_cur, initial-exec). */
 #define PERFGROUP_TLS_CUR          __perfgroup_cur
 #define PERFGROUP_TLS_CUR_NAME     PERFGROUP_STR(PERFGROUP_TLS_CUR)
@@ -94,7 +111,8 @@
  * user alignment of 8: GCC raises statics >= 32 bytes to 32 otherwise, leaving holes).
  *
  *   offset  size  field
- *        0     2  version   PERFGROUP_ABI_VERSION
+ *        0     2  version   PERFGROUP_ABI_VERSION, or PERFGROUP_ABI_VERSION_NO_LITE for code
+ *                           that makes no lite frames
  *        2     2  flags     PERFGROUP_SITE_F_*
  *        4     4  line      line of the function's definition (0 if unknown)
  *        8     8  groups    "attr\0file\0": attribute group, NUL, file group, NUL; either may
@@ -135,11 +153,35 @@ struct perfgroup_site {
  *   offset  size  field
  *        0     8  mask  bit b: the group of bit b is running in the thread's current event
  *        8     8  sp    the innermost frame's stack position; 0: no skipping
+ *       16     8  ctl   (abi3, lite frames) the thread's control words, never NULL: a static
+ *                       one whose `left` is 0 until the runtime gives the thread its own
+ *       24     8  top   (abi3) the innermost frame: a lite frame's re-entry bit (0-63),
+ *                       PERFGROUP_TOP_RT (the runtime's innermost frame) or PERFGROUP_TOP_NONE
+ *
+ * Lite frames (abi3, GCC plugin; docs/accounting.md "Lite frames"): in an event the runtime
+ * made hot, a call that starts exactly one group (s = ~(key | mask) has one bit, not bit 63:
+ * a key of 0 never makes one), below the innermost frame, with more than one lite transition
+ * `left` (tested in that order: ctl is read last, so code whose keys are 0 — a module a
+ * runtime of ABI 2 refused — never reads past sp), makes no call: it saves mask, sp and top in locals, counts
+ * `left` down, sets mask |= its bit, sp = its CFA, top = its bit, counts one activation in
+ * ctl->acts[bit]; its exit counts `left` down and restores them (left <= 1: through
+ * __perfgroup_exit_lite). The runtime samples segments by setting `left`, and its ticker
+ * stores 1 there (a word in the heap, never another thread's TLS) to force a reading.
  */
+struct perfgroup_lite {
+    uint64_t left;      /* lite transitions left before one goes through the runtime; <= 1: none */
+    uint32_t acts[64];  /* lite activations per re-entry bit, folded into the groups at commit */
+};
 struct perfgroup_cur {
     uint64_t mask;
     uintptr_t sp;
+    struct perfgroup_lite *ctl;
+    uint64_t top;
 };
+#define PERFGROUP_TOP_RT   64u
+#define PERFGROUP_TOP_NONE 65u
+/* The token of a lite frame (made inline): never a runtime token (their bits 48-63 are 0). */
+#define PERFGROUP_TOKEN_LITE 0x8000000000000000ull
 
 #ifdef __cplusplus
 #define PERFGROUP_ABI_NOTHROW_ noexcept
@@ -166,11 +208,18 @@ PERFGROUP_ABI_EXPORT_ extern __thread struct perfgroup_cur PERFGROUP_TLS_CUR
  * unwind tables): the runtime resynchronises from the token and the stack position.
  */
 PERFGROUP_ABI_EXPORT_ void PERFGROUP_HOOK_EXIT(struct perfgroup_site *site, uint64_t token) PERFGROUP_ABI_NOTHROW_;
+/* (abi3) A lite frame's exit that found no lite transition left, with the state its entry
+ * saved. Plugins reference it weak (only a lite frame calls it, and a runtime without it never
+ * keys the module's sites): a module of ABI 3 links and loads with a runtime of ABI 2, which
+ * then refuses it at its registration rather than at the link or dlopen. */
+PERFGROUP_ABI_EXPORT_ void PERFGROUP_HOOK_EXIT_LITE(struct perfgroup_site *site, uint64_t mask, uintptr_t sp,
+                                                 uint64_t top) PERFGROUP_ABI_NOTHROW_;
 
 /*
  * Called once per module from the plugin-emitted constructor, with the bounds of that
  * module's PERFGROUP_SITES_SECTION. abi_version lets the runtime refuse a module built for
- * another ABI (reported once on stderr; the runtime then stays off rather than miscount).
+ * another ABI (reported once on stderr; the runtime then stays off rather than miscount): one
+ * outside PERFGROUP_ABI_VERSION_MIN .. PERFGROUP_ABI_VERSION.
  * Safe to call before main, from several modules, and more than once for one module.
  */
 PERFGROUP_ABI_EXPORT_ void PERFGROUP_MODULE_REGISTER(uint32_t abi_version, struct perfgroup_site *start,
@@ -184,14 +233,16 @@ PERFGROUP_ABI_EXPORT_ void PERFGROUP_MODULE_REGISTER(uint32_t abi_version, struc
 static_assert(sizeof(struct perfgroup_site) == 40, "perfgroup_site must be 40 bytes");
 static_assert(alignof(struct perfgroup_site) == 8, "perfgroup_site must be 8-aligned");
 static_assert(offsetof(struct perfgroup_site, key) == 32, "perfgroup_site.key at 32");
-static_assert(sizeof(struct perfgroup_cur) == 16, "perfgroup_cur must be 16 bytes");
+static_assert(sizeof(struct perfgroup_cur) == 32, "perfgroup_cur must be 32 bytes");
 static_assert(offsetof(struct perfgroup_cur, sp) == 8, "perfgroup_cur.sp at 8");
+static_assert(offsetof(struct perfgroup_cur, mask) == 0, "perfgroup_cur.mask at 0 (ABI 2)");
 #elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
 _Static_assert(sizeof(struct perfgroup_site) == 40, "perfgroup_site must be 40 bytes");
 _Static_assert(_Alignof(struct perfgroup_site) == 8, "perfgroup_site must be 8-aligned");
 _Static_assert(offsetof(struct perfgroup_site, key) == 32, "perfgroup_site.key at 32");
-_Static_assert(sizeof(struct perfgroup_cur) == 16, "perfgroup_cur must be 16 bytes");
+_Static_assert(sizeof(struct perfgroup_cur) == 32, "perfgroup_cur must be 32 bytes");
 _Static_assert(offsetof(struct perfgroup_cur, sp) == 8, "perfgroup_cur.sp at 8");
+_Static_assert(offsetof(struct perfgroup_cur, mask) == 0, "perfgroup_cur.mask at 0 (ABI 2)");
 #endif
 
 #endif /* PERFGROUP_ABI_H */

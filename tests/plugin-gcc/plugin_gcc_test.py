@@ -210,7 +210,9 @@ main < app_work
 
 
 def case_sites():
-    """The descriptors: a dense 40-byte, 8-aligned array with version 2, a zero cache slot and a
+    """The descriptors: a dense 40-byte, 8-aligned array with version 3 (lite frames: the lite exit
+    referenced weak, so that a runtime of ABI 2 refuses the module at its registration rather
+    than the link failing), a zero cache slot and a
     zero re-entry key as emitted; read back by the program through the ABI: flags, line, the two NUL-separated
     string pairs, and a cache slot the runtime filled at registration."""
     obj = w("sites.o")
@@ -219,11 +221,14 @@ def case_sites():
     m = re.search(r"perfgroup_sites\s+PROGBITS\s+\S+\s+\S+\s+(\S+)\s+\S+\s+WA\s+\d+\s+\d+\s+(\d+)", sections)
     if not m or m.group(2) != "8" or int(m.group(1), 16) % 40:
         raise Fail("perfgroup_sites: not a dense array of 40-byte, 8-aligned sites")
-    raw = w("sites.bin")  # the section as emitted: version 2 first, cache slot and key 0 last
+    syms = sh(["nm", obj]).stdout
+    if not re.search(r"^\s+w __perfgroup_exit_lite$", syms, re.M):
+        raise Fail("__perfgroup_exit_lite: not a weak undefined reference:\n" + syms)
+    raw = w("sites.bin")  # the section as emitted: version 3 first, cache slot and key 0 last
     sh(["objcopy", "-O", "binary", "--only-section=perfgroup_sites", obj, raw])
     data = open(raw, "rb").read()
     for off in range(0, len(data), 40):
-        if data[off:off + 2] != b"\x02\x00" or data[off + 24:off + 40] != bytes(16):
+        if data[off:off + 2] != b"\x03\x00" or data[off + 24:off + 40] != bytes(16):
             raise Fail(f"site at offset {off}: version, cache slot or key wrong as emitted")
     exe = w("sites")
     sh([GCC, A.opt, obj, A.runtime, "-Wl,-rpath," + os.path.dirname(A.runtime), "-o", exe])
@@ -234,9 +239,9 @@ def case_sites():
     line = {fn: 1 + next(i for i, l in enumerate(src_lines) if f" {fn}(int x)" in l)
             for fn in ("with_attr", "file_only", "in_line")}
     want = sorted([
-        f"site v=2 flags={hex(F['GCC'] | F['ATTR'] | F['FILE'])} line={line['with_attr']} groups=attrgrp|filegrp where=with_attr|sites.c cache=resolved key=set",
-        f"site v=2 flags={hex(F['GCC'] | F['FILE'])} line={line['file_only']} groups=|filegrp where=file_only|sites.c cache=resolved key=set",
-        f"site v=2 flags={hex(F['GCC'] | F['INLINE'] | F['FILE'])} line={line['in_line']} groups=|filegrp where=in_line|sites.c cache=resolved key=set",
+        f"site v=3 flags={hex(F['GCC'] | F['ATTR'] | F['FILE'])} line={line['with_attr']} groups=attrgrp|filegrp where=with_attr|sites.c cache=resolved key=set",
+        f"site v=3 flags={hex(F['GCC'] | F['FILE'])} line={line['file_only']} groups=|filegrp where=file_only|sites.c cache=resolved key=set",
+        f"site v=3 flags={hex(F['GCC'] | F['INLINE'] | F['FILE'])} line={line['in_line']} groups=|filegrp where=in_line|sites.c cache=resolved key=set",
     ])
     if got != want:
         raise Fail("sites differ:\n--- expected\n" + "\n".join(want) + "\n--- got\n" + "\n".join(got))
