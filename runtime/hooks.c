@@ -478,6 +478,17 @@ static __attribute__((noinline)) void lite_open(struct pg_thread *t, int closed)
     l->ctl.left = 1;
 }
 
+/* A parent learnt for lite bit b at a transition the runtime sees (the first of the event
+ * counts: as exact mode's, the innermost running group at the group's first stopwatch that
+ * it knows of). */
+static inline void lite_learn(struct pg_lite *l, unsigned b, uint32_t parent)
+{
+    if (!(l->learnt >> b & 1)) {
+        l->learnt |= 1ull << b;
+        l->par[b] = parent;
+    }
+}
+
 /* A frame the runtime pushes in a lite event: segment-accounted (a group without a bit is
  * charged its span: its start read). Under the latch; hot (enter_fast's fast path, whose
  * latch is enter_acquire's): dropped here. The frame's index is t->depth. */
@@ -494,6 +505,14 @@ static __attribute__((noinline)) uint64_t enter_lite(struct pg_thread *t, struct
     uint8_t top = (uint8_t)PERFGROUP_TLS_CUR.top;
     uint64_t token = push_frame(t, fn, sp, ra, mask, d, tsc ? tsc : t->last_tsc, pg_cpu_now());
     t->stack[d].lite = (uint8_t)(PG_FRAME_SEG | top);
+    /* its groups' parent, for the fold if the event ends before the frame (pg_seg_end
+     * stamps them at its end from the same top) */
+    uint64_t bits = t->stack[d].bits & ~(1ull << 63);
+    if (bits && (bits & ~t->lite.learnt)) {
+        uint32_t parent = pg_parent_top(t, &t->stack[d], top);
+        for (; bits; bits &= bits - 1)
+            lite_learn(&t->lite, (unsigned)__builtin_ctzll(bits), parent);
+    }
     PERFGROUP_TLS_CUR.top = PERFGROUP_TOP_RT;
     lite_open(t, closed);
     if (hot)
@@ -513,6 +532,7 @@ PG_HIDDEN void perfgroup__lite_restart(struct pg_thread *t, uint64_t tsc)
     }
     memset(l->ctl.acts, 0, sizeof l->ctl.acts);
     l->touched = 0;
+    l->learnt = 0;
     l->sum = l->lsum = 0;
     l->armed = 0;
     l->hot_tsc = l->last = tsc;
@@ -582,6 +602,10 @@ PG_HIDDEN void perfgroup__lite_fold(struct pg_thread *t, uint64_t end_tsc)
         l->sum = 1;
     }
     double k = l->sum ? (double)base / (double)l->sum : 0;
+    /* the parents: this event's learnt ones, else an earlier event's (then the newest) */
+    for (uint64_t m = l->learnt; m; m &= m - 1)
+        l->par_last[__builtin_ctzll(m)] = l->par[__builtin_ctzll(m)];
+    l->known |= l->learnt;
     uint64_t bits = l->touched | (1ull << 63);
     for (unsigned b = 0; b < 63; b++)
         if (l->ctl.acts[b])
@@ -605,8 +629,11 @@ PG_HIDDEN void perfgroup__lite_fold(struct pg_thread *t, uint64_t end_tsc)
         s->recent += run;
         s->self += self;
         s->acts += acts;
-        pg_stamp(t, s, g->id, t->stack); /* its parent: the event's root (not known) */
+        /* its parent: learnt (lite_learn; an earlier event's if none in this one), else the
+         * event's root */
+        pg_stamp_as(t, s, g->id, (l->known >> b & 1) ? l->par_last[b] : 0);
     }
+    l->learnt = 0;
     /* the top group's self: the event's cycles less ev_inner, which so far holds the part
      * before the switch; of the hot part, its share of the event's own code */
     t->ev_inner += span - own;
@@ -968,6 +995,12 @@ void __perfgroup_exit_lite(struct perfgroup_site *site, uint64_t mask, uintptr_t
     if (t->est_on == PG_EST_LITE && t->event_open != PG_EV_NONE) {
         uint64_t tsc = 0;
         int closed = lite_close(t, &tsc);
+        /* the exiting frame's group (the one bit it set) ran under `top`, which it restores:
+         * the group's parent (the recording's call tree) */
+        uint64_t b = PERFGROUP_TLS_CUR.mask & ~mask;
+        if (b && !(b & (b - 1)) && !(b & t->lite.learnt) && b != 1ull << 63)
+            lite_learn(&t->lite, (unsigned)__builtin_ctzll(b),
+                       pg_parent_top(t, &t->stack[t->depth], (unsigned)top));
         PERFGROUP_TLS_CUR.top = top;
         pg_cur_off();
         pg_cur_on(mask, sp);

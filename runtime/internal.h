@@ -138,6 +138,14 @@ struct pg_lite {
     uint64_t sum, lsum;         /* cycles of the measured segments, of the long spans */
     uint64_t touched;           /* bits with cycles below */
     uint64_t run[64], self[64], lrun[64], lself[64]; /* [63]: the top group's self */
+    /* The parents of lite frames' groups (the recording's call tree), learnt at the
+     * transitions the runtime sees in the hot part: a frame it pushes has the innermost frame
+     * then as its parent, a lite frame's exit through it the frame it restores. Per bit, the
+     * first one learnt in the event (where `learnt` has the bit), and the newest one of an
+     * earlier event on this thread (where `known` has it; cleared at the thread's start):
+     * a group's id + 1, 0 the event's root. perfgroup__lite_fold stamps them. */
+    uint64_t learnt, known;
+    uint32_t par[64], par_last[64];
 };
 
 struct pg_nest {          /* an event suspended by a nested loop */
@@ -485,6 +493,47 @@ static __attribute__((noinline, cold)) uint32_t pg_parent_below(const struct pg_
     return 0;
 }
 
+/* The parent a group gets from the innermost frame `top` (cur.top) at a transition the
+ * runtime sees in a lite event, frame `at` being the runtime's next (its innermost is the one
+ * below): a lite frame's group, the runtime's innermost acquiring frame's, or 0 (none: the
+ * event's root). docs/accounting.md "Lite frames", the call tree. */
+static __attribute__((noinline, cold)) uint32_t pg_parent_top(const struct pg_thread *t,
+                                                              const struct pg_frame *at,
+                                                              unsigned top)
+{
+    if (top < 64) {
+        const struct pg_group *g =
+            atomic_load_explicit(&perfgroup__bit_group[top], memory_order_acquire);
+        return g ? g->id + 1 : 0;
+    }
+    return top == PERFGROUP_TOP_RT ? pg_parent_below(t, at) : 0;
+}
+
+/* Group `gid` joins the event with `parent` (id + 1, 0: root) unless it has joined already
+ * (lite events: pg_seg_end, perfgroup__lite_fold). A parent learnt from another activation
+ * than the group's first may close a cycle with the parents already given (X under Y here, Y
+ * under X there), which exact mode's cannot (a parent is on the stack, older): such a group
+ * goes to the root. */
+static __attribute__((noinline, cold)) void pg_stamp_as(struct pg_thread *t, struct pg_gstate *s,
+                                                        uint32_t gid, uint32_t parent)
+{
+    if (s->stamp == t->event_stamp)
+        return;
+    uint32_t p = parent;
+    for (int n = 0; p != 0 && n < 64; n++) {
+        if (p == gid + 1) {
+            parent = 0;
+            break;
+        }
+        if (p - 1 >= t->cap || t->sw[p - 1].stamp != t->event_stamp)
+            break;
+        p = t->sw[p - 1].parent;
+    }
+    s->stamp = t->event_stamp;
+    s->parent = parent;
+    pg_exec_add(t, gid);
+}
+
 /* Group `gid` joins the event (its first stopwatch in it, frame `at`): listed, its parent. */
 static inline __attribute__((always_inline)) void
 pg_stamp(struct pg_thread *t, struct pg_gstate *s, uint32_t gid, const struct pg_frame *at)
@@ -565,8 +614,12 @@ static __attribute__((noinline, cold)) void pg_seg_end(struct pg_thread *t, stru
     const struct pg_func *fn = f->fn;
     uint64_t delta = tsc - f->tsc;
     int ok = ((cpu ^ f->cpu) & perfgroup__cpu_mask) == 0 && (int64_t)delta >= 0;
+    /* its parent: the innermost frame it covered (a lite frame's group, or the runtime's
+     * frame below), not the runtime's frame below alone (lite frames are not on the stack) */
+    uint32_t parent = pg_parent_top(t, f, f->lite & ~PG_FRAME_SEG);
     for (unsigned i = 0; i < fn->ngroups; i++)
         if (f->mask & (1u << i)) {
+            pg_stamp_as(t, &t->sw[fn->gid[i]], fn->gid[i], parent);
             if (__atomic_load_n(&fn->gbit[i], __ATOMIC_RELAXED) & f->bits)
                 pg_charge(t, fn->gid[i], 0, 0, 1, 1, f);
             else
