@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """lite.tree: the recording's call tree and self times of hot events with lite frames.
 
-tree_outputs.py PERFGROUP-CONVERT TREE-PROGRAM WORKDIR
+tree_outputs.py PERFGROUP-CONVERT PERFGROUP TREE-PROGRAM WORKDIR
 
 The program (tests/lite/tree.c, GCC plugin, -O2) runs three times, recorded in stats mode:
 PERFGROUP_ACCOUNTING=exact, unset (the default: adaptive, lite frames in hot events), =exact.
@@ -18,8 +18,8 @@ frames, so their parents are the ones the runtime learns at the transitions it s
     against the exact runs' less the hooks' cost, within lite.gcc's bound (docs/accounting.md,
     "Lite frames", Test: 2 % of the share (0.5 points under 5 %) + the corrected exact runs'
     spread + 20 % of the correction + 8 ns a pair around the figure + the time stolen);
-  - per run, the summary's self_ms and cpu_ms per group equal the snapshot's (the recording's
-    totals), and the Gecko stats-mode call tree has the nesting E > warm, E > outer > middle >
+  - per run, the summary's self_ms and cpu_ms per group, `perfgroup metrics`' self seconds
+    and `perfgroup top`'s self% equal the snapshot's (the recording's totals), and the Gecko stats-mode call tree has the nesting E > warm, E > outer > middle >
     inner (E: tree, sparse) and no other path holding these groups, in the exact runs and the
     lite run alike (a node with no sample may be absent: one of less than 2 ms of self time),
     each node's self samples its group's self time in those events / 1 ms (+-2: the converter
@@ -107,7 +107,7 @@ def gecko_tree(conv, pgm, out):
     return paths, counts
 
 
-def outputs(conv, pgm, r, work, name):
+def outputs(conv, pg, pgm, r, work, name):
     """The recording's summary and Gecko call tree against the run's own snapshot; returns the
     tree's paths that hold a group of the tree and sparse phases."""
     js = json.loads(run([conv, pgm, "--summary", "--json"]))
@@ -120,6 +120,22 @@ def outputs(conv, pgm, r, work, name):
                 fail("%s: summary %s %s = %r, the snapshot's %.6f" % (name, g, key, got, v / 1e6))
     if "self ms" not in run([conv, pgm, "--summary"]):
         fail("%s: the summary's text has no self ms column" % name)
+    # metrics and top read the same totals: self seconds per group, self% of the thread's
+    # events' CPU (top's charged time over every phase)
+    met = run([pg, "metrics", pgm])
+    top = run([pg, "top", "-n", "1", pgm])
+    events_cpu = sum(r[ph]["top"][0] for ph in ("hooks", "tree", "sparse"))
+    for g in ("warm", "outer", "middle", "inner"):
+        self_ns = r["tree"][g][1] + r["sparse"][g][1]
+        m = re.search(r'^perfgroup_group_self_cpu_seconds_total\{[^}]*group="%s"[^}]*\} ([0-9.e+-]+)$'
+                      % g, met, re.M)
+        if not m or abs(float(m.group(1)) - self_ns / 1e9) > 1e-8:
+            fail("%s: metrics: %s's self seconds %r, the snapshot's %.9f"
+                 % (name, g, m and m.group(1), self_ns / 1e9))
+        m = re.search(r"^  %s\s+([0-9.]+)\s+([0-9.?]+)" % g, top, re.M)
+        want = 100.0 * self_ns / events_cpu
+        if not m or m.group(2) == "?" or abs(float(m.group(2)) - want) > 0.051:
+            fail("%s: top: %s self%% %r, want %.2f" % (name, g, m and m.group(2), want))
     paths, counts = gecko_tree(conv, pgm, os.path.join(work, "tree-%s.json" % name))
     print("%s: gecko paths: %r" % (name, {p: n for p, n in counts.items() if p[0] != "hooks"}))
     mine = {p for p in paths if set(p) & {"warm", "outer", "middle", "inner"}}
@@ -147,7 +163,7 @@ def outputs(conv, pgm, r, work, name):
 
 
 def main(argv):
-    conv, prog, work = argv[:3]
+    conv, pg, prog, work = argv[:4]
     os.makedirs(work, exist_ok=True)
     modes = ["exact", "", "exact"]
     stolen0 = steal_ns()
@@ -225,7 +241,7 @@ def main(argv):
                      "%.2f %% (bound %.2f)" % (g, what, a, (e1 + e2) / 2, ref, bound))
 
     for k, r in enumerate(runs):
-        outputs(conv, os.path.join(work, "tree-%d.pgm" % k), r, work, names[k].replace(" #", ""))
+        outputs(conv, pg, os.path.join(work, "tree-%d.pgm" % k), r, work, names[k].replace(" #", ""))
     print("stolen %.1f ms" % (stolen / 1e6))
     if fails:
         print("%d check(s) failed" % len(fails))
