@@ -99,7 +99,8 @@ struct pg_gstate {
     uint16_t est_cycle; /* the length of its current sampling cycle; 0: none yet */
     uint32_t parent;    /* in the current event (set with stamp): the innermost running group
                          * (id + 1) when its first stopwatch of the event ran; 0: the event's
-                         * root (the recording's call tree, docs/accounting.md "Self time") */
+                         * root (the recording's call tree, docs/accounting.md "Self time");
+                         * lite frames' groups: learnt (pg_lite.par, "Lite frames") */
 };
 
 /* One acquiring activation on the shadow stack. */

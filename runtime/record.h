@@ -106,7 +106,8 @@ struct perfgroup_rec_group_share {
     uint64_t cpu_ns;
     uint64_t activations;
     uint64_t self_ns;   /* of cpu_ns, its self time (docs/accounting.md "Self time") */
-    uint32_t parent;    /* the innermost running group (id + 1) at its first stopwatch; 0: none */
+    uint32_t parent;    /* the innermost running group (id + 1) at its first stopwatch (lite
+                         * frames': learnt, docs/accounting.md "Lite frames"); 0: none */
 };
 void perfgroup__rec_event(struct perfgroup_rec_thread *w, uint32_t name_string_id,
                           uint64_t begin_tsc, uint64_t end_tsc, uint64_t cpu_ns, unsigned flags,

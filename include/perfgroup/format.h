@@ -362,7 +362,9 @@ struct pgf_totals_slot {
  *                    self_ns, parent (writers with self time; older records have 4 fields:
  *                    self unknown): the group's self time in the event, and the innermost
  *                    running group (id + 1; 0: none, the event's root) when its first
- *                    stopwatch of the event ran (docs/accounting.md "Self time")
+ *                    stopwatch of the event ran (docs/accounting.md "Self time"; in a lite
+ *                    event's hot part the first of its transitions the runtime saw, or an
+ *                    earlier event's: "Lite frames", the call tree)
  *                    every group that ran, heaviest first (most cpu_ns, then most cycles,
  *                    then the lower id), as many as fit a chunk (the heaviest); groups_more (version 3, present only when not 0): how many more
  *                    ran and are not listed (the whole-run totals hold them)
