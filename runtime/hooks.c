@@ -478,15 +478,18 @@ static __attribute__((noinline)) void lite_open(struct pg_thread *t, int closed)
     l->ctl.left = 1;
 }
 
-/* A parent learnt for lite bit b at a transition the runtime sees (the first of the event
- * counts: as exact mode's, the innermost running group at the group's first stopwatch that
- * it knows of). */
-static inline void lite_learn(struct pg_lite *l, unsigned b, uint32_t parent)
+/* A parent (id + 1, 0: the root) learnt for lite bit b's group at a transition the runtime
+ * sees: the first of the event counts (as exact mode's, the innermost running group at the
+ * group's first stopwatch that it knows of); it stays for later events that learn none. */
+static void lite_learn(struct pg_thread *t, unsigned b, uint32_t parent)
 {
-    if (!(l->learnt >> b & 1)) {
-        l->learnt |= 1ull << b;
-        l->par[b] = parent;
-    }
+    if (t->lite.learnt >> b & 1)
+        return;
+    const struct pg_group *g = atomic_load_explicit(&perfgroup__bit_group[b], memory_order_acquire);
+    if (!g || g->id >= t->cap) /* (no room: the hooks never grow the table) */
+        return;
+    t->lite.learnt |= 1ull << b;
+    t->sw[g->id].lparent = parent + 1;
 }
 
 /* A frame the runtime pushes in a lite event: segment-accounted (a group without a bit is
@@ -511,7 +514,7 @@ static __attribute__((noinline)) uint64_t enter_lite(struct pg_thread *t, struct
     if (bits && (bits & ~t->lite.learnt)) {
         uint32_t parent = pg_parent_top(t, &t->stack[d], top);
         for (; bits; bits &= bits - 1)
-            lite_learn(&t->lite, (unsigned)__builtin_ctzll(bits), parent);
+            lite_learn(t, (unsigned)__builtin_ctzll(bits), parent);
     }
     PERFGROUP_TLS_CUR.top = PERFGROUP_TOP_RT;
     lite_open(t, closed);
@@ -602,10 +605,6 @@ PG_HIDDEN void perfgroup__lite_fold(struct pg_thread *t, uint64_t end_tsc)
         l->sum = 1;
     }
     double k = l->sum ? (double)base / (double)l->sum : 0;
-    /* the parents: this event's learnt ones, else an earlier event's (then the newest) */
-    for (uint64_t m = l->learnt; m; m &= m - 1)
-        l->par_last[__builtin_ctzll(m)] = l->par[__builtin_ctzll(m)];
-    l->known |= l->learnt;
     uint64_t bits = l->touched | (1ull << 63);
     for (unsigned b = 0; b < 63; b++)
         if (l->ctl.acts[b])
@@ -631,7 +630,7 @@ PG_HIDDEN void perfgroup__lite_fold(struct pg_thread *t, uint64_t end_tsc)
         s->acts += acts;
         /* its parent: learnt (lite_learn; an earlier event's if none in this one), else the
          * event's root */
-        pg_stamp_as(t, s, g->id, (l->known >> b & 1) ? l->par_last[b] : 0);
+        pg_stamp_as(t, s, g->id, s->lparent ? s->lparent - 1 : 0);
     }
     l->learnt = 0;
     /* the top group's self: the event's cycles less ev_inner, which so far holds the part
@@ -999,7 +998,7 @@ void __perfgroup_exit_lite(struct perfgroup_site *site, uint64_t mask, uintptr_t
          * the group's parent (the recording's call tree) */
         uint64_t b = PERFGROUP_TLS_CUR.mask & ~mask;
         if (b && !(b & (b - 1)) && !(b & t->lite.learnt) && b != 1ull << 63)
-            lite_learn(&t->lite, (unsigned)__builtin_ctzll(b),
+            lite_learn(t, (unsigned)__builtin_ctzll(b),
                        pg_parent_top(t, &t->stack[t->depth], (unsigned)top));
         PERFGROUP_TLS_CUR.top = top;
         pg_cur_off();

@@ -100,8 +100,12 @@ struct pg_gstate {
     uint32_t parent;    /* in the current event (set with stamp): the innermost running group
                          * (id + 1) when its first stopwatch of the event ran; 0: the event's
                          * root (the recording's call tree, docs/accounting.md "Self time");
-                         * lite frames' groups: learnt (pg_lite.par, "Lite frames") */
+                         * lite frames' groups: learnt (lparent, "Lite frames") */
+    uint32_t lparent;   /* the parent learnt for it in lite events of this thread (hooks.c,
+                         * lite_learn): the group's id + 2, 1 the root, 0 none yet (in the
+                         * struct's padding: no memory more per thread and group) */
 };
+_Static_assert(sizeof(struct pg_gstate) == 48, "pg_gstate: lparent in its padding");
 
 /* One acquiring activation on the shadow stack. */
 struct pg_frame {
@@ -140,13 +144,11 @@ struct pg_lite {
     uint64_t touched;           /* bits with cycles below */
     uint64_t run[64], self[64], lrun[64], lself[64]; /* [63]: the top group's self */
     /* The parents of lite frames' groups (the recording's call tree), learnt at the
-     * transitions the runtime sees in the hot part: a frame it pushes has the innermost frame
-     * then as its parent, a lite frame's exit through it the frame it restores. Per bit, the
-     * first one learnt in the event (where `learnt` has the bit), and the newest one of an
-     * earlier event on this thread (where `known` has it; cleared at the thread's start):
-     * a group's id + 1, 0 the event's root. perfgroup__lite_fold stamps them. */
-    uint64_t learnt, known;
-    uint32_t par[64], par_last[64];
+     * transitions the runtime sees in the hot part (a frame it pushes has the innermost frame
+     * then as its parent, a lite frame's exit through it the frame it restores) into the
+     * group's pg_gstate.lparent: the bits learnt in this event (the first counts; the others
+     * keep an earlier event's). perfgroup__lite_fold stamps them. */
+    uint64_t learnt;
 };
 
 struct pg_nest {          /* an event suspended by a nested loop */

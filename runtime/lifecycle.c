@@ -194,7 +194,6 @@ static struct pg_thread *thread_build(void)
     t->task_open = PG_TASK_NONE;
     t->task_refused = 0;
     t->pending_alerts = 0;
-    t->lite.learnt = t->lite.known = 0; /* lite groups' parents: another life's (hooks.c) */
     perfgroup__implicit_thread_start(t);
     perfgroup__cputime_thread_start(t);
     if (!t->measured) /* the anchor's reading: the estimates' first point (implicit.c) */
