@@ -352,8 +352,13 @@ extern PG_HIDDEN _Atomic uint64_t perfgroup__clamped; /* events whose CPU exceed
 extern PG_HIDDEN uint64_t perfgroup__lite_r;
 extern PG_HIDDEN _Atomic uint32_t perfgroup__lite_threads; /* threads in a lite event now */
 extern PG_HIDDEN struct perfgroup_lite perfgroup__lite_none;
+/* lite.c: lite frames' accounting (hooks.c makes the transitions; docs/accounting.md) */
 PG_HIDDEN void perfgroup__lite_fold(struct pg_thread *t, uint64_t end_tsc);
 PG_HIDDEN void perfgroup__lite_restart(struct pg_thread *t, uint64_t tsc);
+PG_HIDDEN uint64_t perfgroup__lite_reload(struct pg_thread *t);
+PG_HIDDEN uint64_t perfgroup__lite_selfm(const struct pg_thread *t);
+PG_HIDDEN int perfgroup__lite_close(struct pg_thread *t, uint64_t *tscp);
+PG_HIDDEN void perfgroup__lite_open(struct pg_thread *t, int closed);
 /* Charge the open frames [0, depth) of iteration `iter` up to `tsc` without ending them
  * (event_api.c: a nested loop's begin, and an event's switch to lite frames) */
 PG_HIDDEN void perfgroup__bank_frames(struct pg_thread *t, uint32_t depth, uint64_t iter,

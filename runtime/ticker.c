@@ -65,6 +65,9 @@ static void nap(uint64_t ns)
         ;
 }
 
+/* threads in a lite event now (hooks.c, lite.c): the walk below only while there are some */
+PG_HIDDEN _Atomic uint32_t perfgroup__lite_threads;
+
 /*
  * Lite frames (hooks.c): every wake-up stores 1 into the countdown of each live thread in a
  * lite event (left > 1), so that its next transition reaches the runtime and reads the
