@@ -253,7 +253,9 @@ const char *Instrumenter::instrumentCoroutine(Function &F, const Want &w)
         return ssa.GetValueInMiddleOfBlock(at->getParent());
     };
     if (!F.doesNotThrow())
-        exitsOnUnwind(F, siteArg, tokAt, dl, [&](const Instruction *i) { return inRun.count(i) > 0; });
+        exitsOnUnwind(
+            F, [&](Instruction *at, const DebugLoc &l) { exitCall(at, siteArg, tokAt(at), l); }, dl,
+            [&](const Instruction *i) { return inRun.count(i) > 0; });
     /* after the unwinding invokes: their splits move instructions between blocks */
     for (Instruction *at : exits) exitCall(at, siteArg, tokAt(at), locOf(at));
     Launder = false;

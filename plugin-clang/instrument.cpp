@@ -17,13 +17,24 @@
  *                                                %mask = load i64, @__perfgroup_cur.mask  ; TLS, initial-exec
  *                                                %sp = load i64, @__perfgroup_cur.sp
  *                                                %cfa = llvm.addressofreturnaddress() + 8
- *                                                %enter = (%key | %mask) != -1 || %cfa > %sp
- *                                                br i1 %enter, label %call, label %body, !prof 1:1000
+ *                                                %both = %key | %mask
+ *                                                br (%both == -1), %reentry, %start
+ *                                              reentry:  br (%cfa > %sp), %call, %body, !prof 1:1000
+ *                                              start:    %s = ~%both    ; exactly one group starts,
+ *                                                br (%s & (%s-1)) == 0 && %s < 1<<63 && %cfa <= %sp, %lite, %call
+ *                                              lite:     %ctl = load @__perfgroup_cur.ctl
+ *                                                %left = load %ctl->left
+ *                                                br (%left > 1), %make, %call
+ *                                              make:     %top = load @__perfgroup_cur.top
+ *                                                store %left - 1 -> %ctl->left; %cfa -> cur.sp;
+ *                                                %mask | %s -> cur.mask; cttz(%s) -> cur.top;
+ *                                                %ctl->acts[cttz(%s)] += 1; br %body
  *                                              call:
  *                                                %t = call i64 @__perfgroup_enter(@__perfgroup_site._Z5parsePKc)
  *                                                br label %body
  *                                              body:
- *                                                %perfgroup.token = phi i64 [ %t, %call ], [ 0, %entry ]
+ *                                                %perfgroup.token = phi i64 [ %t, %call ], [ 0, %reentry ], [ 1<<63, %make ]
+ *                                                %perfgroup.stop = phi i64 [ %top, %make ], [ 0, ... ]
  *     %tobool = icmp ne i8* %s, null             %tobool = icmp ne i8* %s, null
  *     br i1 %tobool, label %if.end, label %return    br i1 %tobool, label %if.end, label %return
  *   if.end:                                    if.end:
@@ -31,28 +42,41 @@
  *     br label %return                                   to label %return unwind label %perfgroup.unwind
  *   return:                                    return:
  *     %retval.0 = phi i32 [...]                  %retval.0 = phi i32 [...]
- *                                                if (%perfgroup.token != 0)   ; a block of its own
- *                                                  call void @__perfgroup_exit(@__perfgroup_site._Z5parsePKc, i64 %perfgroup.token)
+ *                                                EXIT                         ; blocks of their own
  *     ret i32 %retval.0                          ret i32 %retval.0
  *   }                                          perfgroup.unwind:
  *                                                %0 = landingpad { i8*, i32 } cleanup
- *                                                if (%perfgroup.token != 0)
- *                                                  call void @__perfgroup_exit(@__perfgroup_site._Z5parsePKc, i64 %perfgroup.token)
+ *                                                EXIT
  *                                                resume { i8*, i32 } %0
  *                                              }
+ *   where EXIT is
+ *     if (%perfgroup.token == 1<<63) {          ; a lite frame (PERFGROUP_TOKEN_LITE)
+ *       %left = load (load @__perfgroup_cur.ctl)->left
+ *       if (%left > 1) { store %left - 1 -> ctl->left; %perfgroup.stop -> cur.top;
+ *                        %mask -> cur.mask; %sp -> cur.sp }
+ *       else call void @__perfgroup_exit_lite(@site, i64 %mask, i64 %sp, i64 %perfgroup.stop)
+ *     } else if (%perfgroup.token != 0)
+ *       call void @__perfgroup_exit(@__perfgroup_site._Z5parsePKc, i64 %perfgroup.token)
  *   plus
- *   @__perfgroup_site._Z5parsePKc = internal global %perfgroup_site { i16 2, i16 0x16 (CLANG|CXX|ATTR),
+ *   @__perfgroup_site._Z5parsePKc = internal global %perfgroup_site { i16 3, i16 0x16 (CLANG|CXX|ATTR),
  *       i32 3, "net\0\0", "_Z5parsePKc\0dn.cc\0", null, i64 0 }, section "perfgroup_sites", align 8
  *   (in llvm.compiler.used), and once per module a hidden COMDAT __perfgroup_module_ctor
- *   (llvm.global_ctors, priority 101) calling __perfgroup_register_module(2,
- *   __start_perfgroup_sites, __stop_perfgroup_sites) with hidden extern bounds.
- *   The test before the enter hook is the inline re-entry check (include/perfgroup/abi.h): a
+ *   (llvm.global_ctors, priority 101) calling __perfgroup_register_module(3,
+ *   __start_perfgroup_sites, __stop_perfgroup_sites) with hidden extern bounds;
+ *   __perfgroup_exit_lite is declared extern_weak (abi.h: a runtime of ABI 2 then refuses the
+ *   module at its registration, the link and the load succeed).
+ *   The tests before the enter hook are the inline re-entry check and the lite frame's
+ *   (include/perfgroup/abi.h, the same sequence as the GCC plugin's add_enter/add_exit): a
  *   call of a function whose groups all run, below the innermost frame that started one,
- *   calls nothing. Not in coroutines (their runs start at resume points).
+ *   calls nothing; one that starts exactly one group with a bit, in a hot event, makes a lite
+ *   frame inline (cur.ctl read only after the other tests: a module a runtime of ABI 2 refused
+ *   never reads past cur.sp). Not in coroutines (their runs start at resume points: the hooks,
+ *   an exit only for a token that is not 0).
  *   With weak-hooks, the three runtime functions are extern_weak, enter and register guarded
- *   by `icmp ne @hook, null` instead of the inline check (the exit is guarded by its token,
+ *   by `icmp ne @hook, null` instead of the inline checks (the exit is guarded by its token,
  *   0 without the runtime): an object links and runs without the runtime, hooks doing
- *   nothing; linking the runtime makes them live.
+ *   nothing; linking the runtime makes them live. That is ABI 2's sequence: sites and
+ *   constructor say 2, and nothing references the lite exit.
  *
  * Exits: before every `ret` (before the call, for a musttail call), before every `resume`, and
  * in one cleanup landing pad that every may-throw `call` is turned into an `invoke` of; a
@@ -78,9 +102,8 @@ GlobalVariable *Instrumenter::site(Function &F, const Want &w, StringRef fname)
 
     std::string groups = w.attr + '\0' + w.filegroup + '\0';
     std::string where = fname.str() + '\0' + w.file + '\0';
-    /* Version 2 (abi.h): this plugin makes no lite frames, its sequence is ABI 2's. */
     Constant *init = ConstantStruct::get(
-        SiteTy, {ConstantInt::get(Type::getInt16Ty(Ctx), PERFGROUP_ABI_VERSION_NO_LITE),
+        SiteTy, {ConstantInt::get(Type::getInt16Ty(Ctx), emittedAbi()),
                  ConstantInt::get(Type::getInt16Ty(Ctx), flags),
                  ConstantInt::get(Type::getInt32Ty(Ctx), w.line), string(groups), string(where),
                  ConstantPointerNull::get(cast<PointerType>(I8Ptr)), ConstantInt::get(I64, 0)});
@@ -111,9 +134,9 @@ GlobalVariable *Instrumenter::site(Function &F, const Want &w, StringRef fname)
  * exit and resumes. LLVM's own EntryExitInstrumenter does neither (clang
  * -finstrument-functions: 6 enters, 0 exits across a C++ throw).
  */
-void Instrumenter::exitsOnUnwind(Function &F, Value *siteArg,
-                                 function_ref<Value *(Instruction *)> tokAt, const DebugLoc &dl,
-                                 function_ref<bool(const Instruction *)> open)
+void Instrumenter::exitsOnUnwind(Function &F,
+                                 function_ref<void(Instruction *, const DebugLoc &)> exitHere,
+                                 const DebugLoc &dl, function_ref<bool(const Instruction *)> open)
 {
     std::vector<ResumeInst *> resumes;
     std::vector<CallInst *> calls;
@@ -131,7 +154,7 @@ void Instrumenter::exitsOnUnwind(Function &F, Value *siteArg,
                 calls.push_back(c);
         }
     for (ResumeInst *r : resumes)
-        exitCall(r, siteArg, tokAt(r), r->getDebugLoc() ? r->getDebugLoc() : dl);
+        exitHere(r, r->getDebugLoc() ? r->getDebugLoc() : dl);
     if (calls.empty()) return;
     if (F.hasPersonalityFn()) {
         /* Funclet-based EH (Windows) would need cleanuppads: not a target of this project. */
@@ -154,7 +177,150 @@ void Instrumenter::exitsOnUnwind(Function &F, Value *siteArg,
     lp->setCleanup(true);
     ResumeInst *r = b.CreateResume(lp);
     for (CallInst *c : calls) changeToInvokeAndSplitBasicBlock(c, pad);
-    exitCall(r, siteArg, tokAt(r), dl); /* the pad's predecessors exist now */
+    exitHere(r, dl); /* the pad's predecessors exist now */
+}
+
+/*
+ * The entry of an instrumented function (abi.h, "Re-entry without a call" and "Lite frames"),
+ * as the GCC plugin's add_enter: a re-entry below the innermost frame calls nothing; a call
+ * that starts exactly one group with a bit (not bit 63: a key of 0, as emitted, never makes
+ * one), below the innermost frame, makes a lite frame when the thread has more than one lite
+ * transition left; anything else calls the enter hook. The tests come in that order and
+ * cur.ctl is loaded last, so a module whose keys stay 0 (a runtime of ABI 2 refused it; its
+ * cur has 16 bytes) never reads past cur.sp. With weak-hooks: ABI 2's guarded call only.
+ *
+ *   head:     key, mask, sp loaded; both = key | mask; cfa
+ *             br both == ~0, reentry, start
+ *   reentry:  br cfa > sp, call, body                     (1:1000)
+ *   start:    s = ~both; br s & (s-1) == 0 && s < 1<<63 && cfa <= sp, lite, call
+ *   lite:     ctl = cur.ctl; left = ctl->left; br left > 1, make, call
+ *   make:     top = cur.top; ctl->left = left - 1; cur.sp = cfa; cur.mask = mask | s;
+ *             cur.top = ctz(s); ctl->acts[ctz(s)]++; br body
+ *   call:     t = enter(site); br body
+ *   body:     tok = phi [t, call] [0, reentry] [LITE, make]; stop = phi [top, make] [0, ...]
+ */
+Instrumenter::Token Instrumenter::enterFunction(Instruction *at, Value *siteArg, const DebugLoc &dl)
+{
+    Token t;
+    if (Weak) { /* the thread-local may not exist: no check, no lite frame */
+        t.tok = enterCall(at, siteArg, dl);
+        return t;
+    }
+    Function &F = *at->getFunction();
+    BasicBlock *head = at->getParent();
+    BasicBlock *body = head->splitBasicBlock(at->getIterator(), "perfgroup.body");
+    head->getTerminator()->eraseFromParent();
+    auto block = [&](const char *name) { return BasicBlock::Create(Ctx, name, &F, body); };
+    BasicBlock *reentry = block("perfgroup.reentry"), *start = block("perfgroup.start"),
+               *lite = block("perfgroup.lite"), *make = block("perfgroup.lite.make"),
+               *call = block("perfgroup.call");
+
+    IRBuilder<> b(head);
+    b.SetCurrentDebugLocation(dl);
+    Value *key = b.CreateLoad(I64, b.CreateConstInBoundsGEP2_32(SiteTy, siteArg->stripPointerCasts(), 0, 6),
+                              "perfgroup.key");
+    Value *mask = b.CreateLoad(I64, curField(b, 0), "perfgroup.cur.mask");
+    Value *sp = b.CreateLoad(I64, curField(b, 1), "perfgroup.cur.sp");
+    /* the CFA: the address of the return address, plus its slot (no frame pointer needed,
+     * unlike llvm.eh.dwarf.cfa); an inlined copy gets its caller's */
+    Function *aora = pgIntrinsic(M, Intrinsic::addressofreturnaddress, I8Ptr);
+    Value *cfa = b.CreateAdd(b.CreatePtrToInt(b.CreateCall(aora), I64), b.getInt64(8), "perfgroup.cfa");
+    Value *both = b.CreateOr(key, mask, "perfgroup.both");
+    b.CreateCondBr(b.CreateICmpEQ(both, b.getInt64(~0ull)), reentry, start);
+
+    b.SetInsertPoint(reentry);
+    b.CreateCondBr(b.CreateICmpUGT(cfa, sp), call, body, MDBuilder(Ctx).createBranchWeights(1, 1000));
+
+    b.SetInsertPoint(start);
+    Value *s = b.CreateNot(both, "perfgroup.s");
+    Value *one = b.CreateICmpEQ(b.CreateAnd(s, b.CreateSub(s, b.getInt64(1))), b.getInt64(0));
+    Value *bit = b.CreateICmpULT(s, b.getInt64(PERFGROUP_TOKEN_LITE));
+    Value *below = b.CreateICmpULE(cfa, sp);
+    b.CreateCondBr(b.CreateAnd(b.CreateAnd(one, bit), below, "perfgroup.may.lite"), lite, call);
+
+    b.SetInsertPoint(lite);
+    Value *ctl = b.CreateLoad(PointerType::getUnqual(LiteTy), curField(b, 2), "perfgroup.ctl");
+    Value *left = b.CreateLoad(I64, leftOf(b, ctl), "perfgroup.left");
+    b.CreateCondBr(b.CreateICmpUGT(left, b.getInt64(1)), make, call);
+
+    /* the order of the GCC plugin's stores: left, sp, mask, top, then the activation */
+    b.SetInsertPoint(make);
+    Value *top = b.CreateLoad(I64, curField(b, 3), "perfgroup.top");
+    b.CreateStore(b.CreateSub(left, b.getInt64(1)), leftOf(b, ctl));
+    b.CreateStore(cfa, curField(b, 1));
+    b.CreateStore(b.CreateOr(mask, s), curField(b, 0));
+    Value *idx = b.CreateCall(pgIntrinsic(M, Intrinsic::cttz, I64), {s, b.getTrue()}, "perfgroup.idx");
+    b.CreateStore(idx, curField(b, 3));
+    Value *act = b.CreateInBoundsGEP(LiteTy, ctl, {b.getInt64(0), b.getInt32(1), idx});
+    b.CreateStore(b.CreateAdd(b.CreateLoad(Type::getInt32Ty(Ctx), act), b.getInt32(1)), act);
+    b.CreateBr(body);
+
+    b.SetInsertPoint(call);
+    CallInst *c = b.CreateCall(Enter, {siteArg});
+    c->setDoesNotThrow();
+    b.CreateBr(body);
+
+    PHINode *tok = PHINode::Create(I64, 3, "perfgroup.token", &body->front());
+    tok->addIncoming(c, call);
+    tok->addIncoming(ConstantInt::get(I64, 0), reentry);
+    tok->addIncoming(ConstantInt::get(I64, PERFGROUP_TOKEN_LITE), make);
+    PHINode *stop = PHINode::Create(I64, 3, "perfgroup.stop", &body->front());
+    stop->addIncoming(top, make);
+    stop->addIncoming(ConstantInt::get(I64, 0), reentry);
+    stop->addIncoming(ConstantInt::get(I64, 0), call);
+    t.tok = tok;
+    t.mask = mask;
+    t.sp = sp;
+    t.top = stop;
+    return t;
+}
+
+/*
+ * An exit before `at`, as the GCC plugin's add_exit: nothing for a token of 0; a lite frame's
+ * token counts `left` down and restores top, mask, then sp — or, with no lite transition left,
+ * calls __perfgroup_exit_lite with the saved state (a weak reference: abi.h); any other token
+ * goes to the exit hook.
+ */
+void Instrumenter::exitAt(Instruction *at, Value *siteArg, const Token &t, const DebugLoc &dl)
+{
+    if (!t.mask) {
+        exitCall(at, siteArg, t.tok, dl);
+        return;
+    }
+    if (!ExitLite) {
+        ExitLite = hook(PERFGROUP_HOOK_EXIT_LITE_NAME,
+                        FunctionType::get(Type::getVoidTy(Ctx), {I8Ptr, I64, I64, I64}, false));
+        /* Weak (abi.h): a module of ABI 3 links and loads with a runtime of ABI 2, which
+         * refuses it at its registration; only a lite frame calls it, none is made then. */
+        if (auto *f = dyn_cast<Function>(ExitLite.getCallee()))
+            if (f->isDeclaration()) f->setLinkage(GlobalValue::ExternalWeakLinkage);
+    }
+    IRBuilder<> b(at);
+    Instruction *some = SplitBlockAndInsertIfThen(b.CreateICmpNE(t.tok, b.getInt64(0)), at,
+                                                  /*Unreachable=*/false);
+    Instruction *liteT, *hookT;
+    IRBuilder<> s(some);
+    SplitBlockAndInsertIfThenElse(s.CreateICmpEQ(t.tok, s.getInt64(PERFGROUP_TOKEN_LITE)), some,
+                                  &liteT, &hookT);
+    IRBuilder<> h(hookT);
+    h.SetCurrentDebugLocation(dl);
+    h.CreateCall(Exit, {siteArg, t.tok})->setDoesNotThrow();
+
+    IRBuilder<> l(liteT);
+    l.SetCurrentDebugLocation(dl);
+    Value *ctl = l.CreateLoad(PointerType::getUnqual(LiteTy), curField(l, 2), "perfgroup.ctl");
+    Value *left = l.CreateLoad(I64, leftOf(l, ctl), "perfgroup.left");
+    Instruction *fastT, *slowT;
+    SplitBlockAndInsertIfThenElse(l.CreateICmpUGT(left, l.getInt64(1)), liteT, &fastT, &slowT);
+    IRBuilder<> f(fastT);
+    f.SetCurrentDebugLocation(dl);
+    f.CreateStore(f.CreateSub(left, f.getInt64(1)), leftOf(f, ctl));
+    f.CreateStore(t.top, curField(f, 3));
+    f.CreateStore(t.mask, curField(f, 0));
+    f.CreateStore(t.sp, curField(f, 1));
+    IRBuilder<> w(slowT);
+    w.SetCurrentDebugLocation(dl);
+    w.CreateCall(ExitLite, {siteArg, t.mask, t.sp, t.top})->setDoesNotThrow();
 }
 
 void Instrumenter::instrument(Function &F, const Want &w)
@@ -179,13 +345,13 @@ void Instrumenter::instrument(Function &F, const Want &w)
     BasicBlock::iterator at = entry.getFirstInsertionPt();
     while (isa<AllocaInst>(*at)) ++at; /* keep the static allocas together */
     Value *siteArg = ConstantExpr::getPointerCast(gv, I8Ptr);
-    Instruction *tok = enterCall(&*at, siteArg, dl, /*check=*/true);
+    Token tok = enterFunction(&*at, siteArg, dl);
 
     for (Instruction *r : rets)
-        exitCall(r, siteArg, tok, r->getDebugLoc() ? r->getDebugLoc() : dl);
+        exitAt(r, siteArg, tok, r->getDebugLoc() ? r->getDebugLoc() : dl);
     if (!F.doesNotThrow())
         exitsOnUnwind(
-            F, siteArg, [&](Instruction *) { return tok; }, dl,
+            F, [&](Instruction *r, const DebugLoc &l) { exitAt(r, siteArg, tok, l); }, dl,
             [](const Instruction *) { return true; });
 
     /* The body now calls the runtime: memory-effect attributes clang derived from
@@ -229,7 +395,7 @@ void Instrumenter::emitModuleConstructor()
                                                 {Type::getInt32Ty(Ctx), I8Ptr, I8Ptr}, false));
     IRBuilder<> b(BasicBlock::Create(Ctx, "", ctor));
     guarded(b.CreateRetVoid(), reg,
-            {b.getInt32(PERFGROUP_ABI_VERSION_NO_LITE), bound(PERFGROUP_SITES_START_NAME),
+            {b.getInt32(emittedAbi()), bound(PERFGROUP_SITES_START_NAME),
              bound(PERFGROUP_SITES_STOP_NAME)},
             DebugLoc());
     /* 101: the first priority not reserved for the implementation, as the GCC plugin. */

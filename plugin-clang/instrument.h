@@ -50,17 +50,31 @@ public:
                                         {Type::getInt16Ty(Ctx), Type::getInt16Ty(Ctx),
                                          Type::getInt32Ty(Ctx), I8Ptr, I8Ptr, I8Ptr, I64},
                                         "perfgroup_site");
-        /* extern __thread struct perfgroup_cur PERFGROUP_TLS_CUR, initial-exec (abi.h) */
-        CurTy = StructType::get(Ctx, {I64, I64});
+        /* struct perfgroup_lite {left; acts[64]} and extern __thread struct perfgroup_cur
+         * PERFGROUP_TLS_CUR {mask, sp, ctl, top}, initial-exec (abi.h) */
+        LiteTy = StructType::get(Ctx, {I64, ArrayType::get(Type::getInt32Ty(Ctx), 64)});
+        CurTy = StructType::get(Ctx, {I64, I64, PointerType::getUnqual(LiteTy), I64});
         Cur = M.getNamedGlobal(PERFGROUP_TLS_CUR_NAME);
         if (!Cur)
             Cur = new GlobalVariable(M, CurTy, /*isConstant=*/false, GlobalValue::ExternalLinkage,
                                      nullptr, PERFGROUP_TLS_CUR_NAME, nullptr,
                                      GlobalValue::InitialExecTLSModel);
+        /* the source may declare it (abi.h) as its own struct type: typed pointers (13-16)
+         * want a cast, opaque ones make none */
+        CurPtr = ConstantExpr::getPointerCast(Cur, PointerType::getUnqual(CurTy));
         Enter = hook(PERFGROUP_HOOK_ENTER_NAME, FunctionType::get(I64, {I8Ptr}, false));
         Exit = hook(PERFGROUP_HOOK_EXIT_NAME,
                     FunctionType::get(Type::getVoidTy(Ctx), {I8Ptr, I64}, false));
     }
+
+    /* The token of a call and, for a function that may make a lite frame (abi.h), the state its
+     * entry saved there: cur's mask and sp as loaded at the entry, top as loaded by the lite
+     * frame (0 on the other paths, never read there). `mask` null: no lite frame (a coroutine's
+     * runs, weak-hooks). */
+    struct Token {
+        Value *tok = nullptr;
+        Value *mask = nullptr, *sp = nullptr, *top = nullptr;
+    };
 
     void instrument(Function &F, const Want &w);
     const char *instrumentCoroutine(Function &F, const Want &w);
@@ -74,9 +88,10 @@ private:
     bool Cxx;
     bool Weak; /* weak-hooks */
     Type *I8Ptr, *I64;
-    StructType *SiteTy, *CurTy;
+    StructType *SiteTy, *CurTy, *LiteTy;
     GlobalVariable *Cur; /* PERFGROUP_TLS_CUR */
-    FunctionCallee Enter, Exit;
+    Constant *CurPtr;    /* Cur as a CurTy pointer */
+    FunctionCallee Enter, Exit, ExitLite;
     StringMap<Constant *> Strings;
 
     FunctionCallee hook(StringRef name, FunctionType *t)
@@ -129,39 +144,10 @@ private:
         return c;
     }
 
-    /* token = enter(site) before `at`; with weak-hooks, &enter ? enter(site) : 0 (a phi).
-     * check: the inline re-entry check of abi.h first (not with weak-hooks: the thread-local
-     * may not exist), `(key | cur.mask) != ~0 || CFA > cur.sp ? enter(site) : 0` (a phi): a
-     * call of a function whose groups already run, below the innermost frame that started
-     * one, calls nothing. */
-    Instruction *enterCall(Instruction *at, Value *siteArg, const DebugLoc &dl, bool check = false)
+    /* token = enter(site) before `at`; with weak-hooks, &enter ? enter(site) : 0 (a phi). No
+     * re-entry check, no lite frame: a coroutine's runs (coroutines.cpp). */
+    Instruction *enterCall(Instruction *at, Value *siteArg, const DebugLoc &dl)
     {
-        if (check && !Weak) {
-            IRBuilder<> b(at);
-            Value *key = b.CreateLoad(I64, b.CreateConstInBoundsGEP2_32(SiteTy, siteArg->stripPointerCasts(), 0, 6),
-                                      "perfgroup.key");
-            Value *curMask = b.CreateLoad(I64, b.CreateConstInBoundsGEP2_32(CurTy, Cur, 0, 0),
-                                          "perfgroup.cur.mask");
-            Value *curSp = b.CreateLoad(I64, b.CreateConstInBoundsGEP2_32(CurTy, Cur, 0, 1),
-                                        "perfgroup.cur.sp");
-            /* the CFA: the address of the return address, plus its slot (no frame pointer
-             * needed, unlike llvm.eh.dwarf.cfa); an inlined copy gets its caller's */
-            Function *aora = pgIntrinsic(M, Intrinsic::addressofreturnaddress, I8Ptr);
-            Value *cfa = b.CreateAdd(b.CreatePtrToInt(b.CreateCall(aora), I64), b.getInt64(8),
-                                     "perfgroup.cfa");
-            Value *need = b.CreateOr(b.CreateICmpNE(b.CreateOr(key, curMask), b.getInt64(~0ull)),
-                                     b.CreateICmpUGT(cfa, curSp), "perfgroup.enter");
-            Instruction *then = SplitBlockAndInsertIfThen(need, at, /*Unreachable=*/false,
-                                                          MDBuilder(Ctx).createBranchWeights(1, 1000));
-            IRBuilder<> t(then);
-            t.SetCurrentDebugLocation(dl);
-            CallInst *call = t.CreateCall(Enter, {siteArg});
-            call->setDoesNotThrow();
-            PHINode *phi = PHINode::Create(I64, 2, "perfgroup.token", &at->getParent()->front());
-            phi->addIncoming(call, then->getParent());
-            phi->addIncoming(ConstantInt::get(I64, 0), then->getParent()->getSinglePredecessor());
-            return phi;
-        }
         auto *call = guarded(at, Enter, {siteArg}, dl);
         if (!Weak) {
             call->setName("perfgroup.token");
@@ -174,6 +160,14 @@ private:
         phi->addIncoming(ConstantInt::get(I64, 0), test);
         return phi;
     }
+
+    /* A field of PERFGROUP_TLS_CUR: 0 mask, 1 sp, 2 ctl, 3 top. */
+    Value *curField(IRBuilder<> &b, unsigned i) { return b.CreateConstInBoundsGEP2_32(CurTy, CurPtr, 0, i); }
+    /* ctl->left of the thread's control words (cur.ctl, never NULL). */
+    Value *leftOf(IRBuilder<> &b, Value *ctl) { return b.CreateConstInBoundsGEP2_32(LiteTy, ctl, 0, 0); }
+
+    Token enterFunction(Instruction *at, Value *siteArg, const DebugLoc &dl);
+    void exitAt(Instruction *at, Value *siteArg, const Token &t, const DebugLoc &dl);
 
     /* A private, mergeable string holding `s` as is (it carries its own NULs). */
     Constant *string(const std::string &s)
@@ -189,8 +183,13 @@ private:
         return slot;
     }
 
+    /* The ABI version this module's sites and constructor say (abi.h): 3 where enterFunction
+     * may make lite frames, 2 with weak-hooks (ABI 2's sequence: no lite frame, no reference to
+     * the lite exit), as the GCC plugin. */
+    unsigned emittedAbi() const { return Weak ? PERFGROUP_ABI_VERSION_NO_LITE : PERFGROUP_ABI_VERSION; }
+
     GlobalVariable *site(Function &F, const Want &w, StringRef fname);
-    void exitsOnUnwind(Function &F, Value *site, function_ref<Value *(Instruction *)> tokAt,
+    void exitsOnUnwind(Function &F, function_ref<void(Instruction *, const DebugLoc &)> exitHere,
                        const DebugLoc &dl, function_ref<bool(const Instruction *)> open);
 };
 

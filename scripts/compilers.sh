@@ -4,8 +4,10 @@
 # for each LLVM in COMPILERS (from the same sources, through plugin-gcc/gcc-compat.h and
 # plugin-clang/llvm-compat.h), then runs the shared corpus (tests/corpus) at -O0 and -O2 with
 # each compiler against the same expected traces, and tests/reentry's program (the inline
-# re-entry check) at -O0 and -O2, and tests/mapfile's spellings (one group for one file however
-# a build spells it). Installs the compilers that are missing.
+# re-entry check) at -O0 and -O2, tests/mapfile's spellings (one group for one file however
+# a build spells it), and tests/lite's lite.c at -O2 (lite frames, the inline transitions both
+# plugins emit: activations exact, most of them in lite frames, each group's share of the CPU
+# against exact mode in the same binary). Installs the compilers that are missing.
 #
 #   scripts/compilers.sh                  # gcc-11 gcc-12 clang-13 clang-14 clang-15 clang-16 clang-19
 #   COMPILERS="gcc-11 clang-19" scripts/compilers.sh
@@ -83,6 +85,11 @@ run() {  # label log command...
   labels+=("$1"); shift
   job "$@"
 }
+lite_build() {  # compiler plugin exe (none left behind if it fails: the run below fails too)
+  rm -f "$3"
+  "$1" -O2 -Wall -Wextra -Werror -Iinclude "-fplugin=$2" tests/lite/lite.c -o "$3" "$RUNTIME" \
+    "-Wl,-rpath,$(dirname "$RUNTIME")" -lm
+}
 reentry() {  # compiler opt plugin exe
   "$1" "$2" -Wall -Wextra -Werror -Iinclude "-fplugin=$3" tests/reentry/reentry_prog.c \
     -o "$4" "$RUNTIME" "-Wl,-rpath,$(dirname "$RUNTIME")" -ldl && "$4"
@@ -114,7 +121,17 @@ for c in $COMPILERS; do
     python3 tests/mapfile/mapfile_test.py --cc $fam --compiler "$c" --plugin "$plugin" \
     --runtime "$RUNTIME" --workdir "$OUT/$c/mapfile" spellings
   n=$((n + 1))
-  echo "compilers.sh: $c: $n runs (corpus, reentry, mapfile)" >&2
+  # Lite frames (tests/lite/lite.c): built here with the others, run below one at a time.
+  run "$c -O2 lite build" "$OUT/$c/lite-build.log" lite_build "$c" "$plugin" "$OUT/$c/lite"
+  n=$((n + 2))
+  echo "compilers.sh: $c: $n runs (corpus, reentry, mapfile, lite)" >&2
+done
+wait
+# lite.c compares CPU-time shares between three runs of itself: alone, as ctest runs it
+# (RUN_SERIAL), not beside the other jobs.
+JOBS=1
+for c in $COMPILERS; do
+  run "$c -O2 lite" "$OUT/$c/lite.log" "$OUT/$c/lite"
 done
 wait
 fails=(); total=0
@@ -125,6 +142,6 @@ for i in "${!job_logs[@]}"; do
   # 77: a corpus program for other compilers only (run_corpus.py's perfgroup-only)
   case "$rc:$label" in 0:*|77:*corpus) ;; *) fails+=("${label% corpus} ($log)") ;; esac
 done
-echo "compilers.sh: $total runs, ${#fails[@]} failed"
+echo "compilers.sh: $total runs, ${#fails[@]} failed (load average: $(cut -d' ' -f1-3 /proc/loadavg))"
 for f in "${fails[@]}"; do echo "FAIL: $f"; done
 [ ${#fails[@]} -eq 0 ]

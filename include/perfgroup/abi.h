@@ -37,11 +37,11 @@
  *   1  first version: 32-byte site, enter returns a token, exit takes it back.
  *   2  40-byte site with the re-entry key; the thread-local PERFGROUP_TLS_CUR; an exit hook
  *      is called only with a token that is not 0.
- *   3  lite frames (the GCC plugin): PERFGROUP_TLS_CUR grows to 32 bytes (ctl, top after mask
+ *   3  lite frames (both plugins): PERFGROUP_TLS_CUR grows to 32 bytes (ctl, top after mask
  *      and sp, which stay at 0 and 8), the token PERFGROUP_TOKEN_LITE, the exit
  *      __perfgroup_exit_lite (referenced weak: see below). A module says 3 (its constructor's
  *      abi_version, its sites' version) when its code may make lite frames; ABI 2's sequence
- *      (the Clang plugin, either plugin's weak-hooks mode) still says 2.
+ *      (either plugin's weak-hooks mode) still says 2.
  * The runtime accepts every version from PERFGROUP_ABI_VERSION_MIN to PERFGROUP_ABI_VERSION,
  * mixed in one process and in one event: ABI 2 code reads only mask and sp, and calls the
  * hooks wherever ABI 3 code would make a lite frame. A runtime of ABI 2 refuses a module of
@@ -158,7 +158,7 @@ struct perfgroup_site {
  *       24     8  top   (abi3) the innermost frame: a lite frame's re-entry bit (0-63),
  *                       PERFGROUP_TOP_RT (the runtime's innermost frame) or PERFGROUP_TOP_NONE
  *
- * Lite frames (abi3, GCC plugin; docs/accounting.md "Lite frames"): in an event the runtime
+ * Lite frames (abi3, both plugins; docs/accounting.md "Lite frames"): in an event the runtime
  * made hot, a call that starts exactly one group (s = ~(key | mask) has one bit, not bit 63:
  * a key of 0 never makes one), below the innermost frame, with more than one lite transition
  * `left` (tested in that order: ctl is read last, so code whose keys are 0 — a module a

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/lite/lite.c — lite frames (abi3, the GCC plugin's inline transitions) and the sampled
+ * tests/lite/lite.c — lite frames (abi3, the plugins' inline transitions) and the sampled
  * accounting of an event's hot part against exact mode in the same binary (docs/accounting.md,
- * "Lite frames: the hot part sampled by segment"). Built with the GCC plugin at -O2.
+ * "Lite frames: the hot part sampled by segment"). Built with each plugin at -O2 (lite.gcc,
+ * lite.clang) and by scripts/compilers.sh with every compiler of its matrix.
  *
  * The driver runs itself three times as a child: PERFGROUP_ACCOUNTING=exact, unset (the
  * default: adaptive, lite frames in hot events), =exact. Each child runs two phases and
@@ -21,6 +22,8 @@
  *          ones (Q's other events: ~8 ms each).
  * Checks (exit 1 on any failure):
  *   - activations equal in every run (and as called);
+ *   - most of Q's and R's activations ran in lite frames in the default run (cur.top a bit in
+ *     their bodies: the plugin emitted the lite sequence), none in the exact runs;
  *   - Q's jank in every run: one event above 16 ms, in the bucket of the long activation's
  *     own CPU time or the next;
  *   - the default run estimated every ping event (but those slow enough to stay exact,
@@ -50,6 +53,7 @@
 #include <unistd.h>
 
 #include "perfgroup.h"
+#include "perfgroup/abi.h"
 #include "../runtime/task.h"
 #include "../bounds/bounds.h"
 #include "../bounds/modes.h"
@@ -63,6 +67,7 @@
 #define LITE_NS 8.0 /* a lite pair's own cost, at most (docs/accounting.md) */
 
 static double iters_per_ns;
+static uint64_t lite_q, lite_r; /* Q's, R's bodies run in a lite frame (cur.top is a bit) */
 
 #define cpu_ns() ((uint64_t)thread_cpu_ns())
 
@@ -94,10 +99,15 @@ PERF_GROUP("W") NOINLINE static void fw(void)
     }
 }
 
-PERF_GROUP("R") NOINLINE static void fr(void) { burn_ns(300); }
+PERF_GROUP("R") NOINLINE static void fr(void)
+{
+    lite_r += PERFGROUP_TLS_CUR.top < 64;
+    burn_ns(300);
+}
 PERF_GROUP("P") NOINLINE static void fp_more(void) { burn_ns(50); }
 PERF_GROUP("Q") NOINLINE static void fq(int i)
 {
+    lite_q += PERFGROUP_TLS_CUR.top < 64;
     burn_ns(250);
     if (i & 1)
         fr();
@@ -198,6 +208,7 @@ PERF_GROUP_NONE static int child(void)
         walls[e] = wall_ns() - w0;
     }
     printf("long %llu\n", (unsigned long long)long_cpu);
+    printf("lite %llu %llu\n", (unsigned long long)lite_q, (unsigned long long)lite_r);
     print_phase("ping", s0, EVENTS);
     perfgroup_snapshot_free(s0);
     return 0;
@@ -213,6 +224,7 @@ struct run {
     double slow[2];
     double long_ms;
     double w_plain, e_plain; /* the hooks phase's loops without groups, ns */
+    unsigned long long lite_q, lite_r; /* the ping phase's activations in lite frames */
 };
 
 PERF_GROUP_NONE static int run_child(const char *self, const char *mode, struct run *r)
@@ -227,6 +239,8 @@ PERF_GROUP_NONE static int run_child(const char *self, const char *mode, struct 
         unsigned long long v[3 + PERFGROUP_JANK_BUCKETS];
         double lm;
         if (sscanf(line, "plain %lf %lf", &r->w_plain, &r->e_plain) == 2)
+            continue;
+        if (sscanf(line, "lite %llu %llu", &r->lite_q, &r->lite_r) == 2)
             continue;
         if (sscanf(line, "long %lf", &lm) == 1) {
             r->long_ms = lm / 1e6;
@@ -273,6 +287,16 @@ PERF_GROUP_NONE static void check_run(const char *name, const struct run *r, int
         CHECK(r->acts[1][i] == want_ping[i], "%s: ping phase: %s activations %llu, called %llu",
               name, groups[i], (unsigned long long)r->acts[1][i], (unsigned long long)want_ping[i]);
     }
+    /* lite frames: most of Q's and R's activations in the default run, none in exact mode
+     * (fails if the plugin emits no lite sequence: every transition through the hooks) */
+    if (adaptive)
+        CHECK(2 * r->lite_q > want_ping[G_Q] && 2 * r->lite_r > want_ping[G_R],
+              "%s: activations in lite frames: Q %llu of %llu, R %llu of %llu, want most", name,
+              r->lite_q, (unsigned long long)want_ping[G_Q], r->lite_r,
+              (unsigned long long)want_ping[G_R]);
+    else
+        CHECK(r->lite_q + r->lite_r == 0, "%s: %llu activations in lite frames in exact mode",
+              name, r->lite_q + r->lite_r);
     const uint64_t *j = r->jank[G_Q];
     int b = (int)floor(log2(r->long_ms));
     CHECK(b >= 4 && b + 2 < PERFGROUP_JANK_BUCKETS && j[4] == 1 && j[b] == 1 && j[b + 2] == 0,
@@ -363,9 +387,10 @@ int main(int argc, char **argv)
                   a, (e1 + e2) / 2, ref, bound);
         }
     printf("Q's long activation: %.1f / %.1f / %.1f ms of CPU; ping events estimated %llu (default), "
-           "%llu and %llu (exact); stolen %.1f ms\n", r[0].long_ms, r[1].long_ms, r[2].long_ms,
-           (unsigned long long)r[1].estimated[1], (unsigned long long)r[0].estimated[1],
-           (unsigned long long)r[2].estimated[1], stolen / 1e6);
+           "%llu and %llu (exact); in lite frames (default): Q %llu, R %llu; stolen %.1f ms\n",
+           r[0].long_ms, r[1].long_ms, r[2].long_ms, (unsigned long long)r[1].estimated[1],
+           (unsigned long long)r[0].estimated[1], (unsigned long long)r[2].estimated[1],
+           r[1].lite_q, r[1].lite_r, stolen / 1e6);
     printf(pg_failures ? "%d check(s) failed\n" : "ok\n", pg_failures);
     return pg_failures ? 1 : 0;
 }

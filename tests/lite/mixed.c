@@ -1,19 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/lite/mixed.c — ABI 3 and ABI 2 code in one hot event (include/perfgroup/abi.h,
- * history of the version): this program, built with the GCC plugin (ABI 3: lite frames),
- * calls libmixed-clang.so, built with the Clang plugin (ABI 2: the hooks), from its lite
- * frames, and the library calls back into them. Per ping event, P loops ITERS times:
- *   0.5 us of its own; S (GCC, a lite frame in a hot event): 0.3 us, every odd i Q (Clang,
- *   through the hooks: a runtime frame inside a lite frame), which runs 0.4 us, calls R (GCC:
- *   a lite frame inside that runtime frame) when i has bit 1, S's group again (ABI 2 code
- *   skipping a re-entry of a lite frame's group inline) when i has bit 2, 0.2 us; 0.2 us; and
+ * history of the version): this program, built with one plugin (ABI 3: lite frames), calls
+ * libmixed-<other>.so (mixed_lib.c), built with the other plugin in weak-hooks mode (ABI 2:
+ * the hooks) and holding one function in ABI 2's inline sequence written out, from its lite
+ * frames, and the library calls back into them (lite.mixed: the program GCC-built, the library
+ * Clang-built; lite.mixed-clang: the other way). Per ping event, P loops ITERS times:
+ *   0.5 us of its own; S (a lite frame in a hot event): 0.3 us, every odd i Q (the library,
+ *   through the hooks: a runtime frame inside a lite frame), which runs 0.4 us, calls R (a
+ *   lite frame inside that runtime frame) when i has bit 1, S's group again (ABI 2's inline
+ *   check skipping a re-entry of a lite frame's group) when i has bit 2, 0.2 us; 0.2 us; and
  *   when i % 8 == 2, Q straight from P (R inside it); 0.3 us.
  * The driver runs itself as three children (PERFGROUP_ACCOUNTING=exact, unset: the default,
  * lite frames in hot events, exact again), as tests/lite/lite.c does. Checks (exit 1 on any):
  *   - the versions: this program's sites say 3, the library's 2, and both registered (the
  *     runtime accepts 2 to 3: a refused module would leave the runtime off, no activations);
  *   - activations of P, S, Q, R equal in every run, and as counted by the program;
+ *   - most of the ABI 2 re-entries of S's group made no hook call (the inline check read the
+ *     mask and sp that S's frames, lite or not, set);
  *   - most of S's and R's activations ran in lite frames in the default run (cur.top a bit in
  *     their bodies; R's inside Q's runtime frame), none in exact mode;
  *   - the default run estimated every ping event but those slow enough to stay exact;
@@ -54,6 +58,7 @@
 void mx_q(unsigned i, int in_s);
 void mx_lib_init(double iters_per_ns, void (*burn)(uint64_t), void (*r)(void));
 uint64_t mx_lib_calls(void);
+uint64_t mx_lib_inline(void);
 unsigned mx_lib_abi(void);
 
 static double iters_per_ns;
@@ -187,10 +192,10 @@ PERF_GROUP_NONE static int child(void)
         perfgroup_event_end();
         walls[e] = wall_ns() - w0;
     }
-    printf("counts %llu %llu %llu %llu %llu %llu %llu\n", (unsigned long long)n_s,
+    printf("counts %llu %llu %llu %llu %llu %llu %llu %llu\n", (unsigned long long)n_s,
            (unsigned long long)n_r, (unsigned long long)n_q_in_s, (unsigned long long)n_q_p,
            (unsigned long long)mx_lib_calls(), (unsigned long long)lite_s,
-           (unsigned long long)lite_r);
+           (unsigned long long)lite_r, (unsigned long long)mx_lib_inline());
     print_phase("ping", s0, EVENTS);
     perfgroup_snapshot_free(s0);
     return 0;
@@ -205,7 +210,7 @@ struct run {
     double slow[2];
     double w_plain;
     unsigned abi_prog, abi_lib;
-    unsigned long long n_s, n_r, n_q_in_s, n_q_p, n_q_lib, lite_s, lite_r;
+    unsigned long long n_s, n_r, n_q_in_s, n_q_p, n_q_lib, lite_s, lite_r, s_inline;
 };
 
 PERF_GROUP_NONE static int run_child(const char *self, const char *mode, struct run *r)
@@ -223,8 +228,8 @@ PERF_GROUP_NONE static int run_child(const char *self, const char *mode, struct 
             continue;
         if (sscanf(line, "plain %lf", &r->w_plain) == 1)
             continue;
-        if (sscanf(line, "counts %llu %llu %llu %llu %llu %llu %llu", &r->n_s, &r->n_r,
-                   &r->n_q_in_s, &r->n_q_p, &r->n_q_lib, &r->lite_s, &r->lite_r) == 7)
+        if (sscanf(line, "counts %llu %llu %llu %llu %llu %llu %llu %llu", &r->n_s, &r->n_r,
+                   &r->n_q_in_s, &r->n_q_p, &r->n_q_lib, &r->lite_s, &r->lite_r, &r->s_inline) == 8)
             continue;
         if (sscanf(line, "%15s slow %lf", ph, &x) == 2) {
             r->slow[strcmp(ph, "ping") == 0] = x;
@@ -261,6 +266,11 @@ PERF_GROUP_NONE static void check_run(const char *name, const struct run *r, int
     for (size_t i = 0; i < G_W; i++)
         CHECK(r->acts[1][i] == want[i], "%s: ping phase: %s activations %llu, called %llu", name,
               groups[i], (unsigned long long)r->acts[1][i], (unsigned long long)want[i]);
+    /* ABI 2's inline check: S's group again (i % 8 == 5 or 7, from S) mostly without a hook
+     * call (the first calls, before the runtime keyed the site, call it) */
+    unsigned long long s_again = (unsigned long long)EVENTS * ITERS / 4;
+    CHECK(2 * r->s_inline > s_again && r->s_inline <= s_again, "%s: ABI 2 re-entries of S "
+          "skipped inline: %llu of %llu, want most", name, r->s_inline, s_again);
     /* lite frames: most of S's and R's activations in the default run (R inside Q's runtime
      * frame), none in exact mode */
     if (adaptive)
@@ -333,10 +343,10 @@ int main(int argc, char **argv)
                   "(bound %.2f)", groups[i], what ? "self" : "charged", a, ref, bound);
         }
     printf("ping events estimated %llu (default), %llu and %llu (exact); in lite frames (default): "
-           "S %llu of %llu, R %llu of %llu; stolen %.1f ms\n",
+           "S %llu of %llu, R %llu of %llu; ABI 2 re-entries skipped inline %llu; stolen %.1f ms\n",
            (unsigned long long)r[1].estimated[1], (unsigned long long)r[0].estimated[1],
            (unsigned long long)r[2].estimated[1], r[1].lite_s, r[1].n_s, r[1].lite_r, r[1].n_r,
-           stolen / 1e6);
+           r[1].s_inline, stolen / 1e6);
     printf(pg_failures ? "%d check(s) failed\n" : "ok\n", pg_failures);
     return pg_failures ? 1 : 0;
 }

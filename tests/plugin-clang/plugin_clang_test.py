@@ -265,7 +265,8 @@ def case_verify():
 
 def case_available_externally():
     """A gnu_inline body (available_externally in the IR) is instrumented: at -O2 the call is
-    inlined from it and still has its pair; at -O0 it goes to the out-of-line definition."""
+    inlined from it and still has its pair (always_inline: src/ae_main.c says why; at -O0 too,
+    by clang's always-inliner)."""
     ll = w("ae_main.ll")
     sh([CC, A.opt, "-I" + A.include] + plugin() + ["-S", "-emit-llvm", src("ae_main.c"), "-o", ll])
     text = open(ll).read()
@@ -384,12 +385,36 @@ def case_skips():
     expect_trace(trace_of(link([w("skips.o")], w("skips"))), "main > kept @g|\nmain < kept")
 
 
+def site_versions(o):
+    """The version field of every site in object O's perfgroup_sites section."""
+    raw = w(os.path.basename(o) + ".bin")
+    sh(["objcopy", "-O", "binary", "--only-section=perfgroup_sites", o, raw])
+    data = open(raw, "rb").read()
+    return {int.from_bytes(data[i:i + 2], "little") for i in range(0, len(data), 40)}
+
+
 def case_sites():
     """The descriptors read back through the ABI by the GCC plugin's sites.c: same fields,
-    flag CLANG instead of GCC. The cache slot and the key: 0 in the object file as emitted, filled by the
+    flag CLANG instead of GCC, version 3 (lite frames: the lite exit referenced weak, so that a
+    runtime of ABI 2 refuses the module at its registration rather than the link failing), as
+    the GCC plugin's; with weak-hooks version 2 and no reference to the lite exit (ABI 2's
+    sequence). The cache slot and the key: 0 in the object file as emitted, filled by the
     runtime once the module constructor registered the sites."""
     exe = build([gsrc("sites.c")], w("sites"), plugin("default=filegrp"))
     o = w("sites.c.o")
+    syms = sh(["nm", o]).stdout
+    if not re.search(r"^\s+w __perfgroup_exit_lite$", syms, re.M):
+        raise Fail("__perfgroup_exit_lite: not a weak undefined reference:\n" + syms)
+    weak = obj(gsrc("sites.c"), w("sites.weak.o"), plugin("default=filegrp", "weak-hooks"))
+    if "__perfgroup_exit_lite" in sh(["nm", weak]).stdout:
+        raise Fail("weak-hooks: the object references __perfgroup_exit_lite (ABI 2's sequence has no lite exit)")
+    if site_versions(weak) != {2}:
+        raise Fail(f"weak-hooks: site versions {sorted(site_versions(weak))}, want 2")
+    for opts, v in ((["default=filegrp"], 3), (["default=filegrp", "weak-hooks"], 2)):
+        ll = w(f"sites.{v}.ll")
+        sh([CC, A.opt, "-I" + A.include] + plugin(*opts) + ["-S", "-emit-llvm", gsrc("sites.c"), "-o", ll])
+        if not re.search(rf"call void @__perfgroup_register_module\(i32 {v},", open(ll).read()):
+            raise Fail(f"{' '.join(opts)}: the module constructor does not register version {v}")
     sections = sh(["readelf", "-SW", o]).stdout
     m = re.search(r"perfgroup_sites\s+PROGBITS\s+\S+\s+\S+\s+(\S+)\s+\S+\s+WA\s+\d+\s+\d+\s+(\d+)", sections)
     if not m or m.group(2) != "8" or int(m.group(1), 16) != 3 * 40:
@@ -402,8 +427,8 @@ def case_sites():
     for i in range(3):
         if raw[i * 40 + 24:i * 40 + 40] != bytes(16) or {i * 40 + 24, i * 40 + 32} & offsets:
             raise Fail(f"site {i}: cache slot or re-entry key not emitted as 0")
-        if raw[i * 40:i * 40 + 2] != b"\x02\x00":
-            raise Fail(f"site {i}: not ABI version 2")
+        if raw[i * 40:i * 40 + 2] != b"\x03\x00":
+            raise Fail(f"site {i}: not ABI version 3")
         if {i * 40 + 8, i * 40 + 16} - offsets:
             raise Fail(f"site {i}: groups/where are not relocated pointers")
     out = sh([exe]).stdout
@@ -413,9 +438,9 @@ def case_sites():
             for fn in ("with_attr", "file_only", "in_line")}
     F = {"CLANG": 0x2, "INLINE": 0x8, "ATTR": 0x10, "FILE": 0x20}
     want = sorted([  # cache: filled by the runtime when the module constructor registered
-        f"site v=2 flags={hex(F['CLANG'] | F['ATTR'] | F['FILE'])} line={line['with_attr']} groups=attrgrp|filegrp where=with_attr|sites.c cache=resolved key=set",
-        f"site v=2 flags={hex(F['CLANG'] | F['FILE'])} line={line['file_only']} groups=|filegrp where=file_only|sites.c cache=resolved key=set",
-        f"site v=2 flags={hex(F['CLANG'] | F['INLINE'] | F['FILE'])} line={line['in_line']} groups=|filegrp where=in_line|sites.c cache=resolved key=set",
+        f"site v=3 flags={hex(F['CLANG'] | F['ATTR'] | F['FILE'])} line={line['with_attr']} groups=attrgrp|filegrp where=with_attr|sites.c cache=resolved key=set",
+        f"site v=3 flags={hex(F['CLANG'] | F['FILE'])} line={line['file_only']} groups=|filegrp where=file_only|sites.c cache=resolved key=set",
+        f"site v=3 flags={hex(F['CLANG'] | F['INLINE'] | F['FILE'])} line={line['in_line']} groups=|filegrp where=in_line|sites.c cache=resolved key=set",
     ])
     if got != want:
         raise Fail("sites differ:\n--- expected\n" + "\n".join(want) + "\n--- got\n" + "\n".join(got))
