@@ -191,10 +191,11 @@ static void modules_walk_locked(int rekey);
 
 /* ---- sites and functions ----------------------------------------------------------------- */
 
-/* A module's (or a site's) ABI version this runtime runs (abi.h): ABI 2 code (the Clang plugin,
- * weak-hooks) reads only cur.mask and cur.sp and calls the hooks wherever ABI 3 code would make
- * a lite frame, so the two mix in one event; nothing in the runtime depends on which one a
- * site is (it never hands a site a lite token: lite frames are made inline only). */
+/* A module's (or a site's) ABI version this runtime runs (abi.h): ABI 2 code (either plugin
+ * with weak-hooks, modules built before ABI 3) reads only cur.mask and cur.sp and calls the
+ * hooks wherever ABI 3 code would make a lite frame, so the two mix in one event; nothing in
+ * the runtime depends on which one a site is (it never hands a site a lite token: lite frames
+ * are made inline only). */
 static int pg_abi_accepted(uint32_t v)
 {
     return v >= PERFGROUP_ABI_VERSION_MIN && v <= PERFGROUP_ABI_VERSION;
