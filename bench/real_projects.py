@@ -16,13 +16,15 @@ suites), per compiler, in one group and in fine groups, in these configurations:
                    the runtime linked --no-as-needed: the guard's cost against pg, same rounds
     sub-exact      Lua only: by subsystem (bench/real/lua-subsystems.map: vm, table, string, gc,
                    parser, api, libs; lpeg and cjson their own groups), PERFGROUP_ACCOUNTING=exact
-    sub-adaptive   the same binaries, PERFGROUP_ACCOUNTING=adaptive (docs/accounting.md,
-                   "Hot threads")
+    sub-adaptive   the same binaries, PERFGROUP_ACCOUNTING=adaptive, the default: hot events
+                   with lite frames where the plugin emits them (docs/accounting.md, "Hot
+                   threads", "Lite frames")
+    sub-starts     the same, PERFGROUP_LITE_R=0: hot events estimate their starts, no lite frames
     sub+rec        the same, adaptive, recording stats
     files-exact    one group per source file (kv: bench/kvbench/kv.map, its 8 files = its 8
                    modules; Lua: a map written here, every .c of Lua, lpeg and cjson its own
                    group named after it: 41 files built), exact
-    files-adaptive, files+rec   as for sub
+    files-adaptive, files+rec, files-starts   as for sub
   A driver whose main is not instrumented (every call into the library an implicit event):
     drv-plain      Lua only: bench/real/luadrive.c linked with the plain Lua objects (its
                    baseline; kv's driver rows compare with plain: it is the same program)
@@ -98,8 +100,8 @@ def grouped(prefix, variant, what, target, projects, program="main", base="plain
                    target, projects),
             Config(f"{prefix}+rec", variant, "the same, stats recording", "adaptive", True, program,
                    base, target, projects),
-            Config(f"{prefix}-lite", variant,
-                   "the same, lite frames (PERFGROUP_LITE_R=64: the adaptive default)", "lite",
+            Config(f"{prefix}-starts", variant,
+                   "the same, estimated starts only (PERFGROUP_LITE_R=0: no lite frames)", "starts",
                    False, program, base, target, projects)]
 
 
@@ -257,8 +259,8 @@ def run_program(A, cmd, env, what):
 def run_config(T, A, project, cfg, bdir, recdir, env_extra=None):
     """One run: (process CPU s, thread CPU s or None)."""
     env = dict(env_extra or {})
-    if cfg.acc == "lite":
-        env["PERFGROUP_LITE_R"] = "64"
+    if cfg.acc == "starts":
+        env["PERFGROUP_LITE_R"] = "0"
     elif cfg.acc:
         env["PERFGROUP_ACCOUNTING"] = cfg.acc
     rec = recdir if cfg.rec else None
