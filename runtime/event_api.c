@@ -48,6 +48,11 @@ int perfgroup_event_end(void)
     if (!t || t->event_open != PG_EV_EXPLICIT)
         return -ENOENT;
     struct pg_thread *latch = pg_latch_take();
+    /* frames still open (the event ends inside them) are dropped uncharged at their exits:
+     * what their nested frames were charged is not the event's own code (top's self) */
+    for (uint32_t i = 0; i < t->depth; i++)
+        if (t->stack[i].iter == t->iter)
+            t->ev_inner += t->stack[i].inner;
     perfgroup__explicit_end(t);
     pg_latch_drop(latch);
     perfgroup__alerts_deliver(t);
