@@ -32,8 +32,8 @@
  *     half, its second events run without lite frames); the exact runs made none;
  *   - after the case's special path, the thread's mask is 0 outside any event and group
  *     (no stale bit left);
- *   - where charges matter (the phase after the special path, the nested loop's, the 70
- *     groups'): each group's charged time as a share of top in the default run against the
+ *   - where charges matter (the phase after the special path, the nested loop's, the signal
+ *     case's, the 70 groups'): each group's charged time as a share of top in the default run against the
  *     two exact runs' mean, within 3 points + 10 % of the share + the exact runs' spread +
  *     the hook pairs' cost exact mode charges (HOOK_NS a pair, the figure's pairs).
  */
@@ -724,7 +724,7 @@ int main(int argc, char **argv)
     const char *self = pg_exe_path(path, sizeof path);
     static struct run r[3];
     const char *modes[3] = {"exact", "", "exact"}; /* "": unset, the default */
-    int shares = strcmp(which, "signal") != 0 && strcmp(which, "fork") != 0;
+    int shares = strcmp(which, "fork") != 0;
     for (int k = 0; k < (shares ? 3 : 2); k++)
         if (run_child(self, modes[k], &r[k]) != 0) {
             printf("FAIL: the %s child failed\n", *modes[k] ? modes[k] : "default");
@@ -772,7 +772,7 @@ int main(int argc, char **argv)
     if (shares) {
         if (grp_at(&r[0], "after", "top")->cpu > 0)
             check_shares(r, "after", 1);
-        if (strcmp(which, "nested") == 0 || strcmp(which, "many") == 0)
+        if (strcmp(which, "nested") == 0 || strcmp(which, "many") == 0 || strcmp(which, "signal") == 0)
             check_shares(r, "special", 1);
     }
     printf(pg_failures ? "%d check(s) failed\n" : "ok\n", pg_failures);
