@@ -11,7 +11,9 @@
  *   signal   SIGPROF (setitimer, CPU time) and SIGUSR1 raised from inside a lite frame, whose
  *            handler calls group H, while the thread runs a hot event of lite frames;
  *   fork     fork() inside a lite frame of a lite event: the child goes on calling the groups,
- *            ends the event, runs more, and checks its snapshot; the parent goes on too;
+ *            ends the event, runs more, and prints its snapshot; the parent goes on too; given
+ *            perfgroup-convert's path, each run is recorded (stats) and each process' file
+ *            must convert, complete, with its snapshot's activations;
  *   nested   a nested loop (perfgroup_nested_loop_begin/_end) begun inside a lite frame of A,
  *            whose inner events are hot (lite frames) and call A again;
  *   evend    an explicit event ended inside a lite frame of A, implicit events and a new
@@ -38,6 +40,7 @@
  *     the hook pairs' cost exact mode charges (HOOK_NS a pair, the figure's pairs).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -646,6 +649,57 @@ PERF_GROUP_NONE static int run_child(const char *self, const char *mode, struct 
 
 #define CHECK(cond, ...) pg_check((cond), __VA_ARGS__)
 
+/* The fork case's recordings (PERFGROUP_MODE=stats, one file per process in `dir`): each
+ * complete, and its groups' activations (perfgroup-convert --summary --json) those of the
+ * process' snapshot — the parent's "special" phase, the child's "child" one. Records clipped
+ * are printed, not checked: the child's event from the fork had one in exact mode too. */
+PERF_GROUP_NONE static void check_recordings(const char *run, struct run *r, const char *conv,
+                                             const char *dir)
+{
+    DIR *d = opendir(dir);
+    int files = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (!strstr(e->d_name, ".pgm"))
+            continue;
+        char cmd[8192], path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        snprintf(cmd, sizeof cmd, "'%s' '%s' --summary --json 2>/dev/null", conv, path);
+        FILE *f = popen(cmd, "r");
+        static char js[1 << 16];
+        size_t n = f ? fread(js, 1, sizeof js - 1, f) : 0;
+        js[n] = 0;
+        int st = f ? pclose(f) : -1;
+        files++;
+        const char *pp = strstr(js, "\"ppid\":");
+        long ppid = pp ? atol(pp + 7) : -1;
+        const char *phase = ppid == (long)getpid() ? "special" : "child";
+        const char *cl = strstr(js, "\"records_clipped\":");
+        printf("%s: recording of the %s: converter status %d, %s, %ld record(s) clipped\n", run,
+               phase, st, strstr(js, "\"complete\":true") ? "complete" : "NOT complete",
+               cl ? atol(cl + 18) : -1);
+        CHECK(st == 0 && strstr(js, "\"complete\":true"), "%s: %s: converter status %d or not "
+              "complete", run, path, st);
+        int groups = 0;
+        for (const char *g = strstr(js, "{\"group\":\""); g; g = strstr(g + 1, "{\"group\":\"")) {
+            char name[16] = "";
+            sscanf(g + 10, "%15[^\"]", name);
+            const char *a = strstr(g, "\"activations\":");
+            unsigned long long acts = a ? strtoull(a + 14, NULL, 10) : 0;
+            struct grp *s = grp_at(r, phase, name);
+            groups++;
+            CHECK(s && s->acts == acts, "%s: recording of the %s: %s %llu activations, its "
+                  "snapshot %llu", run, phase, name, acts, s ? s->acts : 0);
+        }
+        CHECK(groups >= 4, "%s: %s: %d groups in its summary", run, path, groups);
+        unlink(path);
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+    CHECK(files == 2, "%s: %d recordings, want the parent's and the child's", run, files);
+}
+
 /* Activations as called, and the totals consistent, in one phase of one run. */
 PERF_GROUP_NONE static void check_phase(const char *run, struct run *r, const char *phase, int lite_run,
                                         double slack)
@@ -725,11 +779,26 @@ int main(int argc, char **argv)
     static struct run r[3];
     const char *modes[3] = {"exact", "", "exact"}; /* "": unset, the default */
     int shares = strcmp(which, "fork") != 0;
-    for (int k = 0; k < (shares ? 3 : 2); k++)
+    /* fork, with the converter's path: each run recorded (stats), one file per process */
+    const char *conv = strcmp(which, "fork") == 0 && argc > 2 ? argv[2] : NULL;
+    char dirs[2][64];
+    for (int k = 0; k < (shares ? 3 : 2); k++) {
+        if (conv) {
+            snprintf(dirs[k], sizeof dirs[k], "/tmp/pg-lite-fork.XXXXXX");
+            char out[128];
+            snprintf(out, sizeof out, "%s/p.%%p.pgm", mkdtemp(dirs[k]) ? dirs[k] : "/tmp");
+            setenv("PERFGROUP_OUTPUT", out, 1);
+            setenv("PERFGROUP_MODE", "stats", 1);
+        }
         if (run_child(self, modes[k], &r[k]) != 0) {
             printf("FAIL: the %s child failed\n", *modes[k] ? modes[k] : "default");
             return 1;
         }
+        unsetenv("PERFGROUP_OUTPUT");
+        unsetenv("PERFGROUP_MODE");
+    }
+    for (int k = 0; conv && k < 2; k++)
+        check_recordings(k ? "default" : "exact", &r[k], conv, dirs[k]);
     const char *phases[] = {"special", "after", "child"};
     for (int k = 0; k < (shares ? 3 : 2); k++) {
         const char *run = k == 1 ? "default" : k ? "exact #2" : "exact #1";
