@@ -265,10 +265,6 @@ static PG_ALWAYS_INLINE void est_reload(struct pg_thread *t, struct pg_gstate *s
     s->est_cycle = s->est_left = (uint16_t)(PG_EST_CYCLE / 2 + x % (PG_EST_CYCLE + 1));
 }
 
-/* The event's PG_EST_WINDOW-th exact start since the window began (the event's begin or the
- * previous window's end): faster than one per PG_EST_HOT_NS, the event estimates its starts
- * from here on (adaptive mode, not trace mode); else a new window. Under enter_acquire's
- * latch, dropped here. */
 /* Lite frames of an ended event still open (pg_thread.lite_hold)? Released once the frame
  * below them has gone (LIFO: they have too). */
 static inline int lite_held(struct pg_thread *t)
@@ -282,6 +278,10 @@ static inline int lite_held(struct pg_thread *t)
     return 0;
 }
 
+/* The event's PG_EST_WINDOW-th exact start since the window began (the event's begin or the
+ * previous window's end): faster than one per PG_EST_HOT_NS, the event estimates its starts
+ * from here on (adaptive mode, not trace mode); else a new window. Under enter_acquire's
+ * latch, dropped here. */
 static PG_COLD uint64_t enter_window(struct pg_thread *t, struct pg_func *fn, uintptr_t sp,
                                      uintptr_t ra, unsigned mask, uint64_t tsc)
 {
