@@ -48,6 +48,21 @@ int perfgroup_event_end(void)
     if (!t || t->event_open != PG_EV_EXPLICIT)
         return -ENOENT;
     struct pg_thread *latch = pg_latch_take();
+    /* frames still open (the event ends inside them) are dropped uncharged at their exits:
+     * what their nested frames were charged is not the event's own code (top's self) */
+    uint32_t first = 0; /* the event's outermost frame, + 1 */
+    for (uint32_t i = 0; i < t->depth; i++)
+        if (t->stack[i].iter == t->iter) {
+            t->ev_inner += t->stack[i].inner;
+            first = first ? first : i + 1;
+        }
+    /* lite frames open (cur.top one of them, or their bits in the mask): they restore this
+     * event's state when they exit, inline; no lite part in a later event until they have
+     * (hooks.c, lite_held) */
+    if (t->est_on == PG_EST_LITE && first && (PERFGROUP_TLS_CUR.top < 64 || pg_lite_open_bits(t))) {
+        t->lite_hold = first;
+        t->lite_hold_gen = t->stack[first - 1].gen;
+    }
     perfgroup__explicit_end(t);
     pg_latch_drop(latch);
     perfgroup__alerts_deliver(t);
@@ -129,6 +144,10 @@ void perfgroup_nested_loop_begin(void)
         n->implicit_frame = t->implicit_frame;
         n->depth = t->depth;
         n->iter = t->iter;
+        /* lite frames open now (a lite event): the outer event's first part charges them
+         * (its commit); their bits are given back at the end, for its second part */
+        n->lite_bits = t->est_on == PG_EST_LITE && t->event_open != PG_EV_NONE ? pg_lite_open_bits(t) : 0;
+        n->lite_top = PERFGROUP_TLS_CUR.top;
     }
     t->nest_depth++;
     if (t->event_open != PG_EV_NONE) {
@@ -174,6 +193,14 @@ void perfgroup_nested_loop_end(void)
         }
     }
     pg_cur_refresh(t); /* restarted frames are of the new iteration */
+    if (t->nest_depth < PG_NEST_MAX && t->nest[t->nest_depth].lite_bits &&
+        t->nest[t->nest_depth].open != PG_EV_NONE) {
+        /* the lite frames still open run in the second part: their bits back in the mask (else
+         * their groups charged nothing there), the innermost one's as cur.top (lite_begin) */
+        const struct pg_nest *n = &t->nest[t->nest_depth];
+        PERFGROUP_TLS_CUR.top = n->lite_top;
+        pg_cur_on(PERFGROUP_TLS_CUR.mask | n->lite_bits, PERFGROUP_TLS_CUR.sp);
+    }
     pg_latch_drop(latch);
     perfgroup__alerts_deliver(t);
 }

@@ -414,6 +414,11 @@ PG_HIDDEN void perfgroup__resync(struct pg_thread *t, uint32_t keep, uint64_t ts
             if ((f->mask & (1u << j)) && t->sw[f->fn->gid[j]].running == f->iter)
                 t->sw[f->fn->gid[j]].running = 0;
     }
+    /* what their nested frames were charged stays out of the self time of the frame below
+     * (or the event's own): their spans are not charged, but the nested frames' were */
+    for (uint32_t i = t->depth; i-- > keep;)
+        if (t->stack[i].iter == t->iter)
+            *pg_inner_of(t, i) += t->stack[i].inner;
     t->depth = keep;
     if (t->est_on == PG_EST_LITE)
         PERFGROUP_TLS_CUR.top = pg_top_of(t); /* (lite frames above are lost: a known limit) */

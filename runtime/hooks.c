@@ -261,6 +261,19 @@ static PG_ALWAYS_INLINE void est_reload(struct pg_thread *t, struct pg_gstate *s
     s->est_cycle = s->est_left = (uint16_t)(PG_EST_CYCLE / 2 + x % (PG_EST_CYCLE + 1));
 }
 
+/* Lite frames of an ended event still open (pg_thread.lite_hold)? Released once the frame
+ * below them has gone (LIFO: they have too). */
+static inline int lite_held(struct pg_thread *t)
+{
+    uint32_t h = t->lite_hold;
+    if (h == 0)
+        return 0;
+    if (h <= t->depth && t->stack[h - 1].gen == t->lite_hold_gen)
+        return 1;
+    t->lite_hold = 0;
+    return 0;
+}
+
 /* The event's PG_EST_WINDOW-th exact start since the window began (the event's begin or the
  * previous window's end): faster than one per PG_EST_HOT_NS, the event estimates its starts
  * from here on (adaptive mode, not trace mode); else a new window. Under enter_acquire's
@@ -278,7 +291,7 @@ static PG_COLD uint64_t enter_window(struct pg_thread *t, struct pg_func *fn, ui
         t->est_tick = (tk & 1) ? 0 : tk; /* the counter was just read */
         atomic_fetch_add_explicit(&perfgroup__estimated, 1, memory_order_relaxed);
         /* lite frames, while the ticker runs fast (it forces a reading per tick: below) */
-        if (perfgroup__lite_r != 0 && !(tk & 1)) {
+        if (perfgroup__lite_r != 0 && !(tk & 1) && !lite_held(t)) {
             uint64_t token = lite_begin(t, fn, sp, ra, mask, d, tsc, tk);
             pg_latch_drop(t);
             return token;
@@ -428,6 +441,10 @@ static PG_COLD uint64_t lite_begin(struct pg_thread *t, struct pg_func *fn, uint
         f->inner = 0;
         below = PERFGROUP_TOP_RT;
     }
+    /* a lite frame a nested loop's end gave back (perfgroup_nested_loop_end): the innermost,
+     * taken to be above the runtime's frames */
+    if (PERFGROUP_TLS_CUR.top < 64)
+        below = (uint8_t)PERFGROUP_TLS_CUR.top;
     t->est_on = PG_EST_LITE;
     atomic_fetch_add_explicit(&perfgroup__lite_threads, 1, memory_order_relaxed);
     perfgroup__lite_restart(t, tsc);

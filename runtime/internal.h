@@ -157,6 +157,8 @@ struct pg_nest {          /* an event suspended by a nested loop */
     uint32_t implicit_frame;
     uint32_t depth;       /* frames live when the nested loop began */
     uint64_t iter;        /* their iteration */
+    uint64_t lite_bits;   /* the bits of lite frames open then (a lite event), given back */
+    uint64_t lite_top;    /* cur.top then */
 };
 
 enum { PG_EV_NONE = 0, PG_EV_EXPLICIT = 1, PG_EV_IMPLICIT = 2 };
@@ -308,6 +310,11 @@ struct pg_thread {
     uint64_t task_base[64];
     /* lite frames (hooks.c, docs/accounting.md "Lite frames"): touched by hot threads only */
     struct pg_lite lite;
+    /* lite frames left open by perfgroup_event_end (called inside them): their inline exits
+     * restore the ended event's state (its frames' bits), so no lite part until the ended
+     * event's outermost frame, index lite_hold - 1 with generation lite_hold_gen, is gone */
+    uint32_t lite_hold;
+    uint16_t lite_hold_gen;
 } __attribute__((aligned(4096))); /* an entry starts a page: its first two pages are the
                                    * resident ones, in a slab of entries as alone */
 
@@ -363,6 +370,17 @@ PG_HIDDEN void perfgroup__lite_open(struct pg_thread *t, int closed);
  * (event_api.c: a nested loop's begin, and an event's switch to lite frames) */
 PG_HIDDEN void perfgroup__bank_frames(struct pg_thread *t, uint32_t depth, uint64_t iter,
                                       uint64_t tsc);
+/* The bits of the lite frames open now: the mask's less those of the runtime's frames of
+ * this iteration (cold paths: it walks the shadow stack). */
+static inline uint64_t pg_lite_open_bits(const struct pg_thread *t)
+{
+    uint64_t rt = 1ull << 63;
+    for (uint32_t i = 0; i < t->depth; i++)
+        if (t->stack[i].iter == t->iter)
+            rt |= t->stack[i].bits;
+    return PERFGROUP_TLS_CUR.mask & ~rt;
+}
+
 /* The innermost acquiring frame for cur.top after the shadow stack changed (lite events) */
 static inline uint8_t pg_top_of(const struct pg_thread *t)
 {

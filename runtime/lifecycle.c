@@ -341,8 +341,13 @@ static void fork_restart_event(struct pg_thread *t)
     pg_exec_clear(t);
     /* a lite event's hot part: the child's from the fork (the only thread in a lite event) */
     atomic_store(&perfgroup__lite_threads, t->est_on == PG_EST_LITE);
-    if (t->est_on == PG_EST_LITE)
+    if (t->est_on == PG_EST_LITE) {
         perfgroup__lite_restart(t, tsc);
+        /* the lite frames open at the fork (their bits: the mask's, less the runtime's frames')
+         * count in the child, as its runtime frames do when they end there */
+        for (uint64_t m = pg_lite_open_bits(t); m; m &= m - 1)
+            t->lite.ctl.acts[__builtin_ctzll(m)] = 1;
+    }
     t->event_stamp++; /* the groups of the stopwatches still running join the list anew */
     if (t->event_open == PG_EV_NONE)
         return;
