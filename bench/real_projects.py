@@ -338,9 +338,10 @@ def bench(T, A, project, cc, workdir):
     counted, recs, missing = {}, {}, []
     for c in configs:
         key = (c.variant, c.program)
-        # one count per build and program: the accounting mode changes no hook call
-        if c.variant not in ("none", "weak") and not c.rec and key not in counted:
-            counted[key] = count_hooks(T, A, project, c, os.path.join(workdir, c.variant), workdir)
+        # one count per build, program and accounting mode (lite frames make few hook calls)
+        ckey = (c.variant, c.program, c.acc)
+        if c.variant not in ("none", "weak") and not c.rec and ckey not in counted:
+            counted[ckey] = count_hooks(T, A, project, c, os.path.join(workdir, c.variant), workdir)
         if c.rec:
             recs[key] = recorded(T, os.path.join(workdir, "rec-" + c.name))
             lost = [g for g in EXPECT.get((project, c.name), []) if g not in recs[key][2]]
@@ -357,7 +358,8 @@ def bench(T, A, project, cc, workdir):
         rows.append({"cfg": c, "build": bcpu[c.variant], "cpu": u, "cpu_x": u / b,
                      "base_s": tb if tb is not None else b, "over_base": u - b,
                      "tcpu": t, "tcpu_x": t / tb if t is not None else None,
-                     "hooks": counted.get((c.variant, c.program)),
+                     "hooks": counted.get((c.variant, c.program, c.acc),
+                                          counted.get((c.variant, c.program, "adaptive"))),
                      "rec": recs.get((c.variant, c.program)),
                      "load": (med(load[c.name]), min(load[c.name]), max(load[c.name])),
                      "stats_row": stats_row})
