@@ -354,6 +354,7 @@ extern PG_HIDDEN _Atomic uint64_t perfgroup__clamped; /* events whose CPU exceed
 #define PG_EST_HOT_NS 2000u
 #define PG_EST_CYCLE  8u
 #define PG_LITE_R     64u  /* the default mean countdown of lite transitions */
+#define PG_LITE_R_MAX 65536u /* PERFGROUP_LITE_R above it: this (the countdown's arithmetic) */
 #define PG_EST_LITE   2u   /* pg_thread.est_on: lite frames, the hot part sampled by segment */
 /* Lite frames: the countdown's mean (PERFGROUP_LITE_R; 0: no lite frames) */
 extern PG_HIDDEN uint64_t perfgroup__lite_r;

@@ -447,6 +447,8 @@ static void init_once_fn(void)
          * through the runtime (0: none, the estimated starts alone) */
         const char *r = perfgroup__getenv("PERFGROUP_LITE_R");
         perfgroup__lite_r = r && *r ? strtoull(r, NULL, 10) : PG_LITE_R;
+        if (perfgroup__lite_r > PG_LITE_R_MAX) /* (R + 1 wrapped to 0: a division by zero) */
+            perfgroup__lite_r = PG_LITE_R_MAX;
         if (perfgroup__lite_r == 1)
             perfgroup__lite_r = 2; /* the least countdown that lets a lite frame start */
     }
