@@ -299,9 +299,12 @@ PERF_GROUP_NONE static void check_run(const char *name, const struct run *r, int
               name, r->lite_q + r->lite_r);
     const uint64_t *j = r->jank[G_Q];
     int b = (int)floor(log2(r->long_ms));
-    CHECK(b >= 4 && b + 2 < PERFGROUP_JANK_BUCKETS && j[4] == 1 && j[b] == 1 && j[b + 2] == 0,
-          "%s: Q's long event (%.1f ms of CPU) not alone above 16 ms, in (%d, %d] ms: >16 %llu, "
-          ">32 %llu, >64 %llu, >128 %llu", name, r->long_ms, 1 << b, 4 << b,
+    /* alone above 2^b ms (32 for ~40): a ping event (~8 ms of Q's CPU in exact mode) may pass
+     * 16 ms where the VM's stolen time lands in it (490 ms stolen in one run of a loaded CI:
+     * "exact #2 ... >16 2"), not 32 */
+    CHECK(b >= 4 && b + 2 < PERFGROUP_JANK_BUCKETS && j[b] == 1 && j[b + 2] == 0,
+          "%s: Q's long event (%.1f ms of CPU) not alone above %d ms, in (%d, %d] ms: >16 %llu, "
+          ">32 %llu, >64 %llu, >128 %llu", name, r->long_ms, 1 << b, 1 << b, 4 << b,
           (unsigned long long)j[4], (unsigned long long)j[5], (unsigned long long)j[6],
           (unsigned long long)j[7]);
     if (adaptive)
