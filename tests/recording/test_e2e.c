@@ -72,6 +72,7 @@ struct tally {
     uint32_t fid_a, fid_b, loop_id;
     int have_a, have_b;
     uint64_t per_thread_intervals[64], per_thread_events[64], per_thread_end[64];
+    uint32_t tid_of[64];    /* a thread index's tid (its THREAD definition) */
     uint64_t bad_interval;  /* an interval with an unexpected (function, mask, depth) */
     uint64_t outside_event; /* an interval not inside the thread's next event */
     uint32_t pid;
@@ -97,6 +98,10 @@ static void tally(const char *file, struct tally *t, int expect_closed) {
                 t->fid_a = rec.u.site.function_id, t->have_a = 1;
             if (rec.u.site.function.len == 2 && !memcmp(rec.u.site.function.ptr, "fb", 2))
                 t->fid_b = rec.u.site.function_id, t->have_b = 1;
+            break;
+        case PGF_REC_THREAD:
+            if (rec.u.thread.thread_index < 64)
+                t->tid_of[rec.u.thread.thread_index] = rec.u.thread.tid;
             break;
         case PGF_REC_STRING:
             if (rec.u.string.text.len == 4 && !memcmp(rec.u.string.text.ptr, "loop", 4))
@@ -195,6 +200,12 @@ static void *thread_main(void *arg) {
 }
 
 static int case_threads(void) {
+    /* resolve the sites once here, as case_kill does (a plugin's module constructor does it
+     * for real code): threads racing for a hand-made site's first call wait a bounded while
+     * for the registry, then that call is refused and counted (registry.c, "never block in a
+     * hook"). Under CI load 4 of 16 were (dropped=1 each): their first A missing, B at depth
+     * 0, A at depth 1, 239,996 intervals of 240,000. */
+    one_iteration();
     pthread_t th[THREADS];
     for (int i = 0; i < THREADS; i++)
         CHECK_EQ(pthread_create(&th[i], NULL, thread_main, NULL), 0);
@@ -204,20 +215,27 @@ static int case_threads(void) {
     out_path(getpid());
     struct tally t;
     tally(path, &t, 1);
-    CHECK_EQ(t.kinds[PGF_REC_INTERVAL], 3ull * THREADS * PER_THREAD);
-    CHECK_EQ(t.kinds[PGF_REC_EVENT], (uint64_t)THREADS * PER_THREAD);
+    CHECK_EQ(t.kinds[PGF_REC_INTERVAL], 3ull * (THREADS * PER_THREAD + 1));
+    CHECK_EQ(t.kinds[PGF_REC_EVENT], (uint64_t)THREADS * PER_THREAD + 1);
     CHECK_EQ(t.bad_interval, 0);
     CHECK_EQ(t.outside_event, 0);
-    unsigned seen = 0;
+    unsigned seen = 0, main_seen = 0;
     for (int i = 0; i < 64; i++) {
         if (!t.per_thread_events[i])
             continue;
+        if (t.tid_of[i] == (uint32_t)getpid()) { /* the main thread's iteration */
+            main_seen++;
+            CHECK_EQ(t.per_thread_events[i], 1);
+            CHECK_EQ(t.per_thread_intervals[i], 3);
+            continue;
+        }
         seen++;
         CHECK_EQ(t.per_thread_events[i], PER_THREAD);
         CHECK_EQ(t.per_thread_intervals[i], 3 * PER_THREAD);
         CHECK_EQ(t.per_thread_end[i], 1);
     }
     CHECK_EQ(seen, THREADS);
+    CHECK_EQ(main_seen, 1);
     return 0;
 }
 
