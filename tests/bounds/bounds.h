@@ -268,6 +268,20 @@ static inline int64_t pg_stolen(const struct pg_obs *a, const struct pg_obs *b)
     return st;
 }
 
+/* The time stolen from this thread between a and b where it can be told from its own clocks
+ * alone: a thread that never slept in the stretch (no voluntary switch) was off the CPU only
+ * waiting on a run queue or stolen, so wall - CPU - run-queue wait, to the ns. Else (or
+ * without schedstat) pg_stolen's, with /proc/stat's machine-wide steal (both CPUs', in
+ * ticks): looser, never lower. */
+static inline int64_t pg_stolen_thread(const struct pg_obs *a, const struct pg_obs *b)
+{
+    if (b->nvcsw == a->nvcsw && a->run_delay >= 0 && b->run_delay >= 0) {
+        int64_t t = (b->wall - a->wall) - (b->cpu - a->cpu) - (b->run_delay - a->run_delay);
+        return t > 0 ? t : 0;
+    }
+    return pg_stolen(a, b);
+}
+
 /* Adaptive accounting (docs/accounting.md, "Hot threads" and "Where σ applies"): an event
  * estimates once a window of 64 exact starts ran within 64 x 2 us by the counter; a slower
  * window begins a new one. So an event that stayed exact had every complete window of its

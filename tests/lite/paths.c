@@ -37,7 +37,8 @@
  *   - where charges matter (the phase after the special path, the nested loop's, the signal
  *     case's, the 70 groups'): each group's charged time as a share of top in the default run against the
  *     two exact runs' mean, within 3 points + 10 % of the share + the exact runs' spread +
- *     the hook pairs' cost exact mode charges (HOOK_NS a pair, the figure's pairs).
+ *     the hook pairs' cost exact mode charges (HOOK_NS a pair, the figure's pairs) + the
+ *     time stolen from the thread in the phase, each run's (bounds.h, pg_stolen_thread).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -58,6 +59,7 @@
 #include "perfgroup.h"
 #include "perfgroup/abi.h"
 #include "../bounds/modes.h"
+#include "../bounds/bounds.h"
 
 #define NOINLINE __attribute__((noinline))
 #define HOOK_NS 80.0 /* what exact mode charges for a hook pair, at most (lite.c: 52-60 ns) */
@@ -164,9 +166,16 @@ PERF_GROUP_NONE static void print_groups(const char *phase, struct perfgroup_sna
     printf("v %s estimated %llu\n", phase, (unsigned long long)perfgroup_snapshot_estimated(d));
 }
 
+/* The thread's clocks at the phase's start (tests/bounds/bounds.h): the time stolen from it in
+ * the phase, which a group's segment or stopwatch counts and top (the events' CPU clock)
+ * does not (docs/accounting.md, "Error bounds", stolen). */
+static struct pg_obs phase_obs;
+
 /* The phase since `before`: its groups, then the calls counted (and zeroed) for it. */
 PERF_GROUP_NONE static void phase_end(const char *phase, struct perfgroup_snapshot **before)
 {
+    struct pg_obs o = pg_obs_now();
+    printf("v %s stolen %lld\n", phase, (long long)pg_stolen_thread(&phase_obs, &o));
     struct perfgroup_snapshot *now = perfgroup_snapshot_take();
     struct perfgroup_snapshot *d = perfgroup_snapshot_diff(now, *before);
     print_groups(phase, d);
@@ -182,6 +191,7 @@ PERF_GROUP_NONE static void phase_end(const char *phase, struct perfgroup_snapsh
     printf("n %s O %llu\nj %s O %llu\n", phase, (unsigned long long)n_o, phase, (unsigned long long)j_o);
     n_a = n_b = n_c = n_d = n_h = n_o = j_a = j_b = j_c = j_o = 0;
     h_calls = 0;
+    phase_obs = pg_obs_now();
 }
 
 /* cur.mask outside every event and group: what a stale bit would leave */
@@ -557,6 +567,7 @@ PERF_GROUP_NONE static int child(const char *which)
     uint64_t t0 = cpu_ns();
     pg_burn_iters(20000000);
     iters_per_ns = 20000000.0 / (double)(cpu_ns() - t0);
+    phase_obs = pg_obs_now();
     if (strcmp(which, "longjmp") == 0)
         case_longjmp();
     else if (strcmp(which, "signal") == 0)
@@ -743,6 +754,9 @@ PERF_GROUP_NONE static void check_phase(const char *run, struct run *r, const ch
  * the hook pairs exact mode charges to a group (its own and its callees'). */
 PERF_GROUP_NONE static void check_shares(struct run *r, const char *phase, double pairs)
 {
+    printf("%s: stolen from the thread (bounds.h, pg_stolen_thread): exact #1 %.3f ms, default "
+           "%.3f ms, exact #2 %.3f ms\n", phase, (double)val(&r[0], phase, "stolen") / 1e6,
+           (double)val(&r[1], phase, "stolen") / 1e6, (double)val(&r[2], phase, "stolen") / 1e6);
     printf("| %s: group | exact #1 %% | exact #2 %% | default %% | bound |\n|---|---|---|---|---|\n", phase);
     struct grp *t0 = grp_at(r, phase, "top");
     for (int i = 0; i < r[0].ng; i++) {
@@ -755,7 +769,14 @@ PERF_GROUP_NONE static void check_shares(struct run *r, const char *phase, doubl
             continue;
         double e1 = 100 * g0->cpu / t0->cpu, e2 = 100 * g2->cpu / t2->cpu, a = 100 * g1->cpu / t1->cpu;
         double ref = (e1 + e2) / 2;
-        double bound = 3 + 0.1 * ref + fabs(e1 - e2) + 100 * HOOK_NS * pairs * (double)g0->acts / t0->cpu;
+        /* time stolen in a run: counted by whichever groups ran then, not by top (a run of a
+         * loaded CI read G46 4.50 % against 1.10 %, and three other groups 2-3 points high:
+         * ~6 ms each of a 176 ms phase) */
+        double stolen = 100 * ((double)val(&r[1], phase, "stolen") / t1->cpu +
+                               ((double)val(&r[0], phase, "stolen") / t0->cpu +
+                                (double)val(&r[2], phase, "stolen") / t2->cpu) / 2);
+        double bound = 3 + 0.1 * ref + fabs(e1 - e2) +
+                       100 * HOOK_NS * pairs * (double)g0->acts / t0->cpu + stolen;
         printf("| %s | %.2f | %.2f | %.2f | %.2f |\n", g0->name, e1, e2, a, bound);
         CHECK(fabs(a - ref) <= bound, "%s: %s charged %.2f %% of top by default, %.2f %% exact "
               "(bound %.2f)", phase, g0->name, a, ref, bound);
