@@ -123,3 +123,29 @@ def within(value, truth, bound, what):
     if truth - b <= value <= truth + b:
         return None
     return f"{what}: {value} vs {truth} +- {b} ({why})"
+
+
+def scaled_away(t):
+    """A Gecko stats-mode thread `t`: per (event name, group), the self time (ms) that the
+    converter's samples leave out by design (docs/converter.md "Samples, stats mode"): where
+    an event's groups' self times add up to more than its CPU clock (the stopwatches count time stolen from the
+    VM, the CPU clock does not: docs/accounting.md "Error bounds", stolen), each group's is
+    scaled to fit, self x (1 - cpu / sum). From the event markers (self to the microsecond).
+    (Python only: it reads the converter's output, which no C test does.)"""
+    strings, sch = t["stringTable"], t["markers"]["schema"]
+    away = {}
+    for m in t["markers"]["data"]:
+        d = m[sch["data"]]
+        if not isinstance(d, dict) or d.get("type") != "PerfgroupEvent" or "self" not in d:
+            continue
+        selfs = {}
+        for item in d["self"].split(", "):
+            g, v, unit = item.rsplit(" ", 2)
+            if g != "top" and unit == "ms":
+                selfs[g] = float(v)
+        total = sum(selfs.values())
+        if total > d["cpu"] > 0:
+            ev = strings[m[sch["name"]]]
+            for g, v in selfs.items():
+                away[(ev, g)] = away.get((ev, g), 0.0) + v * (1 - d["cpu"] / total)
+    return away

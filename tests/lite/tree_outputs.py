@@ -24,7 +24,7 @@ frames, so their parents are the ones the runtime learns at the transitions it s
     lite run alike (a node with no sample may be absent: one of less than 2 ms of self time),
     each node's self samples its group's self time in those events / 1 ms (+-2: the converter
     carries a group's fraction across events; less what it scales away in an event whose self
-    times sum above its CPU: scaled_away), the "(outside groups)" nodes top's self time
+    times sum above its CPU: bounds.scaled_away), the "(outside groups)" nodes top's self time
     (+-2: its carry is shared with the hooks events').
 The sparse events make middle's few transitions rarely seen by the runtime: its parent there
 is mostly the one its thread learnt in the tree events (perfgroup__lite_fold's fallback).
@@ -36,7 +36,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bounds"))
-from bounds import steal_ns  # noqa: E402
+from bounds import scaled_away, steal_ns  # noqa: E402
 
 GROUPS = ["top", "W", "E", "warm", "outer", "middle", "inner"]
 LITE_NS = 8.0  # a lite pair's own cost, at most (docs/accounting.md, lite.gcc's LITE_NS)
@@ -79,35 +79,10 @@ def record(prog, pgm, mode):
     return r
 
 
-def scaled_away(t):
-    """Per (event name, group): the self time, ms, that the converter's stats-mode samples
-    leave out by design (docs/converter.md "Samples, stats mode"): where an event's groups'
-    self times add up to more than its CPU clock (the stopwatches count time stolen from the
-    VM, the CPU clock does not: docs/accounting.md "Error bounds", stolen), each group's is
-    scaled to fit, self x (1 - cpu / sum). From the event markers (self to the microsecond)."""
-    strings, sch = t["stringTable"], t["markers"]["schema"]
-    away = {}
-    for m in t["markers"]["data"]:
-        d = m[sch["data"]]
-        if not isinstance(d, dict) or d.get("type") != "PerfgroupEvent" or "self" not in d:
-            continue
-        selfs = {}
-        for item in d["self"].split(", "):
-            g, v, unit = item.rsplit(" ", 2)
-            if g != "top" and unit == "ms":
-                selfs[g] = float(v)
-        total = sum(selfs.values())
-        if total > d["cpu"] > 0:
-            ev = strings[m[sch["name"]]]
-            for g, v in selfs.items():
-                away[(ev, g)] = away.get((ev, g), 0.0) + v * (1 - d["cpu"] / total)
-    return away
-
-
 def gecko_tree(conv, pgm, out):
     """The Gecko profile's one thread with samples: every stack path (names from the root)
     in its stack table, the samples per path, and the self time scaled away per event name
-    and group (scaled_away)."""
+    and group (bounds.scaled_away)."""
     run([conv, pgm, "-o", out])
     with open(out) as f:
         p = json.load(f)
