@@ -652,6 +652,24 @@ static PG_COLD void exit_slow(struct perfgroup_site *site, uint64_t token, uint6
 }
 
 
+/* The exit hook's frame on top, of the current generation, the thread not descheduled, a trace
+ * record's room checked, but segment-accounted (a frame the runtime pushed in a lite event):
+ * exit_slow's work for it without its generic part (the latch is the hook's, cur is off,
+ * the counter read). Under the latch, dropped here. The event may have ended since the frame
+ * began (its lite part folded): the mask then holds lite bits the shadow stack does not know,
+ * so cur is refreshed from it, as exit_slow does. */
+static __attribute__((noinline)) void exit_lite_frame(struct pg_thread *t, uint32_t idx,
+                                                      uint64_t tsc, int trace)
+{
+    PG_ERRNO_SAVE_T(t);
+    int lite = t->est_on == PG_EST_LITE;
+    exit_frame(t, idx, tsc, 0, trace);
+    if (!lite || t->est_on != PG_EST_LITE)
+        pg_cur_refresh(t);
+    pg_latch_drop(t);
+    PG_ERRNO_RESTORE_T();
+}
+
 /* The enter hook's own CFA (the caller's stack pointer at the call) and return address:
  * the same on every path through the hook, whatever the hook's own frame looks like. */
 #define HOOK_SP() ((uintptr_t)__builtin_dwarf_cfa())
@@ -724,7 +742,11 @@ static __attribute__((noinline)) uint64_t enter_on_lite(struct pg_thread *t, str
     uintptr_t csp = PERFGROUP_TLS_CUR.sp;
     if (PG_UNLIKELY(csp != 0 && csp < sp))
         lite_repair(t);
-    t->lite.early = pg_clock_fast();
+    /* (only where lite_close will read the counter: a measured segment ends, or the coarse
+     * clock ticked; a tick from here to there is read there) */
+    if (t->lite.armed ||
+        atomic_load_explicit(&perfgroup__tick, memory_order_relaxed) != t->lite.tick)
+        t->lite.early = pg_clock_fast();
     int kind = enter_kind(t, fn, sp, ra);
     uint64_t token = kind == ENTER_REENTRY   ? 0
                      : kind == ENTER_PREPARE ? enter_prepare(t, fn, sp, ra)
@@ -789,10 +811,13 @@ void PERFGROUP_HOOK_EXIT(struct perfgroup_site *site, uint64_t token)
     uint32_t idx = (uint32_t)token - 1;
     int trace = perfgroup__rec_mode_now() == PGF_MODE_TRACE;
     if (PG_UNLIKELY(idx + 1 != t->depth || t->stack[idx].gen != (uint16_t)(token >> 32) ||
-                    (trace && !perfgroup__rec_interval_room(t->rec)) || pg_descheduled_fast() ||
-                    t->stack[idx].lite)) {
+                    (trace && !perfgroup__rec_interval_room(t->rec)) || pg_descheduled_fast())) {
         pg_latch_drop(t);
         exit_slow(site, token, tsc);
+        return;
+    }
+    if (PG_UNLIKELY(t->stack[idx].lite)) {
+        exit_lite_frame(t, idx, tsc, trace); /* (a tail call) */
         return;
     }
     exit_frame(t, idx, tsc, 1, trace);

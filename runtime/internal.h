@@ -642,11 +642,16 @@ static __attribute__((noinline, cold)) void pg_seg_end(struct pg_thread *t, stru
     uint64_t delta = tsc - f->tsc;
     int ok = ((cpu ^ f->cpu) & perfgroup__cpu_mask) == 0 && (int64_t)delta >= 0;
     /* its parent: the innermost frame it covered (a lite frame's group, or the runtime's
-     * frame below), not the runtime's frame below alone (lite frames are not on the stack) */
-    uint32_t parent = pg_parent_top(t, f, f->lite & ~PG_FRAME_SEG);
+     * frame below), not the runtime's frame below alone (lite frames are not on the stack);
+     * looked up for a group that has not joined the event yet only */
+    uint32_t parent = UINT32_MAX;
     for (unsigned i = 0; i < fn->ngroups; i++)
         if (f->mask & (1u << i)) {
-            pg_stamp_as(t, &t->sw[fn->gid[i]], fn->gid[i], parent);
+            if (t->sw[fn->gid[i]].stamp != t->event_stamp) {
+                if (parent == UINT32_MAX)
+                    parent = pg_parent_top(t, f, f->lite & ~PG_FRAME_SEG);
+                pg_stamp_as(t, &t->sw[fn->gid[i]], fn->gid[i], parent);
+            }
             if (__atomic_load_n(&fn->gbit[i], __ATOMIC_RELAXED) & f->bits)
                 pg_charge(t, fn->gid[i], 0, 0, 1, 1, f);
             else
