@@ -8,8 +8,9 @@ round; each add-on times its own body by the thread's CPU clock (the ground trut
 body's first and last statement: what the group's stopwatch spans, less the hooks' part inside
 it). Each group's CPU time in the snapshot, in `perfgroup-convert --summary --json` and in the
 Gecko profile (the samples of the frame `addon_run (in <its object>)`) must be within 5 % of
-that truth — the error model of docs/accounting.md allows far less per call (the hooks' part of
-the span, sub-microsecond) than 5 % of 0.2 ms. Not around the call from the host: that holds
+that truth (+ the time stolen, + STEP_NS for each descheduled body: within()) — the error
+model of docs/accounting.md allows far less per call (the hooks' part of the span,
+sub-microsecond) than 5 % of 0.2 ms. Not around the call from the host: that holds
 the work the hooks do outside every stopwatch, charged to no group by design — a new add-on's
 first call resolves its site (registry, and in trace mode its definition records): 176 us more
 over plugin-0's 15 calls, 5.5 %, once at load average 5.
@@ -36,6 +37,9 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bounds"))
+from bounds import STEP_NS  # noqa: E402 (docs/accounting.md "Error bounds")
+
 PLUGIN_C = r'''#include <perfgroup.h>
 #include <stdint.h>
 #include <time.h>
@@ -47,8 +51,9 @@ static int64_t cpu_now(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* the CPU and wall time of the bodies so far, read by the host before it unloads the add-on */
-uint64_t addon_cpu_ns, addon_wall_ns;
+/* the CPU and wall time of the bodies so far, and the bodies descheduled (more than 20 us
+ * off the CPU: a preemption), read by the host before it unloads the add-on */
+uint64_t addon_cpu_ns, addon_wall_ns, addon_desched;
 
 %(attr)s void addon_run(double ms)
 {
@@ -59,7 +64,9 @@ uint64_t addon_cpu_ns, addon_wall_ns;
         ;
     addon_cpu_ns += (uint64_t)(c1 - c0);
     clock_gettime(CLOCK_MONOTONIC, &w1);
-    addon_wall_ns += (uint64_t)((w1.tv_sec - w0.tv_sec) * 1000000000 + (w1.tv_nsec - w0.tv_nsec));
+    int64_t wall = (w1.tv_sec - w0.tv_sec) * 1000000000 + (w1.tv_nsec - w0.tv_nsec);
+    addon_wall_ns += (uint64_t)wall;
+    addon_desched += wall - (c1 - c0) > 20000;
 }
 '''
 
@@ -119,16 +126,23 @@ def build_host(A, exe, linked):
     run([A.cc] + flags)
 
 
-def within(what, got, truth, by="the thread CPU clock around the bodies"):
+def within(what, got, truth, by="the thread CPU clock around the bodies", desched=0):
+    """|got - truth| <= 5 % + the time stolen from the vCPUs + STEP_NS for each of the group's
+    bodies that was descheduled (the thread's CPU clock steps at a preemption on a VM, and a
+    settling pairs the counter with it there: docs/accounting.md "Error bounds", the
+    reference's step; CI read plugin-0 3.288 ms against its bodies' 3.002 ms, +9.6 %, no
+    steal shown, before this term)."""
     if os.environ.get("ADDONS_VERBOSE"):
         print("%-48s %10.3f %10.3f %+6.2f %%" % (what, got / 1e6, truth / 1e6,
                                                (got - truth) * 100.0 / truth if truth else 0))
         return
     stolen = steal_ns() - STEAL0
     stolen = stolen + 1_000_000_000 // os.sysconf("SC_CLK_TCK") if stolen > 0 else 0
-    if truth <= 0 or abs(got - truth) > TOL * truth + stolen:
+    if truth <= 0 or abs(got - truth) > TOL * truth + stolen + desched * STEP_NS:
         fail("%s: %.3f ms, %s says %.3f ms (more than %d %% apart, + %.3f ms stolen from the "
-             "vCPUs meanwhile)" % (what, got / 1e6, by, truth / 1e6, TOL * 100, stolen / 1e6))
+             "vCPUs meanwhile, + %d descheduled bodies x %.1f ms)"
+             % (what, got / 1e6, by, truth / 1e6, TOL * 100, stolen / 1e6, desched,
+                STEP_NS / 1e6))
 
 
 def summary_groups(A, pgm):
@@ -193,7 +207,8 @@ def interval_wall_by_module(A, pgm):
 
 
 def read_host(path):
-    """{group: (truth_ns, snapshot_ns, calls)}, {add-on path: (cpu_ns, wall_ns)}, reused"""
+    """{group: (truth_ns, snapshot_ns, calls, descheduled bodies)}, {add-on path: (cpu_ns,
+    wall_ns)}, reused"""
     groups, addons, reused = {}, {}, 0
     with open(path) as f:
         for line in f:
@@ -203,7 +218,7 @@ def read_host(path):
             elif w[0] == "A":
                 addons[w[1]] = (int(w[2]), int(w[3]))
             elif w[0] == "G":
-                groups[w[1]] = (int(w[2]), int(w[3]), int(w[4]))
+                groups[w[1]] = (int(w[2]), int(w[3]), int(w[4]), int(w[5]))
     return groups, addons, reused
 
 
@@ -229,17 +244,18 @@ def check_run(A, work, host, mode, rounds, events, hostargs, addons, sc, static)
     if len(lines) != want or (want and "carries its own runtime" not in lines[0]):
         fail("expected %d line(s) from the runtime, got:\n%s" % (want, p.stderr))
     summ = summary_groups(A, pgm)
-    for g, (truth, snap, calls) in sorted(groups.items()):
+    for g, (truth, snap, calls, desched) in sorted(groups.items()):
         if calls == 0:
             fail("group %s: never called" % g)
         if snap >= 0:
-            within("%s: group %s, snapshot" % (mode, g), snap, truth)
-        within("%s: group %s, --summary --json" % (mode, g), summ.get(g, 0), truth)
+            within("%s: group %s, snapshot" % (mode, g), snap, truth, desched=desched)
+        within("%s: group %s, --summary --json" % (mode, g), summ.get(g, 0), truth,
+               desched=desched)
     if mode == "stats":
         # the Gecko profile's group samples: one per 10 us of the group's CPU
         got = gecko_samples(A, pgm, work, 0.01, "")
-        for g, (truth, _, _) in sorted(groups.items()):
-            within("stats: Gecko samples of group %s" % g, got.get(g, 0), truth)
+        for g, (truth, _, _, desched) in sorted(groups.items()):
+            within("stats: Gecko samples of group %s" % g, got.get(g, 0), truth, desched=desched)
     else:
         # each object's addon_run a frame of its own, its samples on a 10 us wall-clock grid:
         # as long as the recorded intervals of that object's function (the recording's SITE
@@ -256,8 +272,8 @@ def check_run(A, work, host, mode, rounds, events, hostargs, addons, sc, static)
         extra = set(got) - set(want) - {"bg.so", "warm.so"}
         if extra:
             fail("Gecko frames addon_run in objects that were not loaded: %s" % sorted(extra))
-    print("ok %s %s: %d groups, %d loads where an unloaded add-on had been" %
-          (sc, mode, len(groups), reused))
+    print("ok %s %s: %d groups, %d loads where an unloaded add-on had been, %d descheduled "
+          "bodies" % (sc, mode, len(groups), reused, sum(v[3] for v in groups.values())))
 
 
 def main():

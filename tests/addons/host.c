@@ -11,7 +11,8 @@
  * call resolving its site, is no group's) in its `addon_cpu_ns`, and their wall time in its
  * `addon_wall_ns`, both read before it is unloaded; OUT gets a line per add-on,
  * "A<TAB>path<TAB>truth_ns<TAB>wall_ns<TAB>calls", one per group,
- * "G<TAB>group<TAB>truth_ns<TAB>snapshot_ns<TAB>calls" (snapshot -1 without the runtime:
+ * "G<TAB>group<TAB>truth_ns<TAB>snapshot_ns<TAB>calls<TAB>desched" (desched: its bodies that
+ * were off the CPU for a while, `addon_desched`; snapshot -1 without the runtime:
  * built without HOST_RUNTIME), and "reused N": loads that got an address an earlier, unloaded
  * add-on had. --bg ADDON: another thread runs that add-on's addon_run(0.5) in events all the
  * while (group "bg"), loaded once. --shuffle: each round loads the add-ons in another order.
@@ -37,7 +38,7 @@ typedef void (*run_fn)(double ms);
 struct addon {
     const char *path, *group;
     double ms;
-    uint64_t truth_ns, wall_ns, calls;
+    uint64_t truth_ns, wall_ns, calls, desched;
 };
 
 /* An add-on's sum of its bodies' time (`addon_cpu_ns`, `addon_wall_ns`); one it lacks: 0. */
@@ -75,6 +76,7 @@ static void *bg_main(void *arg)
         bg.calls++;
     }
     bg.truth_ns = body_ns(h, "addon_cpu_ns");
+    bg.desched = body_ns(h, "addon_desched");
     dlclose(h);
     return NULL;
 }
@@ -94,7 +96,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--together")) {
             together = 1;
         } else if (!strcmp(argv[i], "--bg") && i + 1 < argc) {
-            bg = (struct addon){argv[++i], "bg", 0.5, 0, 0, 0};
+            bg = (struct addon){argv[++i], "bg", 0.5, 0, 0, 0, 0};
         } else if (!strcmp(argv[i], "--warm") && i + 1 < argc) {
             run_fn run;
             void *h = load(argv[++i], &run);
@@ -105,7 +107,7 @@ int main(int argc, char **argv)
             if (!m)
                 return 2;
             *g = *m = '\0';
-            a[n++] = (struct addon){argv[i], g + 1, atof(m + 1), 0, 0, 0};
+            a[n++] = (struct addon){argv[i], g + 1, atof(m + 1), 0, 0, 0, 0};
         }
     }
     if (!out)
@@ -149,6 +151,7 @@ int main(int argc, char **argv)
             for (int j = together ? 0 : k; j <= k && (!together || k == n - 1); j++) {
                 a[order[j]].truth_ns += body_ns(hs[j], "addon_cpu_ns");
                 a[order[j]].wall_ns += body_ns(hs[j], "addon_wall_ns");
+                a[order[j]].desched += body_ns(hs[j], "addon_desched");
                 if (dlclose(hs[j])) {
                     fprintf(stderr, "host: dlclose: %s\n", dlerror());
                     return 1;
@@ -169,13 +172,14 @@ int main(int argc, char **argv)
                 (unsigned long long)a[i].wall_ns, (unsigned long long)a[i].calls);
     /* the add-ons of one group (one add-on under two names) are one line */
     for (int i = 0; i < n; i++) {
-        uint64_t truth = 0, calls = 0;
+        uint64_t truth = 0, calls = 0, desched = 0;
         int first = 1;
         for (int j = 0; j < n; j++)
             if (!strcmp(a[j].group, a[i].group)) {
                 first &= j >= i;
                 truth += a[j].truth_ns;
                 calls += a[j].calls;
+                desched += a[j].desched;
             }
         if (!first)
             continue;
@@ -184,8 +188,8 @@ int main(int argc, char **argv)
         const struct perfgroup_stats *st = s ? perfgroup_snapshot_find(s, a[i].group) : NULL;
         snap = st ? (long long)st->cpu_ns : 0;
 #endif
-        fprintf(out, "G\t%s\t%llu\t%lld\t%llu\n", a[i].group, (unsigned long long)truth, snap,
-                (unsigned long long)calls);
+        fprintf(out, "G\t%s\t%llu\t%lld\t%llu\t%llu\n", a[i].group, (unsigned long long)truth,
+                snap, (unsigned long long)calls, (unsigned long long)desched);
     }
     fprintf(out, "reused %d\n", reused);
     fclose(out);
