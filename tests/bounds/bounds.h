@@ -250,21 +250,30 @@ static inline int64_t pg_obs_off(const struct pg_obs *a, const struct pg_obs *b)
 /* The terms of the last bound computed, for the failure message. */
 static char pg_bound_why[256];
 
+/* A thread that never slept between a and b (no voluntary switch) was off the CPU only waiting
+ * on a run queue or stolen: *t = wall - CPU - run-queue wait, to the ns (at least 0). Returns
+ * 0 where that does not hold or schedstat is unknown. */
+static inline int pg_stolen_own(const struct pg_obs *a, const struct pg_obs *b, int64_t *t)
+{
+    if (b->nvcsw != a->nvcsw || a->run_delay < 0 || b->run_delay < 0)
+        return 0;
+    *t = (b->wall - a->wall) - (b->cpu - a->cpu) - (b->run_delay - a->run_delay);
+    if (*t < 0)
+        *t = 0;
+    return 1;
+}
+
 /* The time stolen from this thread between a and b, as far as the test can bound it
  * (docs/accounting.md, "Error bounds", stolen σ): a stopwatch counts it, the thread's CPU
  * clock does not, so it is what a stopwatch-derived figure (a group's CPU in an implicit
  * event, a task's, the sum of the self times) may read above its CPU-clock truth. */
 static inline int64_t pg_stolen(const struct pg_obs *a, const struct pg_obs *b)
 {
-    int64_t st = pg_steal_between(a->steal, b->steal);
+    int64_t st = pg_steal_between(a->steal, b->steal), t;
     /* /proc/stat counts steal in ticks of 10 ms: less than a tick stolen in the stretch may
-     * not show there. A thread that never slept in it (no voluntary switch) was off the CPU
-     * only waiting on a run queue or stolen: wall - CPU - run-queue wait, to the ns */
-    if (b->nvcsw == a->nvcsw && a->run_delay >= 0 && b->run_delay >= 0) {
-        int64_t t = (b->wall - a->wall) - (b->cpu - a->cpu) - (b->run_delay - a->run_delay);
-        if (t > st)
-            st = t;
-    }
+     * not show there; the thread's own figure, to the ns (pg_stolen_own) */
+    if (pg_stolen_own(a, b, &t) && t > st)
+        st = t;
     return st;
 }
 
@@ -275,11 +284,8 @@ static inline int64_t pg_stolen(const struct pg_obs *a, const struct pg_obs *b)
  * ticks): looser, never lower. */
 static inline int64_t pg_stolen_thread(const struct pg_obs *a, const struct pg_obs *b)
 {
-    if (b->nvcsw == a->nvcsw && a->run_delay >= 0 && b->run_delay >= 0) {
-        int64_t t = (b->wall - a->wall) - (b->cpu - a->cpu) - (b->run_delay - a->run_delay);
-        return t > 0 ? t : 0;
-    }
-    return pg_stolen(a, b);
+    int64_t t;
+    return pg_stolen_own(a, b, &t) ? t : pg_stolen(a, b);
 }
 
 /* Adaptive accounting (docs/accounting.md, "Hot threads" and "Where σ applies"): an event
