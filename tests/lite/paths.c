@@ -73,18 +73,8 @@ PERF_GROUP_NONE static uint64_t cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* ---- the enter hook's calls, counted: a tail call (the hook reads its caller's CFA and
- * return address, which a wrapper's own frame would change) --------------------------------- */
-#if defined(__x86_64__)
-uint64_t pg_hook_calls;
-__asm__(".text\n.globl __wrap___perfgroup_enter\n.type __wrap___perfgroup_enter,@function\n"
-        "__wrap___perfgroup_enter:\n\taddq $1, pg_hook_calls(%rip)\n"
-        "\tjmp __real___perfgroup_enter@PLT\n"
-        ".size __wrap___perfgroup_enter, .-__wrap___perfgroup_enter\n");
-#define HOOK_CALLS() ((long long)__atomic_load_n(&pg_hook_calls, __ATOMIC_RELAXED))
-#else
-#define HOOK_CALLS() (-1LL) /* not counted: not checked */
-#endif
+/* ---- the enter hook's calls, counted (HOOK_CALLS) ----------------------------------------- */
+#include "hookcount.h"
 
 /* ---- the groups: each counts its calls and whether it runs in a lite frame --------------- */
 static uint64_t n_a, n_b, n_c, n_d, n_h, n_o;
