@@ -742,10 +742,8 @@ static __attribute__((noinline)) uint64_t enter_on_lite(struct pg_thread *t, str
     uintptr_t csp = PERFGROUP_TLS_CUR.sp;
     if (PG_UNLIKELY(csp != 0 && csp < sp))
         lite_repair(t);
-    /* (only where lite_close will read the counter: a measured segment ends, or the coarse
-     * clock ticked; a tick from here to there is read there) */
-    if (t->lite.armed ||
-        atomic_load_explicit(&perfgroup__tick, memory_order_relaxed) != t->lite.tick)
+    /* (only where lite_close will read the counter; a tick from here to there is read there) */
+    if (pg_lite_reads(t, atomic_load_explicit(&perfgroup__tick, memory_order_relaxed)))
         t->lite.early = pg_clock_fast();
     int kind = enter_kind(t, fn, sp, ra);
     uint64_t token = kind == ENTER_REENTRY   ? 0

@@ -367,6 +367,13 @@ PG_HIDDEN uint64_t perfgroup__lite_reload(struct pg_thread *t);
 PG_HIDDEN uint64_t perfgroup__lite_selfm(const struct pg_thread *t);
 PG_HIDDEN int perfgroup__lite_close(struct pg_thread *t, uint64_t *tscp);
 PG_HIDDEN void perfgroup__lite_open(struct pg_thread *t, int closed);
+/* Does perfgroup__lite_close read the counter at a transition now, `tick` the coarse clock's
+ * value: a measured segment ends there, or the clock ticked since the thread's newest reading
+ * (the enter hook reads it early exactly then: hooks.c, enter_on_lite). */
+static inline int pg_lite_reads(const struct pg_thread *t, uint64_t tick)
+{
+    return t->lite.armed || tick != t->lite.tick;
+}
 /* Charge the open frames [0, depth) of iteration `iter` up to `tsc` without ending them
  * (event_api.c: a nested loop's begin, and an event's switch to lite frames) */
 PG_HIDDEN void perfgroup__bank_frames(struct pg_thread *t, uint32_t depth, uint64_t iter,

@@ -78,7 +78,7 @@ PG_HIDDEN int perfgroup__lite_close(struct pg_thread *t, uint64_t *tscp)
     struct pg_lite *l = &t->lite;
     uint64_t tk = atomic_load_explicit(&perfgroup__tick, memory_order_relaxed);
     int armed = l->armed;
-    if (!armed && tk == l->tick)
+    if (!pg_lite_reads(t, tk))
         return 0;
     uint64_t tsc = *tscp;
     if (!tsc) { /* the enter hook's early reading (enter_on), or now; settled */
