@@ -367,6 +367,11 @@ PG_HIDDEN void perfgroup__explicit_end(struct pg_thread *t)
 {
     uint64_t tsc;
     int64_t cpu = perfgroup__cputime_read(t, &tsc);
+    perfgroup__explicit_commit(t, tsc, cpu);
+}
+
+PG_HIDDEN void perfgroup__explicit_commit(struct pg_thread *t, uint64_t tsc, int64_t cpu)
+{
     perfgroup__clock_calibrate(tsc, pg_clock_gettime_ns(CLOCK_MONOTONIC));
     perfgroup__implicit_own(t, tsc, cpu);
     PG_TEST_POINT(18);

@@ -728,6 +728,9 @@ PG_HIDDEN void perfgroup__implicit_end(struct pg_thread *t, uint64_t tsc);
 PG_HIDDEN void perfgroup__event_open(struct pg_thread *t, uint64_t tsc, int kind, const char *name);
 PG_HIDDEN void perfgroup__implicit_commit(struct pg_thread *t, uint64_t tsc, int own_read);
 PG_HIDDEN void perfgroup__explicit_end(struct pg_thread *t);
+/* The explicit event ended at a reading its caller took (perfgroup__cputime_read: the CPU
+ * clock `cpu`, then the counter `tsc`), the one its stopwatches were charged up to. */
+PG_HIDDEN void perfgroup__explicit_commit(struct pg_thread *t, uint64_t tsc, int64_t cpu);
 /* Tasks (tasks.c): n groups charged ns[i] of CPU done on their behalf on this thread, one
  * task each, into the thread's totals (and the file's totals slots). */
 PG_HIDDEN void perfgroup__task_charge(struct pg_thread *t, const uint32_t *gid, const uint64_t *ns,

@@ -261,14 +261,23 @@ class Model:
             self.explicit_commit()
 
     def nested_begin(self):
-        self.settle()
+        # one reading ends the outer event's first part and its stopwatches: an explicit
+        # event's own (the CPU clock), taken first
+        explicit = self.event == "explicit"
+        if explicit:
+            self.cpu_read()
+        else:
+            self.settle()
         self.nest.append((self.event, self.implicit_frame, len(self.stack), self.iter))
         if self.event is not None:
             for f in self.stack:  # charged up to here, no activation yet
                 if f.groups and f.iter == self.iter:
                     for g in f.groups:
                         self.charge(g, self.tsc - f.tsc, self.ok(f, self.tsc - f.tsc), 0)
-            self.close()
+            if explicit:
+                self.commit(max(0, self.cpu - self.begin_cpu))
+            else:
+                self.close()
         else:
             self.iter += 1
 

@@ -24,6 +24,7 @@ struct perfgroup_test_vclock { /* runtime/clock.h */
 };
 extern struct perfgroup_test_vclock perfgroup__test_vclock;
 extern uint32_t perfgroup__tsc_scope; /* PGF_TSC_SCOPE_* */
+extern void (*perfgroup__test_point)(int point);
 
 SITE(site_a, "A", "fa");
 SITE(site_b, "B", "fb");
@@ -119,6 +120,74 @@ static int clamp_case(void)
     return 0;
 }
 
+/* `test_seam nested_desched`: the thread is descheduled for 5 ms inside
+ * perfgroup_nested_loop_begin, after the reading that ends the outer event's first part (at
+ * test point 13, before its stopwatches are charged up to that reading, and at 14, after): the
+ * stopwatches keep their CPU time. A's 2 ms before the nested loop and 1 ms after it are
+ * 3 ms of CPU and of wall; the 5 ms fall in no event (the inner event begins after them).
+ * When the stopwatches were charged up to a counter read of their own and the event's end
+ * read the CPU clock after it, a deschedule in between was settled into A at that read:
+ * A then read 1 ms. The virtual clock drives it. */
+static int desched_at;
+static void desched_point(int point)
+{
+    if (point == desched_at) {
+        perfgroup__test_vclock.tsc += 5 * MS_NS;
+        perfgroup__test_vclock.desched = 1;
+    }
+}
+static void run_ms(int64_t ms)
+{
+    perfgroup__test_vclock.tsc += (uint64_t)(ms * MS_NS);
+    perfgroup__test_vclock.cpu_ns += ms * MS_NS;
+}
+static int nested_desched_case(void)
+{
+    perfgroup__test_vclock.hz = 1000000000u;
+    perfgroup__test_vclock.tsc = 1000000;
+    perfgroup__test_vclock.cpu_ns = 1000;
+    perfgroup__test_vclock.on = 1;
+    perfgroup__test_cpu_override = 0;
+    perfgroup__test_point = desched_point;
+    for (int point = 13; point <= 14; point++) {
+        struct perfgroup_snapshot *s0 = perfgroup_snapshot_take();
+        perfgroup_event_begin("outer");
+        uint64_t ta = __perfgroup_enter(&site_a);
+        run_ms(2);
+        desched_at = point;
+        perfgroup_nested_loop_begin();
+        desched_at = 0;
+        perfgroup_event_begin("inner");
+        uint64_t tb = __perfgroup_enter(&site_b);
+        run_ms(1);
+        __perfgroup_exit(&site_b, tb);
+        perfgroup_event_end();
+        perfgroup_nested_loop_end();
+        run_ms(1);
+        __perfgroup_exit(&site_a, ta);
+        perfgroup_event_end();
+        struct perfgroup_snapshot *s1 = perfgroup_snapshot_take(), *d = perfgroup_snapshot_diff(s1, s0);
+        const struct perfgroup_stats *a = stats(d, "A"), *b = stats(d, "B"), *top = stats(d, "top");
+        printf("descheduled at point %d: A CPU %" PRIu64 " ns, wall %" PRIu64 ", blocked %" PRIu64
+               "; B %" PRIu64 "; top %" PRIu64 " in %" PRIu64 " events\n", point, a->cpu_ns,
+               a->wall_ns, a->blocked_ns, b->cpu_ns, top->cpu_ns, top->events);
+        ASSERT_U64(a->cpu_ns, ==, 3 * MS_NS);
+        ASSERT_U64(a->wall_ns, ==, 3 * MS_NS);
+        ASSERT_U64(a->blocked_ns, ==, 0);
+        ASSERT_U64(a->activations, ==, 1);
+        ASSERT_U64(b->cpu_ns, ==, 1 * MS_NS);
+        ASSERT_U64(top->events, ==, 3);
+        ASSERT_U64(top->cpu_ns, ==, 4 * MS_NS);
+        ASSERT_U64(top->wall_ns, ==, 4 * MS_NS);
+        perfgroup_snapshot_free(d);
+        perfgroup_snapshot_free(s1);
+        perfgroup_snapshot_free(s0);
+    }
+    perfgroup__test_point = NULL;
+    puts("ok nested_desched");
+    return 0;
+}
+
 /* `test_seam registry_busy`: a thread's first call of a site no constructor registered
  * waits a bounded while for the registry, held by another thread resolving its own first
  * site (preempted, on a busy machine), then is refused and counted: no frame, no charge, no
@@ -126,7 +195,6 @@ static int clamp_case(void)
  * (test point 19, inside the registry lock) until the waiter's hook has returned. */
 SITE(site_h, "H", "fh");
 SITE(site_w, "W", "fw");
-extern void (*perfgroup__test_point)(int point);
 static _Atomic int holder_inside, holder_released, waiter_done;
 static _Thread_local int is_holder;
 static void hold_registry(int point)
@@ -198,6 +266,8 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "clamp") == 0)
         return clamp_case();
+    if (argc > 1 && strcmp(argv[1], "nested_desched") == 0)
+        return nested_desched_case();
     if (argc > 1 && strcmp(argv[1], "registry_busy") == 0)
         return registry_busy_case();
     jank_edges();
