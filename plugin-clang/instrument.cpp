@@ -26,6 +26,8 @@
  *                                                %left = load %ctl->left
  *                                                br (%left > 1), %make, %call
  *                                              make:     %top = load @__perfgroup_cur.top
+ *                                                store volatile %mask, %sp, %top -> slots
+ *                                                  (allocas %perfgroup.smask/ssp/stop)
  *                                                store %left - 1 -> %ctl->left; %cfa -> cur.sp;
  *                                                %mask | %s -> cur.mask; cttz(%s) -> cur.top;
  *                                                %ctl->acts[cttz(%s)] += 1; br %body
@@ -34,7 +36,6 @@
  *                                                br label %body
  *                                              body:
  *                                                %perfgroup.token = phi i64 [ %t, %call ], [ 0, %reentry ], [ 1<<63, %make ]
- *                                                %perfgroup.stop = phi i64 [ %top, %make ], [ 0, ... ]
  *     %tobool = icmp ne i8* %s, null             %tobool = icmp ne i8* %s, null
  *     br i1 %tobool, label %if.end, label %return    br i1 %tobool, label %if.end, label %return
  *   if.end:                                    if.end:
@@ -51,10 +52,11 @@
  *                                              }
  *   where EXIT is
  *     if (%perfgroup.token == 1<<63) {          ; a lite frame (PERFGROUP_TOKEN_LITE)
+ *       %smask, %ssp, %stop = load volatile the slots
  *       %left = load (load @__perfgroup_cur.ctl)->left
- *       if (%left > 1) { store %left - 1 -> ctl->left; %perfgroup.stop -> cur.top;
- *                        %mask -> cur.mask; %sp -> cur.sp }
- *       else call void @__perfgroup_exit_lite(@site, i64 %mask, i64 %sp, i64 %perfgroup.stop)
+ *       if (%left > 1) { store %left - 1 -> ctl->left; %stop -> cur.top;
+ *                        %smask -> cur.mask; %ssp -> cur.sp }
+ *       else call void @__perfgroup_exit_lite(@site, i64 %smask, i64 %ssp, i64 %stop)
  *     } else if (%perfgroup.token != 0)
  *       call void @__perfgroup_exit(@__perfgroup_site._Z5parsePKc, i64 %perfgroup.token)
  *   plus
@@ -194,10 +196,11 @@ void Instrumenter::exitsOnUnwind(Function &F,
  *   reentry:  br cfa > sp, call, body                     (1:1000)
  *   start:    s = ~both; br s & (s-1) == 0 && s < 1<<63 && cfa <= sp, lite, call
  *   lite:     ctl = cur.ctl; left = ctl->left; br left > 1, make, call
- *   make:     top = cur.top; ctl->left = left - 1; cur.sp = cfa; cur.mask = mask | s;
+ *   make:     top = cur.top; slots = mask, sp, top (volatile); ctl->left = left - 1;
+ *             cur.sp = cfa; cur.mask = mask | s;
  *             cur.top = ctz(s); ctl->acts[ctz(s)]++; br body
  *   call:     t = enter(site); br body
- *   body:     tok = phi [t, call] [0, reentry] [LITE, make]; stop = phi [top, make] [0, ...]
+ *   body:     tok = phi [t, call] [0, reentry] [LITE, make]
  */
 Instrumenter::Token Instrumenter::enterFunction(Instruction *at, Value *siteArg, const DebugLoc &dl)
 {
@@ -243,9 +246,22 @@ Instrumenter::Token Instrumenter::enterFunction(Instruction *at, Value *siteArg,
     Value *left = b.CreateLoad(I64, leftOf(b, ctl), "perfgroup.left");
     b.CreateCondBr(b.CreateICmpUGT(left, b.getInt64(1)), make, call);
 
+    /* The state the exit restores, saved in volatile stack slots: as SSA values (the mask and
+     * sp the check loaded, the top this block loads) they were live across the body in
+     * callee-saved registers on every path, re-entries too (Lua's luaH_getshortstr: five
+     * pushes and pops, two of them the arguments'; plain has none). A slot is stored here only
+     * and loaded by a lite exit only. */
+    IRBuilder<> e(&F.getEntryBlock(), F.getEntryBlock().begin());
+    AllocaInst *smask = e.CreateAlloca(I64, nullptr, "perfgroup.smask");
+    AllocaInst *ssp = e.CreateAlloca(I64, nullptr, "perfgroup.ssp");
+    AllocaInst *stop = e.CreateAlloca(I64, nullptr, "perfgroup.stop");
+
     /* the order of the GCC plugin's stores: left, sp, mask, top, then the activation */
     b.SetInsertPoint(make);
     Value *top = b.CreateLoad(I64, curField(b, 3), "perfgroup.top");
+    b.CreateStore(mask, smask, /*isVolatile=*/true);
+    b.CreateStore(sp, ssp, /*isVolatile=*/true);
+    b.CreateStore(top, stop, /*isVolatile=*/true);
     b.CreateStore(b.CreateSub(left, b.getInt64(1)), leftOf(b, ctl));
     b.CreateStore(cfa, curField(b, 1));
     b.CreateStore(b.CreateOr(mask, s), curField(b, 0));
@@ -264,13 +280,9 @@ Instrumenter::Token Instrumenter::enterFunction(Instruction *at, Value *siteArg,
     tok->addIncoming(c, call);
     tok->addIncoming(ConstantInt::get(I64, 0), reentry);
     tok->addIncoming(ConstantInt::get(I64, PERFGROUP_TOKEN_LITE), make);
-    PHINode *stop = PHINode::Create(I64, 3, "perfgroup.stop", &body->front());
-    stop->addIncoming(top, make);
-    stop->addIncoming(ConstantInt::get(I64, 0), reentry);
-    stop->addIncoming(ConstantInt::get(I64, 0), call);
     t.tok = tok;
-    t.mask = mask;
-    t.sp = sp;
+    t.mask = smask;
+    t.sp = ssp;
     t.top = stop;
     return t;
 }
@@ -308,6 +320,9 @@ void Instrumenter::exitAt(Instruction *at, Value *siteArg, const Token &t, const
 
     IRBuilder<> l(liteT);
     l.SetCurrentDebugLocation(dl);
+    Value *smask = l.CreateLoad(I64, t.mask, /*isVolatile=*/true, "perfgroup.smask.v");
+    Value *ssp = l.CreateLoad(I64, t.sp, /*isVolatile=*/true, "perfgroup.ssp.v");
+    Value *stop = l.CreateLoad(I64, t.top, /*isVolatile=*/true, "perfgroup.stop.v");
     Value *ctl = l.CreateLoad(PointerType::getUnqual(LiteTy), curField(l, 2), "perfgroup.ctl");
     Value *left = l.CreateLoad(I64, leftOf(l, ctl), "perfgroup.left");
     Instruction *fastT, *slowT;
@@ -315,12 +330,12 @@ void Instrumenter::exitAt(Instruction *at, Value *siteArg, const Token &t, const
     IRBuilder<> f(fastT);
     f.SetCurrentDebugLocation(dl);
     f.CreateStore(f.CreateSub(left, f.getInt64(1)), leftOf(f, ctl));
-    f.CreateStore(t.top, curField(f, 3));
-    f.CreateStore(t.mask, curField(f, 0));
-    f.CreateStore(t.sp, curField(f, 1));
+    f.CreateStore(stop, curField(f, 3));
+    f.CreateStore(smask, curField(f, 0));
+    f.CreateStore(ssp, curField(f, 1));
     IRBuilder<> w(slowT);
     w.SetCurrentDebugLocation(dl);
-    w.CreateCall(ExitLite, {siteArg, t.mask, t.sp, t.top})->setDoesNotThrow();
+    w.CreateCall(ExitLite, {siteArg, smask, ssp, stop})->setDoesNotThrow();
 }
 
 void Instrumenter::instrument(Function &F, const Want &w)

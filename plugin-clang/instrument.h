@@ -67,10 +67,10 @@ public:
                     FunctionType::get(Type::getVoidTy(Ctx), {I8Ptr, I64}, false));
     }
 
-    /* The token of a call and, for a function that may make a lite frame (abi.h), the state its
-     * entry saved there: cur's mask and sp as loaded at the entry, top as loaded by the lite
-     * frame (0 on the other paths, never read there). `mask` null: no lite frame (a coroutine's
-     * runs, weak-hooks). */
+    /* The token of a call and, for a function that may make a lite frame (abi.h), the slots
+     * where a lite frame saves the state its exit restores: cur's mask, sp and top as they were
+     * (volatile stack slots, stored only by a lite frame's entry, loaded only by its exit).
+     * `mask` null: no lite frame (a coroutine's runs, weak-hooks). */
     struct Token {
         Value *tok = nullptr;
         Value *mask = nullptr, *sp = nullptr, *top = nullptr;

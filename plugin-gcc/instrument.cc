@@ -105,7 +105,7 @@ static tree site_field (const char *name);
 static tree
 load_tmp (gimple_seq *seq, tree ref, const char *name)
 {
-  tree tmp = create_tmp_var (TREE_TYPE (ref), name);
+  tree tmp = create_tmp_var (TYPE_MAIN_VARIANT (TREE_TYPE (ref)), name);
   gimple_seq_add_stmt (seq, gimple_build_assign (tmp, ref));
   return tmp;
 }
@@ -120,21 +120,35 @@ load_tmp (gimple_seq *seq, tree ref, const char *name)
 struct lite_saves { tree tok, mask, sp, top; };
 static vec<lite_saves> lite_saved;
 
-/* TOK's saved-state temporaries, made at the first of add_enter or add_exit to ask. */
+/* A saved-state slot: a volatile local, in the frame's memory, never a register. Stored only
+ * where a lite frame begins and loaded only where one ends, so nothing of it is live across
+ * the body in a register: as temporaries, the mask, the sp and the top read by the check
+ * (and the thread pointer's offset) stayed in callee-saved registers through every call,
+ * re-entries too — four more pushes and pops in each small function than ABI 2's check
+ * (Lua's luaH_getshortstr: 6 against 2; plain has none). */
+static tree
+saved_slot (tree type, const char *name)
+{
+  tree v = create_tmp_var (build_qualified_type (type, TYPE_QUAL_VOLATILE), name);
+  TREE_THIS_VOLATILE (v) = 1;
+  TREE_SIDE_EFFECTS (v) = 1;
+  TREE_ADDRESSABLE (v) = 1;
+  /* set wherever the token becomes LITE, read only where it is: GCC cannot see that */
+  TREE_NO_WARNING (v) = 1;
+  return v;
+}
+
+/* TOK's saved-state slots, made at the first of add_enter or add_exit to ask. */
 static lite_saves &
 lite_saves_of (tree tok)
 {
   for (lite_saves &l : lite_saved)
     if (l.tok == tok)
       return l;
-  lite_saved.safe_push ({ tok, create_tmp_var (uint64_type_node, "perfgroup_smask"),
-                          create_tmp_var (pointer_sized_int_node, "perfgroup_ssp"),
-                          create_tmp_var (uint64_type_node, "perfgroup_stop") });
-  /* set wherever the token becomes LITE, read only where it is: GCC cannot see that (an
-   * exit's -Wmaybe-uninitialized in the user's build otherwise) */
-  lite_saves &l = lite_saved.last ();
-  TREE_NO_WARNING (l.mask) = TREE_NO_WARNING (l.sp) = TREE_NO_WARNING (l.top) = 1;
-  return l;
+  lite_saved.safe_push ({ tok, saved_slot (uint64_type_node, "perfgroup_smask"),
+                          saved_slot (pointer_sized_int_node, "perfgroup_ssp"),
+                          saved_slot (uint64_type_node, "perfgroup_stop") });
+  return lite_saved.last ();
 }
 
 /* A new function: no token of an earlier one is asked for again (their trees may be freed). */
@@ -185,16 +199,14 @@ add_enter (gimple_seq *seq, tree site, tree tok, gcall *enter, bool check)
       add_call_if (seq, NE_EXPR, build_fold_addr_expr (enter_decl), null_pointer_node, enter);
       return;
     }
-  lite_saves &ls = lite_saves_of (tok);
-  tree smask = ls.mask, ssp = ls.sp, stop = ls.top;
   if (!check)
     {
-      gimple_seq_add_stmt (seq, gimple_build_assign (smask, build_int_cst (uint64_type_node, 0)));
-      gimple_seq_add_stmt (seq, gimple_build_assign (ssp, build_int_cst (pointer_sized_int_node, 0)));
-      gimple_seq_add_stmt (seq, gimple_build_assign (stop, build_int_cst (uint64_type_node, 0)));
+      /* the hook never returns the LITE token: the exit never reads the saved state */
       gimple_seq_add_stmt (seq, enter);
       return;
     }
+  lite_saves &ls = lite_saves_of (tok);
+  tree smask = ls.mask, ssp = ls.sp, stop = ls.top;
   tree call = create_artificial_label (UNKNOWN_LOCATION);
   tree check_sp = create_artificial_label (UNKNOWN_LOCATION);
   tree notre = create_artificial_label (UNKNOWN_LOCATION);
@@ -249,7 +261,7 @@ add_enter (gimple_seq *seq, tree site, tree tok, gcall *enter, bool check)
   gimple_seq_add_stmt (seq, gimple_build_label (lite3));
   gimple_seq_add_stmt (seq, gimple_build_assign (smask, mask));
   gimple_seq_add_stmt (seq, gimple_build_assign (ssp, csp));
-  gimple_seq_add_stmt (seq, gimple_build_assign (stop, cur_field (3)));
+  gimple_seq_add_stmt (seq, gimple_build_assign (stop, load_tmp (seq, cur_field (3), "perfgroup_top")));
   tree left1 = tmp_assign (seq, uint64_type_node, "perfgroup_left1", MINUS_EXPR, left,
                            build_int_cst (uint64_type_node, 1));
   gimple_seq_add_stmt (seq, gimple_build_assign (left_ref (ctl), left1));
@@ -291,7 +303,6 @@ add_exit (gimple_seq *seq, tree tok, gcall *leave)
       return;
     }
   lite_saves &ls = lite_saves_of (tok);
-  tree smask = ls.mask, ssp = ls.sp, stop = ls.top;
   tree some = create_artificial_label (UNKNOWN_LOCATION);
   tree fast = create_artificial_label (UNKNOWN_LOCATION);
   tree slow = create_artificial_label (UNKNOWN_LOCATION);
@@ -305,6 +316,10 @@ add_exit (gimple_seq *seq, tree tok, gcall *leave)
                                                build_int_cst (uint64_type_node, PERFGROUP_TOKEN_LITE),
                                                lite, hook));
   gimple_seq_add_stmt (seq, gimple_build_label (lite));
+  /* the saved state out of its slots (memory: loaded into registers here) */
+  tree smask = load_tmp (seq, ls.mask, "perfgroup_smask_v");
+  tree ssp = load_tmp (seq, ls.sp, "perfgroup_ssp_v");
+  tree stop = load_tmp (seq, ls.top, "perfgroup_stop_v");
   tree ctl;
   tree left = lite_left (seq, &ctl);
   gimple_seq_add_stmt (seq, gimple_build_cond (GT_EXPR, left, build_int_cst (uint64_type_node, 1),
@@ -680,7 +695,8 @@ is_our_tmp (tree t, bool any)
                                        "perfgroup_idx", "perfgroup_idxs", "perfgroup_off",
                                        "perfgroup_p", "perfgroup_v", "perfgroup_v1",
                                        "perfgroup_smask", "perfgroup_ssp", "perfgroup_stop",
-                                       "perfgroup_idxu" };
+                                       "perfgroup_smask_v", "perfgroup_ssp_v", "perfgroup_stop_v",
+                                       "perfgroup_top", "perfgroup_idxu" };
   static const char *const tokens[] = { "perfgroup_tok", "perfgroup_omp_tok" };
   if (!t || TREE_CODE (t) != VAR_DECL || !DECL_ARTIFICIAL (t) || !DECL_NAME (t))
     return false;
