@@ -63,6 +63,14 @@ int perfgroup_event_end(void)
         t->lite_hold = first;
         t->lite_hold_gen = t->stack[first - 1].gen;
     }
+    /* and stale before the end reading: the off-CPU time it settles fell inside them, whose
+     * stopwatches are never charged; into their groups it would come off the CPU time of
+     * their other, ended stopwatches in this event (a group's first activation 1 ms of CPU,
+     * its second blocked 5 ms when the event ended inside it: the group read 0 ms of CPU;
+     * runtime.event_end_desched). Iteration 0 is never current. */
+    for (uint32_t i = first ? first - 1 : t->depth; i < t->depth; i++)
+        if (t->stack[i].iter == t->iter)
+            t->stack[i].iter = 0;
     perfgroup__explicit_end(t);
     pg_latch_drop(latch);
     perfgroup__alerts_deliver(t);

@@ -257,6 +257,11 @@ class Model:
 
     def event_end(self):
         if self.event == "explicit":
+            # the frames it ends inside are never charged: stale before the end reading, so
+            # the off-CPU time it settles is none of their groups'
+            for f in self.stack:
+                if f.iter == self.iter:
+                    f.iter = 0
             self.settle()
             self.explicit_commit()
 

@@ -188,6 +188,45 @@ static int nested_desched_case(void)
     return 0;
 }
 
+/* `test_seam event_end_desched`: an explicit event ends inside a frame of A (dropped
+ * uncharged, as docs/accounting.md says) that was descheduled for 5 ms before the end; A's
+ * earlier activation in the event keeps its 1 ms of CPU. When the end reading settled those
+ * 5 ms into A (the open frame's group), A read 0 ms of CPU and 1 ms blocked. */
+static int event_end_desched_case(void)
+{
+    perfgroup__test_vclock.hz = 1000000000u;
+    perfgroup__test_vclock.tsc = 1000000;
+    perfgroup__test_vclock.cpu_ns = 1000;
+    perfgroup__test_vclock.on = 1;
+    perfgroup__test_cpu_override = 0;
+    struct perfgroup_snapshot *s0 = perfgroup_snapshot_take();
+    perfgroup_event_begin("ev");
+    uint64_t ta = __perfgroup_enter(&site_a);
+    run_ms(1);
+    __perfgroup_exit(&site_a, ta);
+    run_ms(1); /* the event's own code */
+    ta = __perfgroup_enter(&site_a);
+    perfgroup__test_vclock.tsc += 5 * MS_NS; /* off the CPU inside A's second frame */
+    perfgroup__test_vclock.desched = 1;
+    perfgroup_event_end();
+    __perfgroup_exit(&site_a, ta); /* dropped: its event ended inside it */
+    struct perfgroup_snapshot *s1 = perfgroup_snapshot_take(), *d = perfgroup_snapshot_diff(s1, s0);
+    const struct perfgroup_stats *a = stats(d, "A"), *top = stats(d, "top");
+    printf("event ended inside A: A CPU %" PRIu64 " ns, wall %" PRIu64 ", blocked %" PRIu64
+           ", %" PRIu64 " activations; top CPU %" PRIu64 ", self %" PRIu64 "\n", a->cpu_ns,
+           a->wall_ns, a->blocked_ns, a->activations, top->cpu_ns, top->self_ns);
+    ASSERT_U64(a->cpu_ns, ==, 1 * MS_NS);
+    ASSERT_U64(a->wall_ns, ==, 1 * MS_NS);
+    ASSERT_U64(a->blocked_ns, ==, 0);
+    ASSERT_U64(a->activations, ==, 1);
+    ASSERT_U64(top->cpu_ns, ==, 2 * MS_NS);
+    perfgroup_snapshot_free(d);
+    perfgroup_snapshot_free(s1);
+    perfgroup_snapshot_free(s0);
+    puts("ok event_end_desched");
+    return 0;
+}
+
 /* `test_seam registry_busy`: a thread's first call of a site no constructor registered
  * waits a bounded while for the registry, held by another thread resolving its own first
  * site (preempted, on a busy machine), then is refused and counted: no frame, no charge, no
@@ -266,6 +305,8 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "clamp") == 0)
         return clamp_case();
+    if (argc > 1 && strcmp(argv[1], "event_end_desched") == 0)
+        return event_end_desched_case();
     if (argc > 1 && strcmp(argv[1], "nested_desched") == 0)
         return nested_desched_case();
     if (argc > 1 && strcmp(argv[1], "registry_busy") == 0)
