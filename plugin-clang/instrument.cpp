@@ -338,6 +338,49 @@ void Instrumenter::exitAt(Instruction *at, Value *siteArg, const Token &t, const
     w.CreateCall(ExitLite, {siteArg, smask, ssp, stop})->setDoesNotThrow();
 }
 
+/* if (&__perfgroup_landed) __perfgroup_landed() after every setjmp call (returns twice,
+ * named *setjmp*: not vfork, nor getcontext, whose second return may be on another stack) of
+ * every defined function but a naked one, as the GCC plugin's add_landings (abi.h,
+ * PERFGROUP_HOOK_LANDED): where a longjmp lands, the runtime drops the frames it skipped at
+ * once. The hook is declared extern_weak: no link dependency. Returns how many. */
+unsigned addLandings(Module &M)
+{
+    LLVMContext &Ctx = M.getContext();
+    std::vector<CallInst *> calls;
+    for (Function &F : M) {
+        if (F.isDeclaration() || F.hasFnAttribute(Attribute::Naked))
+            continue;
+        for (BasicBlock &BB : F)
+            for (Instruction &I : BB) {
+                auto *c = dyn_cast<CallInst>(&I);
+                Function *callee = c ? c->getCalledFunction() : nullptr;
+                if (callee && c->hasFnAttr(Attribute::ReturnsTwice) &&
+                    callee->getName().contains("setjmp") && !c->isMustTailCall())
+                    calls.push_back(c);
+            }
+    }
+    if (calls.empty())
+        return 0;
+    FunctionCallee landed = M.getOrInsertFunction(PERFGROUP_HOOK_LANDED_NAME,
+                                                  FunctionType::get(Type::getVoidTy(Ctx), false));
+    auto *decl = dyn_cast<Function>(landed.getCallee());
+    if (decl && decl->isDeclaration()) {
+        decl->setLinkage(GlobalValue::ExternalWeakLinkage);
+        decl->setDoesNotThrow();
+    }
+    for (CallInst *c : calls) {
+        Instruction *next = c->getNextNode();
+        IRBuilder<> b(next);
+        Value *there = b.CreateICmpNE(landed.getCallee(),
+                                      ConstantPointerNull::get(cast<PointerType>(landed.getCallee()->getType())));
+        Instruction *then = SplitBlockAndInsertIfThen(there, next, /*Unreachable=*/false);
+        IRBuilder<> t(then);
+        t.SetCurrentDebugLocation(c->getDebugLoc());
+        t.CreateCall(landed)->setDoesNotThrow();
+    }
+    return (unsigned)calls.size();
+}
+
 void Instrumenter::instrument(Function &F, const Want &w)
 {
     StringRef fname = w.display.empty() ? F.getName() : StringRef(w.display);

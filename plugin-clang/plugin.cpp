@@ -162,8 +162,10 @@ static bool runOnModule(Module &M)
     std::set<const Function *> roots = threadRoots(M);
     elideReentries(work, table, roots);
     chargeOmpRegions(work);
+    /* a unit the plugin compiled (its table) or with work: where longjmps land */
+    bool landings = (haveTable || !work.empty()) && addLandings(M) > 0;
     if (work.empty()) /* declare no hook in a module that calls none */
-        return haveTable || !annotated.empty();
+        return haveTable || !annotated.empty() || landings;
     instrumentAll(M, work, cxx, weak, roots);
     return true;
 }

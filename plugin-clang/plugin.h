@@ -139,6 +139,8 @@ void takeAnnotations(llvm::Module &M, std::map<llvm::Function *, Want> &out);
 /* Instruments `work` (coroutines cut into runs) and adds the module constructor. */
 void instrumentAll(llvm::Module &M, const WorkList &work, bool cxx, bool weak,
                    const std::set<const llvm::Function *> &roots);
+/* After every setjmp call of the module's functions: the runtime's landing hook (abi.h). */
+unsigned addLandings(llvm::Module &M);
 /* The function pass that keeps CoroElide's frames safe in an instrumented coroutine's caller. */
 void registerCoroElideTailFix(llvm::PassBuilder &PB);
 

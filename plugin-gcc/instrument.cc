@@ -58,6 +58,7 @@ static GTY (()) tree site_type;
 static GTY (()) tree enter_decl;
 static GTY (()) tree exit_decl;
 static GTY (()) tree exit_lite_decl;
+static GTY (()) tree landed_decl;
 static GTY (()) tree register_decl;
 static GTY (()) tree cur_var; /* PERFGROUP_TLS_CUR */
 
@@ -66,6 +67,7 @@ const struct ggc_root_tab abi_tree_roots[] = {
   { &enter_decl, 1, sizeof (enter_decl), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
   { &exit_decl, 1, sizeof (exit_decl), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
   { &exit_lite_decl, 1, sizeof (exit_lite_decl), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
+  { &landed_decl, 1, sizeof (landed_decl), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
   { &register_decl, 1, sizeof (register_decl), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
   { &cur_var, 1, sizeof (cur_var), &gt_ggc_mx_tree_node, &gt_pch_nx_tree_node },
   LAST_GGC_ROOT_TAB
@@ -402,6 +404,11 @@ build_abi_trees (void)
    * at its registration; only a lite frame calls it, and none is made in a refused module. */
   if (!weak_hooks)
     declare_weak (exit_lite_decl);
+  /* Weak always (abi.h): every call is guarded, and a unit without a group references it */
+  landed_decl = extern_c_function (PERFGROUP_HOOK_LANDED_NAME,
+                                   build_function_type_list (void_type_node, NULL_TREE));
+  if (!weak_hooks)
+    declare_weak (landed_decl);
   register_decl = extern_c_function (PERFGROUP_MODULE_REGISTER_NAME,
                                      build_function_type_list (void_type_node,
                                                                unsigned_type_node, ptr_type_node,
@@ -667,6 +674,56 @@ wrap_body (function *fun, tree site, transfers_fn end_transfers)
   gimple_seq body = NULL;
   gimple_seq_add_stmt (&body, bind); /* "lower" wants exactly one GIMPLE_BIND */
   gimple_set_body (fndecl, body);
+}
+
+/* Is STMT a call of setjmp or one of its kin (returns twice, named *setjmp*: not vfork, nor
+ * getcontext, whose second return may be on another stack)? */
+static bool
+is_setjmp_call (gimple *stmt)
+{
+  if (!is_gimple_call (stmt) || !(gimple_call_flags (stmt) & ECF_RETURNS_TWICE))
+    return false;
+  tree fn = gimple_call_fndecl (stmt);
+  return fn && DECL_NAME (fn) && strstr (IDENTIFIER_POINTER (DECL_NAME (fn)), "setjmp");
+}
+
+static tree
+land_after_setjmp (gimple_stmt_iterator *gsi, bool *handled, struct walk_stmt_info *wi)
+{
+  *handled = false;
+  gimple *stmt = gsi_stmt (*gsi);
+  if (!is_setjmp_call (stmt))
+    return NULL_TREE;
+  gimple_seq seq = NULL;
+  gcall *call = gimple_build_call (landed_decl, 0);
+  gimple_set_location (call, gimple_location (stmt));
+  add_call_if (&seq, NE_EXPR, build_fold_addr_expr (landed_decl), null_pointer_node, call);
+  gsi_insert_seq_after (gsi, seq, GSI_CONTINUE_LINKING);
+  (*(unsigned *) wi->info)++;
+  return NULL_TREE;
+}
+
+/* if (&__perfgroup_landed) __perfgroup_landed (); after every setjmp call of FUN's body
+ * (abi.h, PERFGROUP_HOOK_LANDED): where a longjmp lands, the runtime drops the frames it
+ * skipped at once. Every function of the unit but a naked one, instrumented or not (the
+ * landing function is often a plain one: Lua's luaD_rawrunprotected), PERF_GROUP_NONE
+ * (no_instrument_function) too: the call keeps the runtime's view of the stack true, it
+ * measures nothing. Returns how many. */
+unsigned
+add_landings (function *fun)
+{
+  tree fndecl = fun->decl;
+  if (!gimple_body (fndecl) || lookup_attribute ("naked", DECL_ATTRIBUTES (fndecl)))
+    return 0;
+  unsigned n = 0;
+  build_abi_trees ();
+  struct walk_stmt_info wi;
+  memset (&wi, 0, sizeof wi);
+  wi.info = &n;
+  gimple_seq body = gimple_body (fndecl);
+  walk_gimple_seq_mod (&body, land_after_setjmp, NULL, &wi);
+  gimple_set_body (fndecl, body);
+  return n;
 }
 
 /* Is STMT the enter or an exit call of SITE? */

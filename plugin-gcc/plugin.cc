@@ -51,6 +51,7 @@ instrument_function (function *fun)
   tree fndecl = fun->decl;
   if (!gimple_body (fndecl))
     return 0;
+  add_landings (fun);
   find_thread_starts (fun);
   /* A coroutine: its groups, name and verdict are those of the function the user wrote (the
    * ramp), its hooks go on the actor. */

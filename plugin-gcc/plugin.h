@@ -75,6 +75,8 @@ bool is_our_store (gimple *stmt);
  * end_runs_before_transfers), given to wrap_body by its caller. */
 typedef unsigned (*transfers_fn) (tree fndecl, tree site, tree tok, tree *done);
 void wrap_body (function *fun, tree site, transfers_fn transfers = NULL);
+/* After each setjmp call of FUN's body: the runtime's landing hook (abi.h). */
+unsigned add_landings (function *fun);
 void emit_module_constructor (void);
 bool is_hook_call_of (gimple *stmt, tree site);
 bool is_our_tmp (tree t, bool any);

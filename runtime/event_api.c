@@ -53,7 +53,8 @@ int perfgroup_event_end(void)
     uint32_t first = 0; /* the event's outermost frame, + 1 */
     for (uint32_t i = 0; i < t->depth; i++)
         if (t->stack[i].iter == t->iter) {
-            t->ev_inner += t->stack[i].inner;
+            if (!t->stack[i].lite) /* (a segment-accounted frame's inner is a stack position) */
+                t->ev_inner += t->stack[i].inner;
             first = first ? first : i + 1;
         }
     /* lite frames open (cur.top one of them, or their bits in the mask): they restore this

@@ -422,7 +422,8 @@ PG_HIDDEN void perfgroup__resync(struct pg_thread *t, uint32_t keep, uint64_t ts
     /* what their nested frames were charged stays out of the self time of the frame below
      * (or the event's own): their spans are not charged, but the nested frames' were */
     for (uint32_t i = t->depth; i-- > keep;)
-        if (t->stack[i].iter == t->iter)
+        if (t->stack[i].iter == t->iter && !t->stack[i].lite) /* (a segment-accounted frame's
+                                                                * inner is a stack position) */
             *pg_inner_of(t, i) += t->stack[i].inner;
     t->depth = keep;
     if (t->est_on == PG_EST_LITE)

@@ -116,7 +116,9 @@ struct pg_frame {
     struct pg_func *fn;
     uint64_t bits;       /* re-entry bits of the groups it started (reentry.c) */
     uint64_t inner;      /* the cycles of its span its nested acquiring frames took (their
-                          * spans as they ended), modulo 2^64: its self is span - inner */
+                          * spans as they ended), modulo 2^64: its self is span - inner; a
+                          * segment-accounted frame (lite) the runtime pushed: cur.sp when it
+                          * was pushed, which its exit restores (0: the frame below's) */
     uint32_t cpu;
     uint16_t gen;        /* token check: a frame dropped by resync is never charged */
     uint8_t mask;        /* bit i: fn->gid[i] was acquired here */

@@ -71,6 +71,8 @@
 /* (abi3) A lite frame's exit that found no lite transition left. */
 #define PERFGROUP_HOOK_EXIT_LITE       __perfgroup_exit_lite
 #define PERFGROUP_HOOK_EXIT_LITE_NAME  PERFGROUP_STR(PERFGROUP_HOOK_EXIT_LITE)
+#define PERFGROUP_HOOK_LANDED          __perfgroup_landed
+#define PERFGROUP_HOOK_LANDED_NAME     PERFGROUP_STR(PERFGROUP_HOOK_LANDED)
 /* The thread-local the inline re-entry check reads (struct perfgroup_cur, initial-exec). */
 #define PERFGROUP_TLS_CUR          __perfgroup_cur
 #define PERFGROUP_TLS_CUR_NAME     PERFGROUP_STR(PERFGROUP_TLS_CUR)
@@ -214,6 +216,17 @@ PERFGROUP_ABI_EXPORT_ void PERFGROUP_HOOK_EXIT(struct perfgroup_site *site, uint
  * then refuses it at its registration rather than at the link or dlopen. */
 PERFGROUP_ABI_EXPORT_ void PERFGROUP_HOOK_EXIT_LITE(struct perfgroup_site *site, uint64_t mask, uintptr_t sp,
                                                  uint64_t top) PERFGROUP_ABI_NOTHROW_;
+
+/*
+ * Called right after every call of a returns_twice function (setjmp, sigsetjmp, _setjmp,
+ * __builtin_setjmp; not vfork) in every function of a unit the plugins compile, instrumented
+ * or not, as `if (&PERFGROUP_HOOK_LANDED) PERFGROUP_HOOK_LANDED()`: when a longjmp lands there,
+ * the frames below the landing function are dead and the runtime drops them at once (else a
+ * later call at their depth could take them for live ancestors: docs/accounting.md, "Skipped
+ * exits"). On setjmp's first return it finds none. Referenced weak: no link dependency, no
+ * ABI version of its own (a runtime without it is never called).
+ */
+PERFGROUP_ABI_EXPORT_ void PERFGROUP_HOOK_LANDED(void) PERFGROUP_ABI_NOTHROW_;
 
 /*
  * Called once per module from the plugin-emitted constructor, with the bounds of that

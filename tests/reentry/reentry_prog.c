@@ -22,6 +22,9 @@
  *   event      perfgroup_event_begin inside a frame of "lib", then a call of "lib": charged
  *   activate   the function group "lib_burn()" activated inside a frame of "lib": its calls
  *              start its stopwatch (the keys change with the active groups)
+ *   sibling    setjmp in a function not instrumented, a call of group "sib" that longjmps back
+ *              to it, then another call of "sib" from the same depth (10 hot events): every
+ *              such call counted (the plugins' landing hook after setjmp drops the dead frame)
  *
  * Exit 0 = pass; a line per failure.
  */
@@ -159,6 +162,40 @@ PERF_GROUP("lib") __attribute__((noinline)) void lib_activate(double ms)
     perfgroup_group_deactivate("lib_burn");
 }
 
+/* sibling: a function not instrumented setjmps and calls sib_jump (group "sib"), which calls
+ * lib_leaf and longjmps back; then it calls sib_count (group "sib") from the same depth. The
+ * plugins call the runtime's landing hook after every setjmp (abi.h, PERFGROUP_HOOK_LANDED):
+ * the dead frame (or lite frame) of sib_jump is dropped there. Without it, it passed for
+ * sib_count's live caller (a frame at the same stack position, taken for an ancestor) and
+ * every later call of "sib" in the event was a re-entry: 60 of 106,260 counted. In a loop
+ * inside a frame of "core" (the event goes hot: lite frames where the plugin makes them). */
+static jmp_buf jb_sib;
+static unsigned long sib_counts, sib_jumps;
+PERF_GROUP("sib") __attribute__((noinline)) void sib_jump(void)
+{
+    sib_jumps++;
+    lib_leaf();
+    longjmp(jb_sib, 1);
+}
+PERF_GROUP("sib") __attribute__((noinline)) void sib_count(void)
+{
+    sib_counts++;
+    lib_leaf();
+}
+__attribute__((noinline, no_instrument_function)) static void sib_step(int i)
+{
+    if ((i & 15) == 3) {
+        if (setjmp(jb_sib) == 0)
+            sib_jump();
+    }
+    sib_count();
+}
+PERF_GROUP("core") __attribute__((noinline)) void sib_loop(int n)
+{
+    for (int i = 0; i < n; i++)
+        sib_step(i);
+}
+
 __attribute__((no_instrument_function)) static double group_ms(struct perfgroup_snapshot *before,
                                                                const char *name)
 {
@@ -245,6 +282,25 @@ __attribute__((no_instrument_function)) int main(void)
         printf("%s: %.2f ms, truth %.2f ms\n", names[k], got, truth);
         perfgroup_snapshot_free(b);
     }
+    /* sibling: "sib" counted as called — a frame a longjmp skipped counts at most (exact mode
+     * drops it uncounted, a lite frame counted it at its entry) */
+    b = perfgroup_snapshot_take();
+    for (int e = 0; e < 10; e++) {
+        perfgroup_event_begin("sibling");
+        sib_loop(10000);
+        perfgroup_event_end();
+    }
+    struct perfgroup_snapshot *a = perfgroup_snapshot_take(), *d = perfgroup_snapshot_diff(a, b);
+    const struct perfgroup_stats *sib = perfgroup_snapshot_find(d, "sib");
+    unsigned long long acts = sib ? (unsigned long long)sib->activations : 0;
+    CHECK(acts >= sib_counts && acts <= sib_counts + sib_jumps, "sibling: \"sib\" counted %llu "
+          "activations of %lu calls after a longjmp's landing and %lu that longjmped (want at least "
+          "the former, at most both)", acts, sib_counts, sib_jumps);
+    printf("sibling: sib %llu activations, %lu calls + %lu that longjmped\n", acts, sib_counts,
+           sib_jumps);
+    perfgroup_snapshot_free(d);
+    perfgroup_snapshot_free(a);
+    perfgroup_snapshot_free(b);
     CHECK(__perfgroup_cur.sp == 0, "after the cases: the thread's re-entry state is still on");
     printf(failures ? "FAILED\n" : "ok\n");
     return failures != 0;
