@@ -606,7 +606,8 @@ def demo(exe):
     """The event-loop demo (examples/eventloop.c) recorded in trace mode as scripts/demo.sh
     does: the Gecko profile passes the checker (every marker and sample inside
     profilingStartTime..EndTime, CPU rows on the grid and <= 100 %), its counters add up to
-    the groups' CPU, and every sample inside a nested keypress carries the whole chain."""
+    the groups' CPU, and every sample inside a nested keypress's dispatch carries the whole
+    chain."""
     d = os.path.join(WORK, "demo")
     os.makedirs(d, exist_ok=True)
     pgm, gecko = record_trace([exe, "20"], os.path.join(d, "demo"))
@@ -622,9 +623,15 @@ def demo(exe):
     # ever a re-entry, docs/plugins.md), so the chain shows the hooked frames
     chain = ("core", "main", "dispatch", "sync", "sync_on_tick", "core", "dispatch", "spell",
              "spell_on_key")
+    # inside a nested keypress's core intervals: the event's own code around dispatch (its
+    # begin's and end's few us: 6.1 and 0.6 us in one run) rightly shows the outer chain, and a
+    # sample on the 1 ms grid lands there now and then (CI: one at 89.000 ms under load)
+    cores = [(m[1], m[2]) for m in t["markers"]["data"]
+             if strings[m[0]] == "core" and m[1] is not None and m[2] is not None]
+    inside = [(c0, c1) for a, b in nested for c0, c1 in cores if a <= c0 and c1 <= b]
     n = 0
     for row in t["samples"]["data"]:
-        if any(a <= row[1] < b for a, b in nested):
+        if any(a <= row[1] < b for a, b in inside):
             n += 1
             if walk(row[0])[:len(chain)] != chain:
                 fail("nested keypress sample at %.3f ms: %s" % (row[1], " > ".join(walk(row[0]))))
