@@ -874,8 +874,9 @@ void __perfgroup_exit_lite(struct perfgroup_site *site, uint64_t mask, uintptr_t
  * being taken for live ancestors by later calls at their depth until an enclosing exit: a
  * loop that setjmps, calls a function of A that longjmps back, then calls another of A,
  * counted 60 of A's 106,260 activations. A lite frame's CFA is its caller's stack position
- * at the call: one at or below this point is dead too, and the thread's state is rebuilt
- * from the shadow stack (as lite_repair does). setjmp's first return finds nothing. */
+ * at the call: an innermost one at or below this point is dead too, and the thread's state
+ * is rebuilt from the shadow stack (as lite_repair does). setjmp's first return finds
+ * nothing. */
 void PERFGROUP_HOOK_LANDED(void)
 {
     uint32_t gate = atomic_load_explicit(&perfgroup__gate, memory_order_relaxed);
@@ -886,8 +887,13 @@ void PERFGROUP_HOOK_LANDED(void)
     uint32_t keep = t->depth;
     while (keep > 0 && t->stack[keep - 1].sp < sp)
         keep--;
+    /* a lite frame innermost (top a bit) at or below this point is a callee's, dead; a
+     * runtime frame innermost at it is the landing function's own, live (setjmp's first
+     * return in a frame the runtime pushed inside a lite frame must not drop that one's bit) */
     uintptr_t csp = PERFGROUP_TLS_CUR.sp;
-    if (PG_LIKELY(keep == t->depth && !(csp != 0 && csp <= sp)))
+    int lite_top = t->est_on == PG_EST_LITE && PERFGROUP_TLS_CUR.top < 64;
+    int stale = csp != 0 && (lite_top ? csp <= sp : csp < sp);
+    if (PG_LIKELY(keep == t->depth && !stale))
         return;
     PG_ERRNO_SAVE();
     struct pg_thread *latch = pg_latch_take();
