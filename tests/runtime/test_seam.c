@@ -82,16 +82,22 @@ static void conversion(void)
     perfgroup__clock_hz_set(was);
 }
 
-/* `test_seam clamp`: an explicit event whose two CPU-clock readings differ by more than its
- * counter's wall time (the clocks disagree) gets its wall time as CPU time, and the clamp is
- * counted; its group's CPU stays within that too. The virtual clock (clock.h) drives it. */
-static int clamp_case(void)
+/* The virtual clock on (clock.h): 1 GHz counter, from tick 10^6 and 1 us of CPU, CPU 0. */
+static void vclock_start(void)
 {
     perfgroup__test_vclock.hz = 1000000000u;
     perfgroup__test_vclock.tsc = 1000000;
     perfgroup__test_vclock.cpu_ns = 1000;
     perfgroup__test_vclock.on = 1;
     perfgroup__test_cpu_override = 0;
+}
+
+/* `test_seam clamp`: an explicit event whose two CPU-clock readings differ by more than its
+ * counter's wall time (the clocks disagree) gets its wall time as CPU time, and the clamp is
+ * counted; its group's CPU stays within that too. The virtual clock (clock.h) drives it. */
+static int clamp_case(void)
+{
+    vclock_start();
     struct perfgroup_snapshot *s0 = perfgroup_snapshot_take();
     for (int i = 0; i < 3; i++) {
         perfgroup_event_begin("ev");
@@ -143,11 +149,7 @@ static void run_ms(int64_t ms)
 }
 static int nested_desched_case(void)
 {
-    perfgroup__test_vclock.hz = 1000000000u;
-    perfgroup__test_vclock.tsc = 1000000;
-    perfgroup__test_vclock.cpu_ns = 1000;
-    perfgroup__test_vclock.on = 1;
-    perfgroup__test_cpu_override = 0;
+    vclock_start();
     perfgroup__test_point = desched_point;
     for (int point = 13; point <= 14; point++) {
         struct perfgroup_snapshot *s0 = perfgroup_snapshot_take();
@@ -194,11 +196,7 @@ static int nested_desched_case(void)
  * 5 ms into A (the open frame's group), A read 0 ms of CPU and 1 ms blocked. */
 static int event_end_desched_case(void)
 {
-    perfgroup__test_vclock.hz = 1000000000u;
-    perfgroup__test_vclock.tsc = 1000000;
-    perfgroup__test_vclock.cpu_ns = 1000;
-    perfgroup__test_vclock.on = 1;
-    perfgroup__test_cpu_override = 0;
+    vclock_start();
     struct perfgroup_snapshot *s0 = perfgroup_snapshot_take();
     perfgroup_event_begin("ev");
     uint64_t ta = __perfgroup_enter(&site_a);
