@@ -152,6 +152,7 @@ static void case_two_groups(void)
  * for what the nested loop ran; what ran in it is charged in the nested events. */
 static void case_nested_loop(void)
 {
+    struct pg_obs o0 = pg_obs_now();
     struct ran r0 = ran_now();
     perfgroup_event_begin("outer");
     uint64_t ta = __perfgroup_enter(&site_a);
@@ -173,8 +174,12 @@ static void case_nested_loop(void)
     int64_t off = off_cpu_ns(r0, ran_now());
     struct perfgroup_snapshot *s = snap();
     const struct perfgroup_stats *a = stats(s, "A"), *top = stats(s, "top");
-    /* 2 ms before + 1 ms after: ~all of the two outer parts, none of the 9 ms nested */
-    ASSERT_U64(a->cpu_ns, <, 5 * MS);
+    /* 2 ms before + 1 ms after: ~all of the two outer parts, none of the 9 ms nested; plus
+     * the time stolen from the VM meanwhile, which a stopwatch counts and the CPU clock does
+     * not (docs/accounting.md "Error bounds", stolen: CI's ASan run read A 5.007 ms with 9 %
+     * of that phase stolen) */
+    struct pg_obs o1 = pg_obs_now();
+    ASSERT_U64(a->cpu_ns, <, 5 * MS + (uint64_t)pg_stolen_thread(&o0, &o1));
     ASSERT_U64(a->events, ==, 2);          /* both parts of the outer event */
     ASSERT_U64(a->activations, ==, 1);     /* one stopwatch, suspended across the loop */
     ASSERT_U64(stats(s, "B")->events, ==, 1);
